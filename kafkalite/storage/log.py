@@ -1,0 +1,792 @@
+"""A partition's log: an ordered list of segments in one directory, ``<topic>-<partition>``.
+
+Only the last segment (the *active* one) takes appends. ``append`` checks a producer's batch without
+decoding its records (size, magic, CRC), stamps the next offset into the header in place and writes the
+bytes; ``read`` finds the segment by base offset, the position by the sparse index and returns a
+``FileSlice`` of whole batches. ``open`` finishes what a crash interrupted (deletes, cleaner swaps) and
+recovers the active segment by re-validating every batch in it.
+
+Files in the partition directory besides segments (all Kafka's text checkpoint format):
+``leader-epoch-checkpoint`` (as in Kafka), and ``log-start-offset-checkpoint`` /
+``cleaner-offset-checkpoint`` which Kafka keeps one level up, shared by all partitions of a log dir;
+kafkalite keeps them per partition so that independent ``Log`` objects never write the same file.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import threading
+from bisect import bisect_right
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from crc32c import crc32c
+
+from kafkalite.clock import Clock, SystemClock
+from kafkalite.errors import (
+    InvalidRecordError,
+    KafkaStorageError,
+    OffsetOutOfRangeError,
+    RecordListTooLargeError,
+)
+from kafkalite.records import BatchHeader, decode_batch_tuples, stamp_batch, validate_batch
+from kafkalite.storage.checkpoint import LeaderEpochCheckpoint, OffsetCheckpoint
+from kafkalite.storage.config import LONG_MAX, LogConfig
+from kafkalite.storage.file_slice import FileSlice
+from kafkalite.storage.segment import (
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
+    LOG_SUFFIX,
+    SWAP_SUFFIX,
+    LogSegment,
+    parse_base_offset,
+)
+
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+
+# Special timestamps of Kafka's ListOffsets request.
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+
+
+@dataclass(slots=True)
+class LogAppendInfo:
+    """What an append did. ``offset_of_max_timestamp`` is the last offset of the batch holding the max
+    timestamp (Kafka's "shallow" offset; finding the exact record would need decoding)."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    num_records: int
+    size: int
+    log_append_time: int = -1
+
+
+@dataclass(slots=True)
+class FetchDataInfo:
+    fetch_offset: int
+    records: FileSlice
+    log_start_offset: int
+    log_end_offset: int
+
+
+@dataclass
+class RecoveryReport:
+    """What ``Log.open`` found and repaired (printed in the storage chapter)."""
+
+    dir: str
+    read_only: bool
+    segments_loaded: int = 0
+    recovered_segments: list[int] = field(default_factory=list)
+    bytes_truncated: int = 0
+    truncations: dict[int, str] = field(default_factory=dict)
+    indexes_rebuilt: dict[int, str] = field(default_factory=dict)
+    deleted_files_removed: list[str] = field(default_factory=list)
+    cleaned_files_removed: list[str] = field(default_factory=list)
+    swaps_completed: list[int] = field(default_factory=list)
+    log_start_offset: int = 0
+    log_end_offset: int = 0
+
+    def __str__(self) -> str:
+        lines = [
+            f"recovery of {self.dir}{' (read-only, nothing written)' if self.read_only else ''}:",
+            f"  segments loaded: {self.segments_loaded}, log offsets [{self.log_start_offset}, {self.log_end_offset}]",
+            f"  segments scanned with CRC checks: {self.recovered_segments}",
+            f"  bytes truncated: {self.bytes_truncated}",
+        ]
+        lines += [f"    segment {b}: {why}" for b, why in self.truncations.items()]
+        lines += [f"  index rebuilt for segment {b}: {why}" for b, why in self.indexes_rebuilt.items()]
+        if self.deleted_files_removed:
+            lines.append(f"  finished deletes: {self.deleted_files_removed}")
+        if self.cleaned_files_removed:
+            lines.append(f"  dropped unfinished cleaner output: {self.cleaned_files_removed}")
+        if self.swaps_completed:
+            lines.append(f"  completed cleaner swaps for segments: {self.swaps_completed}")
+        return "\n".join(lines)
+
+
+def _topic_partition(dir: Path) -> tuple[str, int]:
+    topic, _, part = dir.name.rpartition("-")
+    if topic and part.isdigit():
+        return topic, int(part)
+    return dir.name, 0
+
+
+class Log:
+    """One partition's log. Use ``Log.open``."""
+
+    def __init__(self, dir: Path, config: LogConfig, clock: Clock, read_only: bool) -> None:
+        self.dir = dir
+        self.config = config
+        self.clock = clock
+        self.read_only = read_only
+        self.topic, self.partition = _topic_partition(dir)
+        self._segments: list[LogSegment] = []
+        self._bases: list[int] = []
+        self._leo = 0
+        self._log_start = 0
+        self._recovery_point = 0
+        self._unflushed = 0
+        self._last_flush_ms = 0
+        self._epochs: list[tuple[int, int]] = []
+        self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self._lock = threading.RLock()
+        self._closed = False
+        self.recovery_report = RecoveryReport(str(dir), read_only)
+        self._refresh_config()
+
+    def _refresh_config(self) -> None:
+        c = self.config
+        self._max_message_bytes = c.max_message_bytes
+        self._segment_bytes = c.segment_bytes
+        self._compact = c.compact
+        self._log_append_time = c.log_append_time
+        self._flush_messages = c.flush_messages
+        self._flush_ms = c.flush_ms
+
+    # ===== opening / recovery ===========================================================================
+    @classmethod
+    def open(
+        cls,
+        dir: str | os.PathLike,
+        config: LogConfig | Mapping[str, Any] | None = None,
+        *,
+        clock: Clock | None = None,
+        read_only: bool = False,
+    ) -> Log:
+        """Open (creating if needed, unless ``read_only``) the partition directory and recover it."""
+        path = Path(dir)
+        if not path.is_dir():
+            if read_only:
+                raise KafkaStorageError(f"log directory {path} does not exist (opened read-only)")
+            path.mkdir(parents=True, exist_ok=True)
+        log = cls(path, LogConfig.coerce(config), clock or SystemClock(), read_only)
+        log._load()
+        return log
+
+    def _load(self) -> None:
+        report = self.recovery_report
+        names = sorted(os.listdir(self.dir))
+        swaps: list[int] = []
+        if not self.read_only:
+            for name in names:
+                p = self.dir / name
+                if name.endswith(DELETED_SUFFIX):
+                    p.unlink(missing_ok=True)
+                    report.deleted_files_removed.append(name)
+                elif name.endswith(CLEANED_SUFFIX) or name.endswith(".tmp"):
+                    p.unlink(missing_ok=True)
+                    report.cleaned_files_removed.append(name)
+                elif name.endswith(LOG_SUFFIX + SWAP_SUFFIX):
+                    base = parse_base_offset(name)
+                    if base is not None:
+                        swaps.append(base)
+            for base in swaps:
+                self._complete_swap(base)
+            names = sorted(os.listdir(self.dir))
+        bases = sorted(b for n in names if n.endswith(LOG_SUFFIX) and (b := parse_base_offset(n)) is not None)
+        suffix_of = dict.fromkeys(bases, "")
+        if self.read_only:
+            # A writer may be mid-swap: serve the swap file if the segment it replaces is already gone.
+            for n in names:
+                if n.endswith(LOG_SUFFIX + SWAP_SUFFIX):
+                    b = parse_base_offset(n)
+                    if b is not None and b not in suffix_of:
+                        suffix_of[b] = SWAP_SUFFIX
+            bases = sorted(suffix_of)
+
+        cp = self._read_log_start_checkpoint()
+        segments: list[LogSegment] = []
+        for i, base in enumerate(bases):
+            seg = LogSegment.open(
+                self.dir, base, self.config, self.clock, suffix=suffix_of[base], read_only=self.read_only
+            )
+            active = i == len(bases) - 1
+            problem = None if active else seg.load_state()
+            if active or problem:
+                if problem:
+                    report.indexes_rebuilt[base] = problem
+                truncated = seg.recover()
+                report.recovered_segments.append(base)
+                if truncated:
+                    report.bytes_truncated += truncated
+                    report.truncations[base] = (
+                        f"{truncated} bytes{' ignored (read-only)' if self.read_only else ' truncated'}: "
+                        f"{seg.last_recovery_reason}"
+                    )
+                if not active:
+                    seg.on_become_inactive()
+            segments.append(seg)
+        if not segments:
+            start = cp if cp is not None else 0
+            if self.read_only:
+                raise KafkaStorageError(f"log directory {self.dir} holds no segments (opened read-only)")
+            segments.append(LogSegment.create(self.dir, start, self.config, self.clock))
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]
+        self._leo = segments[-1].next_offset
+        start = max(cp if cp is not None else 0, segments[0].base_offset)
+        self._log_start = min(start, self._leo)
+        self._recovery_point = self._leo
+        self._last_flush_ms = self.clock.now_ms()
+        self.recovery_report.segments_loaded = len(segments)
+        self.recovery_report.log_start_offset = self._log_start
+        self.recovery_report.log_end_offset = self._leo
+        self._epochs = [(e, o) for e, o in self._epoch_checkpoint().read() if o < self._leo] or []
+        if not self.read_only and segments[-1].offset_index.mutable is False:
+            segments[-1].make_active()
+
+    def _complete_swap(self, base: int) -> None:
+        """Finish a cleaner swap interrupted by a crash: the ``.swap`` segment replaces what it covers."""
+        swap = LogSegment.open(self.dir, base, self.config, self.clock, suffix=SWAP_SUFFIX)
+        swap.recover()
+        end = swap.next_offset
+        for name in os.listdir(self.dir):
+            b = parse_base_offset(name)
+            if b is None or name.endswith(SWAP_SUFFIX):
+                continue
+            if base <= b < max(end, base + 1) and not name.endswith(DELETED_SUFFIX):
+                (self.dir / name).unlink(missing_ok=True)
+        swap.on_become_inactive()
+        swap.change_suffix("")
+        swap.close()
+        self.recovery_report.swaps_completed.append(base)
+
+    def _read_log_start_checkpoint(self) -> int | None:
+        offsets = OffsetCheckpoint(self.dir / LOG_START_OFFSET_CHECKPOINT).read()
+        return offsets.get((self.topic, self.partition))
+
+    def _write_log_start_checkpoint(self) -> None:
+        if not self.read_only:
+            OffsetCheckpoint(self.dir / LOG_START_OFFSET_CHECKPOINT).write(
+                {(self.topic, self.partition): self._log_start}
+            )
+
+    def _epoch_checkpoint(self) -> LeaderEpochCheckpoint:
+        return LeaderEpochCheckpoint(self.dir / LEADER_EPOCH_CHECKPOINT)
+
+    def refresh(self) -> None:
+        """Re-read the directory (a read-only reader catching up with a live writer)."""
+        with self._lock:
+            for seg in self._segments:
+                seg.file.close()
+            self.recovery_report = RecoveryReport(str(self.dir), self.read_only)
+            self._load()
+
+    # ===== properties ===================================================================================
+    @property
+    def name(self) -> str:
+        return self.dir.name
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._leo
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def recovery_point(self) -> int:
+        """Offsets below this are known to be fsynced."""
+        return self._recovery_point
+
+    @property
+    def leader_epoch_entries(self) -> list[tuple[int, int]]:
+        """``(epoch, start_offset)`` pairs, as in ``leader-epoch-checkpoint``."""
+        return list(self._epochs)
+
+    @property
+    def pending_deletes(self) -> list[int]:
+        """Base offsets of segments renamed to ``.deleted`` and waiting for ``file.delete.delay.ms``."""
+        return [s.base_offset for _, s in self._pending_deletes]
+
+    def update_config(self, props: Mapping[str, Any]) -> None:
+        """Apply changed topic configs (Kafka names) to this log."""
+        with self._lock:
+            self.config = self.config.with_overrides(props)
+            self._refresh_config()
+
+    def __repr__(self) -> str:
+        return (
+            f"Log({self.dir.name}, offsets=[{self._log_start}, {self._leo}], segments={len(self._segments)}"
+            f"{', read-only' if self.read_only else ''})"
+        )
+
+    def __enter__(self) -> Log:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ===== append =======================================================================================
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise KafkaStorageError(f"log {self.dir.name} was opened read-only")
+        if self._closed:
+            raise KafkaStorageError(f"log {self.dir.name} is closed")
+
+    def append(self, batch, *, leader_epoch: int = -1) -> LogAppendInfo:
+        """Validate, stamp and append one producer batch (several concatenated batches also work)."""
+        self._check_writable()
+        f = _quick_header(batch, self._max_message_bytes)
+        if f is None:  # something is wrong: let validate_batch name it
+            f = _as_tuple(validate_batch(batch, 0, max_size=self._max_message_bytes))
+        size = f[1] + 12
+        if size != len(batch):
+            return _merge_infos(self._append_validated(self._validate_all(batch), leader_epoch), len(batch))
+        count = f[12]
+        if count == 0 or size > self._segment_bytes or self._compact:
+            self._check_batch(batch, 0, BatchHeader(*f), size)
+        buf = bytearray(batch)
+        with self._lock:
+            base = self._leo
+            last = base + f[6]
+            now = -1
+            if self._log_append_time:
+                now = max_ts = self.clock.now_ms()
+                stamp_batch(
+                    buf, 0, base_offset=base, partition_leader_epoch=_epoch(leader_epoch), max_timestamp=now
+                )
+            else:
+                max_ts = f[8]
+                stamp_batch(buf, 0, base_offset=base, partition_leader_epoch=_epoch(leader_epoch))
+            seg = self._segments[-1]
+            if seg._size and seg.should_roll(size, max_ts, last, None if now < 0 else now):
+                seg = self._roll_locked()
+            seg.append(buf, last, max_ts, last)
+            self._leo = last + 1
+            if leader_epoch >= 0 and (not self._epochs or leader_epoch > self._epochs[-1][0]):
+                self._assign_epoch(leader_epoch, base)
+            self._unflushed += count
+            if self._unflushed >= self._flush_messages or (
+                self._flush_ms != LONG_MAX and self.clock.now_ms() - self._last_flush_ms >= self._flush_ms
+            ):
+                self._flush_locked()
+        return LogAppendInfo(base, last, max_ts, last, count, size, now)
+
+    def append_many(self, batches: Iterable, *, leader_epoch: int = -1) -> list[LogAppendInfo]:
+        """Append several batches with one write per segment touched (Kafka writes a produce request's
+        whole record set at once). Every batch is validated before anything is written."""
+        self._check_writable()
+        items = []
+        for data in batches:
+            items += self._validate_all(data)
+        return self._append_validated(items, leader_epoch)
+
+    def _check_batch(self, data, pos: int, h, size: int) -> None:
+        if h.records_count == 0:
+            raise InvalidRecordError(f"record batch at position {pos} holds no records")
+        if size > self._segment_bytes:
+            raise RecordListTooLargeError(
+                f"batch of {size} bytes exceeds segment.bytes={self._segment_bytes} of {self.dir.name}"
+            )
+        if self._compact:
+            self._check_keys(data, pos)
+
+    def _validate_all(self, data) -> list:
+        """Split a buffer of concatenated batches, validating each; nothing is written on failure."""
+        view = memoryview(data)
+        out = []
+        pos = 0
+        while pos < len(view):
+            h = validate_batch(view, pos, max_size=self._max_message_bytes)
+            size = h.batch_length + 12
+            self._check_batch(view, pos, h, size)
+            out.append((view[pos : pos + size], h))
+            pos += size
+        return out
+
+    def _append_validated(self, items: list, leader_epoch: int) -> list[LogAppendInfo]:
+        infos = []
+        epoch = _epoch(leader_epoch)
+        with self._lock:
+            seg = self._segments[-1]
+            try:
+                for data, h in items:
+                    buf = bytearray(data)
+                    size = len(buf)
+                    base = self._leo
+                    last = base + h.last_offset_delta
+                    now = -1
+                    if self._log_append_time:
+                        now = max_ts = self.clock.now_ms()
+                        stamp_batch(buf, 0, base_offset=base, partition_leader_epoch=epoch, max_timestamp=now)
+                    else:
+                        max_ts = h.max_timestamp
+                        stamp_batch(buf, 0, base_offset=base, partition_leader_epoch=epoch)
+                    if seg._size and seg.should_roll(size, max_ts, last, None if now < 0 else now):
+                        seg = self._roll_locked()
+                    seg.append(buf, last, max_ts, last, defer=True)
+                    self._leo = last + 1
+                    if leader_epoch >= 0 and (not self._epochs or leader_epoch > self._epochs[-1][0]):
+                        self._assign_epoch(leader_epoch, base)
+                    self._unflushed += h.records_count
+                    infos.append(LogAppendInfo(base, last, max_ts, last, h.records_count, size, now))
+            finally:
+                seg.write_deferred()
+            if self._unflushed >= self._flush_messages or (
+                self._flush_ms != LONG_MAX and self.clock.now_ms() - self._last_flush_ms >= self._flush_ms
+            ):
+                self._flush_locked()
+        return infos
+
+    def _check_keys(self, buf, pos: int) -> None:
+        _, rows = decode_batch_tuples(buf, pos, verify_crc=False)
+        for row in rows:
+            if row[2] is None:
+                raise InvalidRecordError(
+                    f"compacted topic {self.topic} (cleanup.policy={self.config.cleanup_policy}) cannot accept "
+                    f"a record without a key (offset delta {row[0] - _base_of(buf, pos)} in the batch)"
+                )
+
+    def _assign_epoch(self, epoch: int, start_offset: int) -> None:
+        self._epochs.append((epoch, start_offset))
+        self._epoch_checkpoint().write(self._epochs)
+
+    # ===== roll / flush =================================================================================
+    def roll(self) -> LogSegment:
+        """Start a new active segment at the log end offset (no-op if the active one is empty)."""
+        self._check_writable()
+        with self._lock:
+            return self._roll_locked()
+
+    def _roll_locked(self) -> LogSegment:
+        old = self._segments[-1]
+        old.write_deferred()
+        if old.size == 0:
+            return old
+        old.on_become_inactive()
+        # Kafka flushes the finished segment right after a roll (asynchronously); so do we, synchronously.
+        old.flush()
+        new = LogSegment.create(self.dir, self._leo, self.config, self.clock)
+        self._segments.append(new)
+        self._bases.append(new.base_offset)
+        return new
+
+    def flush(self) -> None:
+        """fsync every segment holding data past the recovery point."""
+        if self.read_only or self._closed:
+            return
+        with self._lock:
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        for seg in reversed(self._segments):
+            seg.flush()
+            if seg.base_offset <= self._recovery_point:
+                break
+        self._recovery_point = self._leo
+        self._unflushed = 0
+        self._last_flush_ms = self.clock.now_ms()
+
+    def maybe_flush(self) -> bool:
+        """Apply ``flush.ms`` (what Kafka's periodic log flusher does); returns whether it flushed."""
+        if self.read_only or self._flush_ms == LONG_MAX or not self._unflushed:
+            return False
+        if self.clock.now_ms() - self._last_flush_ms >= self._flush_ms:
+            self.flush()
+            return True
+        return False
+
+    def close(self) -> None:
+        """Flush, trim the active segment's indexes and close every file."""
+        if self._closed:
+            return
+        with self._lock:
+            if not self.read_only:
+                self._flush_locked()
+                self._write_log_start_checkpoint()
+            for seg in self._segments:
+                seg.close()
+            for _, seg in self._pending_deletes:
+                seg.file.close()
+            self._closed = True
+
+    # ===== read =========================================================================================
+    def _out_of_range(self, offset: int) -> OffsetOutOfRangeError:
+        return OffsetOutOfRangeError(
+            f"offset {offset} is out of range for {self.dir.name}: valid offsets are "
+            f"[{self._log_start}, {self._leo}] (log start offset, log end offset)"
+        )
+
+    def read(
+        self, offset: int, max_bytes: int = 1 << 20, *, max_offset: int | None = None, min_one: bool = True
+    ) -> FetchDataInfo:
+        """Whole batches from the one containing ``offset``: at least one (if ``min_one``), otherwise up to
+        ``max_bytes``; nothing at or past ``max_offset`` (the high watermark) is returned."""
+        with self._lock:  # appends under the lock may run their bookkeeping ahead of the write
+            return self._read_locked(offset, max_bytes, max_offset, min_one)
+
+    def _read_locked(
+        self, offset: int, max_bytes: int, max_offset: int | None, min_one: bool
+    ) -> FetchDataInfo:
+        start, leo = self._log_start, self._leo
+        if offset < start or offset > leo:
+            raise self._out_of_range(offset)
+        segs = self._segments
+        if offset == leo or (max_offset is not None and offset >= max_offset):
+            return FetchDataInfo(offset, self._empty_slice(), start, leo)
+        i = bisect_right(self._bases, offset) - 1
+        while 0 <= i < len(segs):
+            seg = segs[i]
+            max_pos = None
+            if max_offset is not None and max_offset < seg.next_offset:
+                found = seg.translate_offset(max_offset)
+                max_pos = found[0] if found else None
+            fs = seg.read(offset, max_bytes, max_position=max_pos, min_one=min_one)
+            if fs is not None:
+                return FetchDataInfo(offset, fs, start, leo)
+            i += 1
+        return FetchDataInfo(offset, self._empty_slice(), start, leo)
+
+    def _empty_slice(self) -> FileSlice:
+        seg = self._segments[-1]
+        return FileSlice(seg.log_path, seg.size, 0, file=seg.file)
+
+    def read_records(self, offset: int, max_bytes: int = 1 << 20, *, max_offset: int | None = None) -> list:
+        """Convenience: decoded records of ``read`` at or after ``offset`` (and below ``max_offset``)."""
+        fs = self.read(offset, max_bytes, max_offset=max_offset).records
+        return [
+            r for r in fs.records() if r.offset >= offset and (max_offset is None or r.offset < max_offset)
+        ]
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """Earliest ``(offset, timestamp)`` whose timestamp >= ``timestamp_ms`` (Kafka's ListOffsets).
+
+        The special values -2 (earliest), -1 (latest) and -3 (max timestamp) return offsets with
+        timestamp -1 (or the max timestamp for -3), as Kafka does.
+        """
+        if timestamp_ms == EARLIEST_TIMESTAMP:
+            return self._log_start, -1
+        if timestamp_ms == LATEST_TIMESTAMP:
+            return self._leo, -1
+        if timestamp_ms == MAX_TIMESTAMP:
+            best = max(self._segments, key=lambda s: s.largest_timestamp)
+            if best.largest_timestamp < 0:
+                return None
+            return best.offset_of_max_timestamp, best.largest_timestamp
+        if timestamp_ms < 0:
+            raise InvalidRecordError(f"invalid timestamp {timestamp_ms} (use >= 0, or -1, -2, -3)")
+        for seg in self._segments:
+            if seg.largest_timestamp >= timestamp_ms and seg.next_offset > self._log_start:
+                found = seg.find_offset_by_timestamp(timestamp_ms, self._log_start)
+                if found is not None:
+                    return found
+        return None
+
+    # ===== truncation / deletion ========================================================================
+    def truncate_to(self, offset: int) -> bool:
+        """Remove everything at ``offset`` and beyond (a follower diverged); returns whether anything went."""
+        self._check_writable()
+        if offset < 0:
+            raise OffsetOutOfRangeError(f"cannot truncate {self.dir.name} to negative offset {offset}")
+        with self._lock:
+            if offset >= self._leo:
+                return False
+            if offset < self._segments[0].base_offset:
+                doomed = list(self._segments)
+                self._segments, self._bases = [], []
+                self._delete_segments(doomed)
+                seg = LogSegment.create(self.dir, offset, self.config, self.clock)
+                self._segments, self._bases = [seg], [offset]
+                self._log_start = offset
+                self._write_log_start_checkpoint()
+            else:
+                keep = [s for s in self._segments if s.base_offset <= offset]
+                doomed = [s for s in self._segments if s.base_offset > offset]
+                self._segments, self._bases = keep, [s.base_offset for s in keep]
+                self._delete_segments(doomed)
+                active = keep[-1]
+                active.truncate_to(offset)
+                active.make_active()
+            self._leo = self._segments[-1].next_offset
+            if self._log_start > self._leo:
+                self._log_start = self._leo
+                self._write_log_start_checkpoint()
+            self._recovery_point = min(self._recovery_point, self._leo)
+            kept_epochs = [(e, o) for e, o in self._epochs if o < self._leo]
+            if kept_epochs != self._epochs:
+                self._epochs = kept_epochs
+                self._epoch_checkpoint().write(self._epochs)
+            return True
+
+    def delete_records(self, before_offset: int) -> int:
+        """Kafka's DeleteRecords: move the log start offset up to ``before_offset``; returns the new one.
+
+        Segments entirely below it are removed by the next ``delete_old_segments``.
+        """
+        self._check_writable()
+        with self._lock:
+            if before_offset > self._leo or before_offset < 0:
+                raise OffsetOutOfRangeError(
+                    f"cannot move the log start offset of {self.dir.name} to {before_offset}: valid range is "
+                    f"[{self._log_start}, {self._leo}]"
+                )
+            if before_offset > self._log_start:
+                self._log_start = before_offset
+                self._write_log_start_checkpoint()
+            return self._log_start
+
+    def delete_old_segments(self, *, high_watermark: int | None = None) -> list[int]:
+        """Apply retention.ms, retention.bytes and the log start offset; returns deleted base offsets."""
+        from kafkalite.storage.retention import deletable_segments
+
+        self._check_writable()
+        with self._lock:
+            self.run_scheduled_deletes()
+            doomed = deletable_segments(self, self.clock.now_ms(), high_watermark)
+            if not doomed:
+                return []
+            gone = {id(s) for s in doomed}
+            self._segments = [s for s in self._segments if id(s) not in gone]
+            self._bases = [s.base_offset for s in self._segments]
+            self._delete_segments(doomed)
+            new_start = max(self._log_start, self._segments[0].base_offset)
+            if new_start != self._log_start:
+                self._log_start = new_start
+            self._write_log_start_checkpoint()
+            return [s.base_offset for s in doomed]
+
+    def _delete_segments(self, segments: list[LogSegment]) -> None:
+        """Rename to ``.deleted`` now; unlink after ``file.delete.delay.ms`` (at once if it is 0)."""
+        for seg in segments:
+            seg.change_suffix(DELETED_SUFFIX)
+        self._schedule_deletes(segments)
+
+    def _schedule_deletes(self, segments: list[LogSegment]) -> None:
+        delay = self.config.file_delete_delay_ms
+        due = self.clock.now_ms() + delay
+        for seg in segments:
+            if delay <= 0:
+                seg.delete_files()
+            else:
+                self._pending_deletes.append((due, seg))
+
+    def run_scheduled_deletes(self) -> list[int]:
+        """Unlink ``.deleted`` segments whose delay has passed; returns their base offsets."""
+        if not self._pending_deletes:
+            return []
+        now = self.clock.now_ms()
+        done, waiting = [], []
+        for due, seg in self._pending_deletes:
+            if due <= now:
+                seg.delete_files()
+                done.append(seg.base_offset)
+            else:
+                waiting.append((due, seg))
+        self._pending_deletes = waiting
+        return done
+
+    # ===== hooks for the cleaner ========================================================================
+    def _replace_segments(self, old: list[LogSegment], new: LogSegment) -> None:
+        """Swap a cleaned segment in for ``old`` (files of ``new`` carry the ``.swap`` suffix)."""
+        with self._lock:
+            idx = self._segments.index(old[0])
+            gone = {id(s) for s in old}
+            rest = [s for s in self._segments if id(s) not in gone]
+            rest.insert(idx, new)
+            # Old files become ".deleted" before the swap file takes their name: a crash in between
+            # leaves a ".swap" that open() completes and ".deleted" files it removes.
+            for seg in old:
+                seg.change_suffix(DELETED_SUFFIX)
+            new.change_suffix("")
+            self._segments = rest
+            self._bases = [s.base_offset for s in rest]
+            self._schedule_deletes(old)
+
+    def _read_cleaner_checkpoint(self) -> int | None:
+        return OffsetCheckpoint(self.dir / CLEANER_OFFSET_CHECKPOINT).read().get((self.topic, self.partition))
+
+    def _write_cleaner_checkpoint(self, offset: int) -> None:
+        OffsetCheckpoint(self.dir / CLEANER_OFFSET_CHECKPOINT).write({(self.topic, self.partition): offset})
+
+
+def _epoch(leader_epoch: int) -> int | None:
+    return leader_epoch if leader_epoch >= 0 else None
+
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")  # the 61-byte v2 batch header
+
+
+def _quick_header(batch, max_size: int) -> tuple | None:
+    """Header fields of a batch that passes every check ``validate_batch`` makes, else None.
+
+    The append hot path: the same checks (magic, lengths, size limit, CRC32C, codec, record count vs
+    last offset delta) on a plain tuple instead of a ``BatchHeader`` object, which halves the Python
+    cost per batch. On None the caller runs ``validate_batch`` to raise its precise error; a property
+    test keeps the two in agreement.
+    """
+    n = len(batch)
+    if n < 61:
+        return None
+    f = _HEADER.unpack_from(batch, 0)
+    length = f[1]
+    size = length + 12
+    if f[3] != 2 or length < 49 or size > n or size > max_size:
+        return None
+    if crc32c(memoryview(batch)[21:size]) != f[4]:
+        return None
+    count, lod, codec = f[12], f[6], f[5] & 7
+    if codec > 4 or count < 0 or lod < 0 or (count > 0 and lod < count - 1):
+        return None
+    if codec == 0 and count * 7 > size - 61:
+        return None
+    return f
+
+
+def _as_tuple(h: BatchHeader) -> tuple:
+    return (
+        h.base_offset,
+        h.batch_length,
+        h.partition_leader_epoch,
+        h.magic,
+        h.crc,
+        h.attributes,
+        h.last_offset_delta,
+        h.base_timestamp,
+        h.max_timestamp,
+        h.producer_id,
+        h.producer_epoch,
+        h.base_sequence,
+        h.records_count,
+    )
+
+
+def _merge_infos(infos: list[LogAppendInfo], size: int) -> LogAppendInfo:
+    best = max(infos, key=lambda i: i.max_timestamp)
+    return LogAppendInfo(
+        infos[0].first_offset,
+        infos[-1].last_offset,
+        best.max_timestamp,
+        best.offset_of_max_timestamp,
+        sum(i.num_records for i in infos),
+        size,
+        infos[-1].log_append_time,
+    )
+
+
+def _base_of(buf, pos: int) -> int:
+    return int.from_bytes(bytes(buf[pos : pos + 8]), "big", signed=True)
+
+
+__all__ = ["FetchDataInfo", "Log", "LogAppendInfo", "RecoveryReport"]

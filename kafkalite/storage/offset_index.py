@@ -1,0 +1,324 @@
+"""The sparse offset index: ``%020d.index``, 8-byte entries mapping offsets to file positions.
+
+Each entry is a big-endian int32 offset *relative to the segment's base offset* followed by an int32
+byte position in the ``.log`` file. Relative offsets are why a segment can hold at most 2^31 offsets and
+why an entry costs 8 bytes instead of 12. Entries are sparse (one per ``index.interval.bytes`` of log),
+so a lookup answers "the last indexed batch at or before this offset" and the segment finishes with a
+short scan of batch headers.
+
+While its segment is active, the index file is preallocated to ``segment.index.bytes`` (rounded down to
+a whole number of entries) and written through a shared memory map, as Kafka does; on roll or close it is
+trimmed to the bytes actually used. Entries are mirrored in two in-memory arrays so lookups never touch
+the file; the lookup is a plain binary search and records its step count for the book.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from array import array
+from bisect import bisect_right
+from pathlib import Path
+
+from kafkalite.errors import KafkaStorageError
+
+
+class CorruptIndexError(KafkaStorageError):
+    """An index file failed its sanity check; the owning segment rebuilds it from the log."""
+
+
+class _Index:
+    """Shared machinery of the offset and time indexes: two parallel columns, file mirror, search."""
+
+    ENTRY: struct.Struct
+    KEY_TYPE: str
+    VALUE_TYPE: str
+    KIND: str
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        base_offset: int,
+        max_index_size: int = 10485760,
+        *,
+        mutable: bool = True,
+        in_memory: bool = False,
+    ) -> None:
+        self.path = Path(path)
+        self.base_offset = base_offset
+        size = self.ENTRY.size
+        self.max_index_size = max(0, max_index_size // size * size)
+        self.max_entries = self.max_index_size // size
+        self.in_memory = in_memory
+        self._last_lookup: tuple[array, int] | None = None
+        self._keys = array(self.KEY_TYPE)
+        self._vals = array(self.VALUE_TYPE)
+        self._mm: mmap.mmap | None = None
+        self._fd: int | None = None
+        self.corrupt_reason: str | None = None
+        self.existed = self.path.exists()
+        if self.existed:
+            self._load()
+        if mutable and not in_memory:
+            self._make_mutable()
+
+    # ----- loading / file state -------------------------------------------------------------------
+    def _load(self) -> None:
+        data = self.path.read_bytes()
+        esize = self.ENTRY.size
+        if len(data) % esize:
+            self.corrupt_reason = f"size {len(data)} is not a multiple of the {esize}-byte entry"
+            data = data[: len(data) // esize * esize]
+        # Trailing all-zero entries are preallocated space: the file was never trimmed (unclean stop).
+        # Real entries are never all zero, so stripping zero bytes and rounding up to whole entries
+        # finds where they end without unpacking a 10 MB file entry by entry.
+        used = -(-len(data.rstrip(b"\0")) // esize) * esize
+        if used < len(data) and len(data) > esize:
+            self.corrupt_reason = (
+                self.corrupt_reason or "file was never trimmed (trailing preallocated zeros)"
+            )
+            data = data[:used]
+        keys, vals = self._keys, self._vals
+        for k, v in self.ENTRY.iter_unpack(data):
+            keys.append(k)
+            vals.append(v)
+        if self.corrupt_reason is None:
+            self.corrupt_reason = self._check_order()
+
+    def _check_order(self) -> str | None:
+        raise NotImplementedError
+
+    def _make_mutable(self) -> None:
+        """Open the file read-write, preallocated to the maximum size and memory-mapped."""
+        if self._mm is not None or self.in_memory:
+            return
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            old_size = os.fstat(fd).st_size
+            used = len(self._keys) * self.ENTRY.size
+            # Drop stale bytes past the entries, then grow: the kernel hands back zeros (a sparse
+            # file), so preallocation costs nothing until entries are written.
+            os.ftruncate(fd, min(old_size, used))
+            os.ftruncate(fd, self.max_index_size)
+            mm = mmap.mmap(fd, self.max_index_size) if self.max_index_size else None
+            if mm is not None and used:
+                # Rewrite the mirror so file and memory agree even if the old file was corrupt/short.
+                pack = self.ENTRY.pack_into
+                for i, (k, v) in enumerate(zip(self._keys, self._vals, strict=True)):
+                    pack(mm, i * self.ENTRY.size, k, v)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd, self._mm = fd, mm
+
+    @property
+    def mutable(self) -> bool:
+        return self._fd is not None
+
+    def resize(self, max_index_size: int | None = None) -> None:
+        """Make the index writable again (preallocated), e.g. when truncation makes its segment active."""
+        if max_index_size is not None and self._fd is None:
+            size = self.ENTRY.size
+            self.max_index_size = max(0, max_index_size // size * size)
+            self.max_entries = self.max_index_size // size
+        self._make_mutable()
+
+    def trim(self) -> None:
+        """Shrink the file to the entries in use and drop the mapping (segment became inactive)."""
+        if self._fd is None:
+            return
+        used = len(self._keys) * self.ENTRY.size
+        if self._mm is not None:
+            self._mm.flush()
+            self._mm.close()
+            self._mm = None
+        os.ftruncate(self._fd, used)
+        os.close(self._fd)
+        self._fd = None
+
+    def flush(self) -> None:
+        """Make the entries durable (msync + fsync)."""
+        if self._mm is not None:
+            self._mm.flush()
+        if self._fd is not None:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        self.trim()
+
+    def delete(self) -> None:
+        self._drop_file_handles()
+        if not self.in_memory:
+            self.path.unlink(missing_ok=True)
+
+    def _drop_file_handles(self) -> None:
+        if self._mm is not None:
+            self._mm.close()
+            self._mm = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def rename(self, new_path: str | os.PathLike) -> None:
+        """Rename the file; an open mapping keeps working (POSIX rename keeps the inode)."""
+        new_path = Path(new_path)
+        if not self.in_memory and self.path.exists():
+            os.replace(self.path, new_path)
+        self.path = new_path
+
+    def reset(self) -> None:
+        """Forget every entry (before a rebuild). A file-backed index becomes writable."""
+        del self._keys[:]
+        del self._vals[:]
+        self.corrupt_reason = None
+        if self.in_memory:
+            return
+        self._drop_file_handles()
+        self._make_mutable()  # truncates to the (now zero) entries in use, then preallocates
+
+    # ----- entries ---------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    @property
+    def entry_count(self) -> int:
+        return len(self._keys)
+
+    @property
+    def is_full(self) -> bool:
+        return len(self._keys) >= self.max_entries
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes of real entries (what the file holds once trimmed)."""
+        return len(self._keys) * self.ENTRY.size
+
+    def _write(self, key: int, value: int) -> None:
+        n = len(self._keys)
+        if n >= self.max_entries:
+            raise KafkaStorageError(f"{self.KIND} {self.path.name} is full ({self.max_entries} entries)")
+        if self._mm is not None:
+            self.ENTRY.pack_into(self._mm, n * self.ENTRY.size, key, value)
+        elif not self.in_memory:
+            raise KafkaStorageError(f"{self.KIND} {self.path.name} is not writable (segment inactive)")
+        self._keys.append(key)
+        self._vals.append(value)
+
+    def _cut(self, n: int) -> None:
+        """Keep only the first ``n`` entries."""
+        old = len(self._keys)
+        if n >= old:
+            return
+        del self._keys[n:]
+        del self._vals[n:]
+        esize = self.ENTRY.size
+        if self._mm is not None:
+            self._mm[n * esize : old * esize] = bytes((old - n) * esize)
+        elif not self.in_memory and self.path.exists():
+            with open(self.path, "r+b") as f:
+                f.truncate(n * esize)
+
+    def _floor(self, column: array, target: int) -> int:
+        """Index of the last entry whose ``column`` value is <= target, or -1."""
+        self._last_lookup = (column, target)
+        return bisect_right(column, target) - 1
+
+    @property
+    def last_lookup_steps(self) -> int:
+        """Probes the binary search of the last lookup made (replayed on demand: the hot path uses the
+        C ``bisect``, which makes the same probes)."""
+        if self._last_lookup is None:
+            return 0
+        column, target = self._last_lookup
+        lo, hi, steps = 0, len(column), 0
+        while lo < hi:
+            steps += 1
+            mid = (lo + hi) >> 1
+            if target < column[mid]:
+                hi = mid
+            else:
+                lo = mid + 1
+        return steps
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.path.name}, base={self.base_offset}, entries={len(self)})"
+
+
+class OffsetIndex(_Index):
+    """Sparse map from offset to ``.log`` byte position for one segment."""
+
+    ENTRY = struct.Struct(">ii")
+    KEY_TYPE = "i"
+    VALUE_TYPE = "i"
+    KIND = "offset index"
+
+    def _check_order(self) -> str | None:
+        keys, vals = self._keys, self._vals
+        if keys and keys[0] < 0:
+            return f"first entry has negative relative offset {keys[0]}"
+        if not all(map(int.__lt__, keys, keys[1:])):
+            return "relative offsets are not strictly increasing"
+        if not all(map(int.__lt__, vals, vals[1:])):
+            return "positions are not strictly increasing"
+        return None
+
+    def validate_against(self, log_size: int, next_offset: int) -> str | None:
+        """Reason this index cannot belong to a log of this size/offset range, or None."""
+        if self.corrupt_reason:
+            return self.corrupt_reason
+        if self._vals and (self._vals[-1] >= log_size or self._vals[0] < 0):
+            return f"last entry points at position {self._vals[-1]}, past the log's {log_size} bytes"
+        if self._keys and self.base_offset + self._keys[-1] >= next_offset:
+            return f"last entry offset {self.base_offset + self._keys[-1]} is past the log end {next_offset}"
+        return None
+
+    @property
+    def entries(self) -> list[tuple[int, int]]:
+        """``(relative_offset, position)`` pairs, oldest first."""
+        return list(zip(self._keys, self._vals, strict=True))
+
+    @property
+    def last_offset(self) -> int:
+        """Absolute offset of the last entry, or the base offset when empty."""
+        return self.base_offset + self._keys[-1] if self._keys else self.base_offset
+
+    @property
+    def last_entry(self) -> tuple[int, int]:
+        """``(offset, position)`` of the last entry, ``(base, 0)`` when empty."""
+        if not self._keys:
+            return self.base_offset, 0
+        return self.base_offset + self._keys[-1], self._vals[-1]
+
+    def append(self, offset: int, position: int) -> None:
+        """Add an entry; offsets and positions must grow (Kafka refuses anything else)."""
+        rel = offset - self.base_offset
+        if self._keys and (rel <= self._keys[-1] or position <= self._vals[-1]):
+            raise KafkaStorageError(
+                f"offset index entry ({offset}, {position}) does not follow the last entry "
+                f"({self.base_offset + self._keys[-1]}, {self._vals[-1]}) in {self.path.name}"
+            )
+        if not 0 <= rel <= 0x7FFFFFFF:
+            raise KafkaStorageError(f"offset {offset} does not fit segment {self.base_offset}'s int32 index")
+        self._write(rel, position)
+
+    def lookup(self, offset: int) -> tuple[int, int]:
+        """``(offset, position)`` of the last entry at or before ``offset``; ``(base, 0)`` if none."""
+        i = self._floor(self._keys, offset - self.base_offset)
+        if i < 0:
+            return self.base_offset, 0
+        return self.base_offset + self._keys[i], self._vals[i]
+
+    def lookup_position(self, position: int) -> tuple[int, int]:
+        """Last entry whose position is <= ``position`` (used to end a fetch on a batch boundary)."""
+        i = bisect_right(self._vals, position) - 1
+        if i < 0:
+            return self.base_offset, 0
+        return self.base_offset + self._keys[i], self._vals[i]
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop entries for ``offset`` and later."""
+        self._cut(bisect_right(self._keys, offset - self.base_offset - 1))
+
+
+__all__ = ["CorruptIndexError", "OffsetIndex"]
