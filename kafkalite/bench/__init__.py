@@ -1,0 +1,1 @@
+"""Benchmarks: kafkalite against the raw file system it sits on."""

@@ -1,0 +1,1 @@
+"""Command-line tools: segment dumps and friends (logic for ``kafkalite.cli``)."""
