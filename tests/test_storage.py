@@ -588,3 +588,19 @@ def test_append_many_rejects_whole_set(tmp_path):
     with pytest.raises(CorruptRecordError):
         log.append_many([batch(2), bytes(bad)])
     assert log.log_end_offset == 0 and log.size_bytes == 0
+
+
+def test_iter_records_crosses_segments_and_compaction_gaps(tmp_path):
+    clock = ManualClock()
+    log = Log.open(tmp_path / "t-0", {"segment.bytes": 600, "cleanup.policy": "compact"}, clock=clock)
+    for i in range(60):
+        log.append(build_batch([(b"k%d" % (i % 7), b"v%d" % i)], timestamp=clock.now_ms()))
+    log.roll()
+    assert len(log.segments) > 3
+    assert [r.offset for r in log.iter_records()] == list(range(60))
+    assert [r.offset for r in log.iter_records(17, 23)] == list(range(17, 23))
+    LogCleaner(clock=clock).clean(log)
+    survivors = list(log.iter_records())
+    assert sorted(r.key for r in survivors) == sorted(b"k%d" % k for k in range(7))
+    assert [r.value for r in survivors] == [b"v%d" % i for i in range(53, 60)]
+    log.close()

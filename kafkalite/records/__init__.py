@@ -8,6 +8,7 @@ from kafkalite.records.batch import (
     BATCH_HEADER_SIZE,
     LOG_OVERHEAD,
     MAGIC_V2,
+    STAMP_PREFIX_SIZE,
     BatchHeader,
     RecordBatch,
     TimestampType,
@@ -16,6 +17,7 @@ from kafkalite.records.batch import (
     decode_batch_tuples,
     iter_batches,
     stamp_batch,
+    stamped_prefix,
     validate_batch,
 )
 from kafkalite.records.compression import Compression
@@ -59,6 +61,8 @@ __all__ = [
     "encode_varlong",
     "iter_batches",
     "parse_control_record",
+    "STAMP_PREFIX_SIZE",
     "stamp_batch",
+    "stamped_prefix",
     "validate_batch",
 ]

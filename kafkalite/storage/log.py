@@ -32,7 +32,14 @@ from kafkalite.errors import (
     OffsetOutOfRangeError,
     RecordListTooLargeError,
 )
-from kafkalite.records import BatchHeader, decode_batch_tuples, stamp_batch, validate_batch
+from kafkalite.records import (
+    STAMP_PREFIX_SIZE,
+    BatchHeader,
+    decode_batch_tuples,
+    stamp_batch,
+    stamped_prefix,
+    validate_batch,
+)
 from kafkalite.storage.checkpoint import LeaderEpochCheckpoint, OffsetCheckpoint
 from kafkalite.storage.config import LONG_MAX, LogConfig
 from kafkalite.storage.file_slice import FileSlice
@@ -357,23 +364,14 @@ class Log:
         count = f[12]
         if count == 0 or size > self._segment_bytes or self._compact:
             self._check_batch(batch, 0, BatchHeader(*f), size)
-        buf = bytearray(batch)
         with self._lock:
             base = self._leo
             last = base + f[6]
-            now = -1
-            if self._log_append_time:
-                now = max_ts = self.clock.now_ms()
-                stamp_batch(
-                    buf, 0, base_offset=base, partition_leader_epoch=_epoch(leader_epoch), max_timestamp=now
-                )
-            else:
-                max_ts = f[8]
-                stamp_batch(buf, 0, base_offset=base, partition_leader_epoch=_epoch(leader_epoch))
+            parts, max_ts, now = self._stamp(batch, base, f[1], f[2], f[8], leader_epoch)
             seg = self._segments[-1]
             if seg._size and seg.should_roll(size, max_ts, last, None if now < 0 else now):
                 seg = self._roll_locked()
-            seg.append(buf, last, max_ts, last)
+            seg.append(parts, size, last, max_ts, last)
             self._leo = last + 1
             if leader_epoch >= 0 and (not self._epochs or leader_epoch > self._epochs[-1][0]):
                 self._assign_epoch(leader_epoch, base)
@@ -392,6 +390,21 @@ class Log:
         for data in batches:
             items += self._validate_all(data)
         return self._append_validated(items, leader_epoch)
+
+    def _stamp(self, batch, base: int, length: int, stored_epoch: int, max_ts: int, leader_epoch: int):
+        """The buffers to write for one validated batch, its max timestamp, and the append time (or -1).
+
+        With CreateTime only the 16 bytes before the CRC change, so the batch goes out as a new prefix
+        plus the producer's own bytes, uncopied. LogAppendTime rewrites maxTimestamp inside the CRC
+        range, so that batch is copied, stamped and its CRC recomputed.
+        """
+        epoch = leader_epoch if leader_epoch >= 0 else stored_epoch
+        if self._log_append_time:
+            now = self.clock.now_ms()
+            buf = bytearray(batch)
+            stamp_batch(buf, 0, base_offset=base, partition_leader_epoch=epoch, max_timestamp=now)
+            return (buf,), now, now
+        return (stamped_prefix(base, length, epoch), memoryview(batch)[STAMP_PREFIX_SIZE:]), max_ts, -1
 
     def _check_batch(self, data, pos: int, h, size: int) -> None:
         if h.records_count == 0:
@@ -418,25 +431,19 @@ class Log:
 
     def _append_validated(self, items: list, leader_epoch: int) -> list[LogAppendInfo]:
         infos = []
-        epoch = _epoch(leader_epoch)
         with self._lock:
             seg = self._segments[-1]
             try:
                 for data, h in items:
-                    buf = bytearray(data)
-                    size = len(buf)
+                    size = len(data)
                     base = self._leo
                     last = base + h.last_offset_delta
-                    now = -1
-                    if self._log_append_time:
-                        now = max_ts = self.clock.now_ms()
-                        stamp_batch(buf, 0, base_offset=base, partition_leader_epoch=epoch, max_timestamp=now)
-                    else:
-                        max_ts = h.max_timestamp
-                        stamp_batch(buf, 0, base_offset=base, partition_leader_epoch=epoch)
+                    parts, max_ts, now = self._stamp(
+                        data, base, h.batch_length, h.partition_leader_epoch, h.max_timestamp, leader_epoch
+                    )
                     if seg._size and seg.should_roll(size, max_ts, last, None if now < 0 else now):
                         seg = self._roll_locked()
-                    seg.append(buf, last, max_ts, last, defer=True)
+                    seg.append(parts, size, last, max_ts, last, defer=True)
                     self._leo = last + 1
                     if leader_epoch >= 0 and (not self._epochs or leader_epoch > self._epochs[-1][0]):
                         self._assign_epoch(leader_epoch, base)
@@ -569,6 +576,22 @@ class Log:
         return [
             r for r in fs.records() if r.offset >= offset and (max_offset is None or r.offset < max_offset)
         ]
+
+    def iter_records(
+        self, start: int | None = None, end: int | None = None, *, fetch_max_bytes: int = 1 << 20
+    ):
+        """Every record in ``[start, end)`` (default: the whole log), fetching batch slices across segments
+        the way a consumer's fetch loop does. Control records (transaction markers) are skipped."""
+        offset = self._log_start if start is None else start
+        end = self._leo if end is None else end
+        while offset < end:
+            batches = list(self.read(offset, fetch_max_bytes, max_offset=end).records.batches())
+            if not batches:
+                return
+            for batch in batches:
+                if not batch.header.is_control:
+                    yield from (r for r in batch.records if offset <= r.offset < end)
+                offset = max(offset, batch.header.next_offset)
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """Earliest ``(offset, timestamp)`` whose timestamp >= ``timestamp_ms`` (Kafka's ListOffsets).
@@ -719,10 +742,6 @@ class Log:
 
     def _write_cleaner_checkpoint(self, offset: int) -> None:
         OffsetCheckpoint(self.dir / CLEANER_OFFSET_CHECKPOINT).write({(self.topic, self.partition): offset})
-
-
-def _epoch(leader_epoch: int) -> int | None:
-    return leader_epoch if leader_epoch >= 0 else None
 
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")  # the 61-byte v2 batch header

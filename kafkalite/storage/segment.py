@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from kafkalite.clock import Clock
@@ -359,19 +359,26 @@ class LogSegment:
 
     # ----- append ----------------------------------------------------------------------------------
     def append(
-        self, data, last_offset: int, max_timestamp: int, offset_of_max_timestamp: int, *, defer: bool = False
+        self,
+        parts: Sequence,
+        size: int,
+        last_offset: int,
+        max_timestamp: int,
+        offset_of_max_timestamp: int,
+        *,
+        defer: bool = False,
     ) -> int:
-        """Write already-stamped batch bytes; returns the position they were written at.
+        """Write one stamped batch given as buffers (the log passes the stamped 16-byte header prefix and
+        the producer's untouched bytes, so the batch is never copied); returns its position.
 
-        ``defer`` queues the bytes for one combined write by ``write_deferred`` (the caller holds the log
-        lock until then, so nobody sees the bookkeeping run ahead of the file).
+        ``defer`` queues the buffers for one combined write by ``write_deferred`` (the caller holds the
+        log lock until then, so nobody sees the bookkeeping run ahead of the file).
         """
         pos = self._size
-        total = len(data)
         if defer:
-            self._deferred.append(data)
+            self._deferred.extend(parts)
         else:
-            self._write_all(data)
+            self._writev(parts, size)
         if pos == 0:
             self._first_batch_ts = max_timestamp
         if max_timestamp > self._max_ts:
@@ -381,31 +388,27 @@ class LogSegment:
             self.offset_index.append(last_offset, pos)
             self.time_index.maybe_append(self._max_ts, self._offset_of_max_ts)
             self._bytes_since_index = 0
-        self._bytes_since_index += total
-        self._size = pos + total
+        self._bytes_since_index += size
+        self._size = pos + size
         self._next_offset = last_offset + 1
         return pos
 
-    def _write_all(self, data) -> None:
-        n = self._file.write(data)
-        total = len(data)
-        if n != total:  # short write: finish it (regular files rarely need this)
-            view = memoryview(data)
-            while n < total:
-                w = self._file.write(view[n:])
-                if not w:
+    def _writev(self, bufs: Sequence, want: int) -> None:
+        done = os.writev(self._fd, bufs)
+        if done != want:  # a short vectored write (rare on regular files): finish the rest plainly
+            view = memoryview(b"".join(bufs))
+            while done < want:
+                n = os.write(self._fd, view[done:])
+                if not n:
                     raise KafkaStorageError(f"write to {self.log_path} made no progress")
-                n += w
+                done += n
 
     def write_deferred(self) -> None:
-        """Write bytes queued by ``append(..., defer=True)`` with one system call."""
+        """Write buffers queued by ``append(..., defer=True)`` with as few system calls as IOV_MAX allows."""
         bufs, self._deferred = self._deferred, []
         for i in range(0, len(bufs), 1024):  # IOV_MAX
             chunk = bufs[i : i + 1024]
-            want = sum(len(b) for b in chunk)
-            done = os.writev(self._fd, chunk)
-            if done != want:  # partial vectored write: finish the rest plainly
-                self._write_all(memoryview(b"".join(chunk))[done:])
+            self._writev(chunk, sum(len(b) for b in chunk))
 
     def should_roll(
         self, batch_size: int, max_timestamp: int, last_offset: int, now_ms: int | None
