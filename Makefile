@@ -1,0 +1,133 @@
+# kafkalite: build the book, run the tests. GNU make + bash. See README.md.
+#
+#   make book   set up once, then build the book (every chapter executed) into _build/html
+#   make test   set up once, then pytest, nbval, the book/notebooks pairing check, papermill, strict book build
+#
+# Set-up (runs once, guarded by $(STAMP)): a Python 3.11 venv in .venv from the pinned requirements.txt,
+# kafkalite installed editable, a Java 17 runtime via apt if `java` is missing, and the book's browser
+# assets (MathJax, RequireJS, the ipywidgets embedder) in _vendor/ via npm.
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-print-directory
+
+VENV := .venv
+BIN := $(CURDIR)/$(VENV)/bin
+PY := $(BIN)/python
+STAMP := $(VENV)/.kafkalite-setup
+PIP_VERSION := 26.3
+PIP := $(PY) -m pip --disable-pip-version-check
+
+# python3.11, or python3 when that is 3.11.
+PYTHON311 := $(shell command -v python3.11 2>/dev/null || \
+    { python3 -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null && command -v python3; })
+
+# The venv's tools first; Spark workers must run the venv's Python (where kafkalite is installed).
+export PATH := $(BIN):$(PATH)
+export PYSPARK_PYTHON := $(PY)
+export PYSPARK_DRIVER_PYTHON := $(PY)
+export SPARK_LOCAL_IP := 127.0.0.1
+# Same local times on every machine; quiet two harmless start-up warnings (platformdirs, debugpy).
+export TZ := UTC
+export JUPYTER_PLATFORM_DIRS := 1
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+
+CHAPTERS := $(wildcard book/*.md)
+NOTEBOOKS := $(wildcard notebooks/*.ipynb)
+NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg
+
+# `make papermill-example`: re-run one chapter with other parameters.
+PM_NOTEBOOK ?= notebooks/glossary.ipynb
+PM_PARAMS ?= -p TOPIC storage
+
+.PHONY: help setup .venv book test test-unit test-nbval check-sync test-papermill test-book lab sync execute \
+        papermill-example lint format clean distclean
+
+help:
+	@echo "make book               build the book into _build/html (executes every chapter)"
+	@echo "make test               pytest + nbval + pairing check + papermill + strict book build"
+	@echo "make lab                JupyterLab on the repository (open book/*.md or notebooks/*.ipynb)"
+	@echo "make sync               jupytext --sync book/*.md -> notebooks/*.ipynb"
+	@echo "make execute            execute notebooks/*.ipynb in place (stores outputs for nbval)"
+	@echo "make papermill-example  re-run a chapter with other parameters (PM_NOTEBOOK, PM_PARAMS)"
+	@echo "make lint               ruff check + ruff format --check"
+	@echo "make clean | distclean  remove build outputs | also .venv and _vendor"
+
+# ---------------------------------------------------------------------------------------------- set-up
+setup .venv: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml tools/vendor.sha256 tools/vendor_assets.sh tools/ensure_java.sh
+	@test -n "$(PYTHON311)" || { echo "Python 3.11 is needed (as python3.11, or as python3)" >&2; exit 1; }
+	tools/ensure_java.sh
+	test -x $(PY) || $(PYTHON311) -m venv $(VENV)
+	$(PIP) install --quiet pip==$(PIP_VERSION)
+	$(PIP) install --quiet -r requirements.txt
+	$(PIP) install --quiet --no-deps -e .
+	tools/vendor_assets.sh
+	touch $@
+
+# ----------------------------------------------------------------------------------------------- book
+book: $(STAMP)
+	jupyter-book build .
+	@echo "book: $(CURDIR)/_build/html/index.html"
+
+# ---------------------------------------------------------------------------------------------- tests
+test: $(STAMP)
+	$(MAKE) --keep-going test-unit test-nbval check-sync test-papermill test-book
+	@echo "make test: all passed"
+
+test-unit: $(STAMP)
+	python -m pytest tests/
+
+# Re-run each stored notebook and compare outputs (after nbval_sanitize.cfg) with what is committed.
+test-nbval: $(STAMP)
+	python -m pytest $(NBVAL_FLAGS) notebooks/
+
+# book/X.md must equal the markdown jupytext regenerates from notebooks/X.ipynb (see the script for why
+# `jupytext --diff`, `--sync` and `--output -` cannot tell).
+check-sync: $(STAMP)
+	python tools/check_pairing.py
+
+test-papermill: $(STAMP)
+	$(MAKE) papermill-example
+
+# Strict build: any Sphinx warning (broken reference, failing cell, missing file) fails the test.
+test-book: $(STAMP)
+	jupyter-book build . -W -n --keep-going
+
+# ------------------------------------------------------------------------------------------ authoring
+# Root is the repository, so that jupytext can write both halves of a pair (book/ and notebooks/).
+lab: $(STAMP)
+	jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/book \
+	    $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
+
+sync: $(STAMP)
+	jupytext --sync $(CHAPTERS)
+
+# Execute in place so notebooks/ carries the outputs nbval compares against.
+execute: $(STAMP)
+	python tools/execute_notebooks.py $(NOTEBOOKS)
+
+papermill-example: $(STAMP)
+	mkdir -p _build/papermill
+	papermill $(PM_NOTEBOOK) _build/papermill/$(notdir $(PM_NOTEBOOK)) $(PM_PARAMS) \
+	    --cwd $(dir $(PM_NOTEBOOK)) --no-progress-bar --log-level WARNING
+	@echo "papermill: _build/papermill/$(notdir $(PM_NOTEBOOK))"
+
+# pyproject.toml excludes notebooks/ from ruff's discovery; naming them here lints the chapters' code too.
+lint: $(STAMP)
+	ruff check . $(NOTEBOOKS)
+	ruff format --check . $(NOTEBOOKS)
+
+# Formats the package and tests; for a chapter, run ruff format on its notebook, then make sync.
+format: $(STAMP)
+	ruff check --fix .
+	ruff format .
+
+clean:
+	rm -rf _build .pytest_cache .ruff_cache .hypothesis spark-warehouse metastore_db derby.log
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV) _vendor *.egg-info

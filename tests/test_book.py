@@ -1,0 +1,94 @@
+"""Fast checks of the book's sources: table of contents, book/ <-> notebooks/ pairing, stored outputs.
+
+These read files only (no kernel is started); nbval and the book build do the executing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def toc_files() -> list[str]:
+    """Every `file:` of _toc.yml (root first), as paths relative to the repository without suffix."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    files = [toc["root"]]
+
+    def walk(entries: list[dict]) -> None:
+        for entry in entries:
+            if "file" in entry:
+                files.append(entry["file"])
+            walk(entry.get("sections", []))
+            for part in entry.get("parts", []):
+                walk(part.get("chapters", []))
+
+    walk(toc.get("chapters", []))
+    for part in toc.get("parts", []):
+        walk(part.get("chapters", []))
+    return files
+
+
+CHAPTERS = [Path(f).name for f in toc_files()]
+
+
+def notebook_of(chapter: str) -> Path:
+    return ROOT / "notebooks" / f"{chapter}.ipynb"
+
+
+def test_toc_lists_only_book_chapters() -> None:
+    files = toc_files()
+    assert files[0] == "book/intro"
+    assert len(set(files)) == len(files), f"a chapter listed twice in _toc.yml: {files}"
+    for f in files:
+        assert f.startswith("book/"), f"_toc.yml entry outside book/: {f}"
+
+
+def test_every_book_chapter_is_in_the_toc() -> None:
+    on_disk = {p.stem for p in (ROOT / "book").glob("*.md")}
+    assert on_disk <= set(CHAPTERS), f"chapters missing from _toc.yml: {sorted(on_disk - set(CHAPTERS))}"
+
+
+def test_every_notebook_has_its_chapter() -> None:
+    orphans = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb") if p.stem not in CHAPTERS)
+    assert not orphans, f"notebooks without a chapter in _toc.yml: {orphans}"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_chapter_exists_and_is_paired(chapter: str) -> None:
+    md = ROOT / "book" / f"{chapter}.md"
+    assert md.is_file(), f"_toc.yml lists book/{chapter} but {md.relative_to(ROOT)} does not exist"
+    assert notebook_of(chapter).is_file(), (
+        f"book/{chapter}.md has no notebooks/{chapter}.ipynb: run make sync"
+    )
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_pairing_in_sync(chapter: str) -> None:
+    """The markdown jupytext writes for the notebook is exactly book/<chapter>.md."""
+    nb_path = notebook_of(chapter)
+    if not nb_path.is_file():
+        pytest.fail(f"notebooks/{chapter}.ipynb missing: run make sync")
+    regenerated = jupytext.writes(jupytext.read(nb_path), fmt="md:myst")
+    actual = (ROOT / "book" / f"{chapter}.md").read_text(encoding="utf-8")
+    assert regenerated == actual, f"book/{chapter}.md and notebooks/{chapter}.ipynb differ: run make sync"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_notebook_has_one_parameters_cell_and_stored_outputs(chapter: str) -> None:
+    nb_path = notebook_of(chapter)
+    if not nb_path.is_file():
+        pytest.fail(f"notebooks/{chapter}.ipynb missing: run make sync")
+    nb = nbformat.read(nb_path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    tagged = [i for i, c in enumerate(code) if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1, f"{chapter}: {len(tagged)} code cells tagged 'parameters', want exactly one"
+    unexecuted = [i for i, c in enumerate(code) if c.execution_count is None]
+    assert not unexecuted, f"{chapter}: code cells {unexecuted} never executed: run make execute"
+    errors = [i for i, c in enumerate(code) for o in c.outputs if o.output_type == "error"]
+    assert not errors, f"{chapter}: code cells {errors} stored an error"
