@@ -1,0 +1,1 @@
+"""Plotting and widget helpers used by the book's chapters."""
