@@ -45,6 +45,18 @@ class InvalidTimestampError(KafkaError):
     code, name = 32, "INVALID_TIMESTAMP"
 
 
+class InvalidPartitionsError(KafkaError):
+    """A partition count below 1."""
+
+    code, name = 37, "INVALID_PARTITIONS"
+
+
+class InvalidReplicationFactorError(KafkaError):
+    """A replication factor below 1, or above the number of brokers available."""
+
+    code, name = 38, "INVALID_REPLICATION_FACTOR"
+
+
 class InvalidConfigError(KafkaError):
     code, name = 40, "INVALID_CONFIG"
 
