@@ -1,0 +1,1 @@
+"""Drivers that run kafkalite's sans-I/O state machines: ``sim`` (deterministic simulator)."""
