@@ -18,6 +18,7 @@ from kafkalite.records.batch import (
     iter_batches,
     stamp_batch,
     stamped_prefix,
+    valid_header_fields,
     validate_batch,
 )
 from kafkalite.records.compression import Compression
@@ -64,5 +65,6 @@ __all__ = [
     "STAMP_PREFIX_SIZE",
     "stamp_batch",
     "stamped_prefix",
+    "valid_header_fields",
     "validate_batch",
 ]

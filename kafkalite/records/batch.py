@@ -152,6 +152,33 @@ def compute_crc(buf, pos: int = 0, size: int | None = None) -> int:
     return crc32c(memoryview(buf)[pos + CRC_START : pos + size])
 
 
+def valid_header_fields(buf, pos: int = 0, max_size: int | None = None) -> tuple | None:
+    """The 13 header fields (in ``BatchHeader`` order) of a batch that passes every check of
+    ``validate_batch``, or None when any fails.
+
+    The broker's append path: the same checks on a plain tuple, with no objects and no messages
+    built, which halves the Python cost per batch. ``validate_batch`` says what is wrong.
+    """
+    have = len(buf) - pos
+    if have < BATCH_HEADER_SIZE:
+        return None
+    f = _HEADER.unpack_from(buf, pos)
+    length = f[1]
+    size = length + LOG_OVERHEAD
+    if f[3] != MAGIC_V2 or length < MIN_BATCH_LENGTH or size > have:
+        return None
+    if max_size is not None and size > max_size:
+        return None
+    if crc32c(memoryview(buf)[pos + CRC_START : pos + size]) != f[4]:
+        return None
+    count, last_delta, codec = f[12], f[6], f[5] & COMPRESSION_MASK
+    if codec > Compression.ZSTD or count < 0 or last_delta < 0 or (count > 0 and last_delta < count - 1):
+        return None
+    if codec == 0 and count * MIN_RECORD_SIZE > size - BATCH_HEADER_SIZE:
+        return None
+    return f
+
+
 def validate_batch(buf, pos: int = 0, *, max_size: int | None = None) -> BatchHeader:
     """Check the batch at ``pos`` without decoding its records; returns its header.
 
@@ -160,6 +187,10 @@ def validate_batch(buf, pos: int = 0, *, max_size: int | None = None) -> BatchHe
     compression codec is known, recordsCount and lastOffsetDelta are consistent. Everything else
     raises ``CorruptRecordError`` naming the position and the values found.
     """
+    fields = valid_header_fields(buf, pos, max_size)
+    if fields is not None:
+        return BatchHeader(*fields)
+    # Something is wrong: go through the checks again, one by one, to say what.
     h = BatchHeader.parse(buf, pos)
     size = h.batch_length + LOG_OVERHEAD
     if h.batch_length < MIN_BATCH_LENGTH:
@@ -452,6 +483,7 @@ class RecordBatch:
 
 
 __all__ = [
+    "valid_header_fields",
     "STAMP_PREFIX_SIZE",
     "stamped_prefix",
     "BATCH_HEADER_SIZE",
