@@ -8,7 +8,6 @@ from kafkalite.records.batch import (
     BATCH_HEADER_SIZE,
     LOG_OVERHEAD,
     MAGIC_V2,
-    STAMP_PREFIX_SIZE,
     BatchHeader,
     RecordBatch,
     TimestampType,
@@ -17,7 +16,6 @@ from kafkalite.records.batch import (
     decode_batch_tuples,
     iter_batches,
     stamp_batch,
-    stamped_prefix,
     valid_header_fields,
     validate_batch,
 )
@@ -62,9 +60,7 @@ __all__ = [
     "encode_varlong",
     "iter_batches",
     "parse_control_record",
-    "STAMP_PREFIX_SIZE",
     "stamp_batch",
-    "stamped_prefix",
     "valid_header_fields",
     "validate_batch",
 ]

@@ -255,19 +255,6 @@ def stamp_batch(
         )
 
 
-_PREFIX = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
-STAMP_PREFIX_SIZE = _PREFIX.size  # 16: the header bytes a leader rewrites, all outside the CRC
-
-
-def stamped_prefix(base_offset: int, batch_length: int, partition_leader_epoch: int) -> bytes:
-    """The first 16 bytes of a batch as the leader stores it; the rest of the batch is unchanged.
-
-    Writing this prefix followed by the producer's bytes from offset 16 on gives the same file as
-    ``stamp_batch`` on a copy, without copying the batch.
-    """
-    return _PREFIX.pack(base_offset, batch_length, partition_leader_epoch)
-
-
 def iter_batches(buf, pos: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
     """Walk concatenated batches, yielding ``(position, header)`` for each complete batch.
 
@@ -484,8 +471,6 @@ class RecordBatch:
 
 __all__ = [
     "valid_header_fields",
-    "STAMP_PREFIX_SIZE",
-    "stamped_prefix",
     "BATCH_HEADER_SIZE",
     "MAGIC_V2",
     "BatchHeader",

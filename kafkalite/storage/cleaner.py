@@ -190,7 +190,7 @@ class LogCleaner:
                 stats.batches_after += 1
                 last = h.base_offset + h.last_offset_delta
                 max_ts = int.from_bytes(out[35:43], "big", signed=True)
-                cleaned.append((out,), len(out), last, max_ts, last)
+                cleaned.append(out, last, max_ts, last)
             if not changed:  # nothing to reclaim: keep the original files untouched
                 cleaned.delete_files()
                 stats.bytes_before += seg.size

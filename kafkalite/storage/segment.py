@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import os
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 from kafkalite.clock import Clock
@@ -359,26 +359,19 @@ class LogSegment:
 
     # ----- append ----------------------------------------------------------------------------------
     def append(
-        self,
-        parts: Sequence,
-        size: int,
-        last_offset: int,
-        max_timestamp: int,
-        offset_of_max_timestamp: int,
-        *,
-        defer: bool = False,
+        self, data, last_offset: int, max_timestamp: int, offset_of_max_timestamp: int, *, defer: bool = False
     ) -> int:
-        """Write one stamped batch given as buffers (the log passes the stamped 16-byte header prefix and
-        the producer's untouched bytes, so the batch is never copied); returns its position.
+        """Write one stamped batch; returns the position it was written at.
 
-        ``defer`` queues the buffers for one combined write by ``write_deferred`` (the caller holds the
+        ``defer`` queues the bytes for one combined write by ``write_deferred`` (the caller holds the
         log lock until then, so nobody sees the bookkeeping run ahead of the file).
         """
         pos = self._size
+        size = len(data)
         if defer:
-            self._deferred.extend(parts)
+            self._deferred.append(data)
         else:
-            self._writev(parts, size)
+            self._write(data, size)
         if pos == 0:
             self._first_batch_ts = max_timestamp
         if max_timestamp > self._max_ts:
@@ -393,11 +386,13 @@ class LogSegment:
         self._next_offset = last_offset + 1
         return pos
 
-    def _writev(self, bufs: Sequence, want: int) -> None:
-        done = os.writev(self._fd, bufs)
-        if done != want:  # a short vectored write (rare on regular files): finish the rest plainly
-            view = memoryview(b"".join(bufs))
-            while done < want:
+    def _write(self, data, size: int, done: int = 0) -> None:
+        """Write ``data`` from byte ``done`` on; a short write (rare on regular files) is finished in a loop."""
+        if done == 0:
+            done = os.write(self._fd, data)
+        if done != size:
+            view = memoryview(data)
+            while done < size:
                 n = os.write(self._fd, view[done:])
                 if not n:
                     raise KafkaStorageError(f"write to {self.log_path} made no progress")
@@ -408,7 +403,10 @@ class LogSegment:
         bufs, self._deferred = self._deferred, []
         for i in range(0, len(bufs), 1024):  # IOV_MAX
             chunk = bufs[i : i + 1024]
-            self._writev(chunk, sum(len(b) for b in chunk))
+            want = sum(len(b) for b in chunk)
+            done = os.writev(self._fd, chunk)
+            if done != want:  # a short vectored write: finish the rest as one buffer
+                self._write(b"".join(chunk), want, done)
 
     def should_roll(
         self, batch_size: int, max_timestamp: int, last_offset: int, now_ms: int | None
