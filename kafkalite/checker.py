@@ -1,0 +1,561 @@
+"""History checker: judge a replicated log after faults from what producers saw and what consumers read.
+
+The checker works on plain data (ids, offsets, outcomes) so it can be fed from the simulator, a real
+cluster or a hand-written table. It is deterministic and does no I/O: the same history always gives
+the same report, byte for byte, so reports can be diffed across seeds and pasted into chapters.
+
+Inputs:
+
+* sends: what each producer attempt ended with, as ``SendRecord`` (acknowledged with an offset and an
+  acks level, failed with an error name, or unknown when no answer came back);
+* reads: one final full read per topic-partition, ``(offset, id)`` pairs, ``ReadRecord`` or ``Record``;
+* replicas (optional): the final log of each replica of each partition, to find divergence.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kafkalite.records import Record
+
+# Anomaly kinds. The strings are stable: benches print and aggregate counts keyed by them.
+LOST = "lost"
+LOST_ACKS0 = "lost-acks0"
+DUPLICATE = "duplicate"
+OFFSET_REUSED = "offset-reused"
+DIVERGENT = "divergent"
+UNEXPECTED = "unexpected"
+REORDERED = "reordered"
+AMBIGUOUS = "ambiguous"
+
+ANOMALY_KINDS: tuple[str, ...] = (
+    LOST,
+    LOST_ACKS0,
+    DUPLICATE,
+    OFFSET_REUSED,
+    DIVERGENT,
+    UNEXPECTED,
+    REORDERED,
+    AMBIGUOUS,
+)
+# Only these break Kafka's guarantees; the other kinds are legal outcomes worth showing.
+VIOLATIONS: frozenset[str] = frozenset({LOST, DUPLICATE, OFFSET_REUSED, DIVERGENT})
+
+# Send outcomes.
+ACKED = "acked"
+FAILED = "failed"
+UNKNOWN = "unknown"
+OUTCOMES: tuple[str, ...] = (ACKED, FAILED, UNKNOWN)
+
+TopicPartition = tuple[str, int]
+
+_KIND_ORDER = {kind: i for i, kind in enumerate(ANOMALY_KINDS)}
+
+
+def _acks(level: int | str) -> int:
+    if level == "all":
+        return -1
+    if level not in (0, 1, -1):
+        raise ValueError(f"acks must be 0, 1, -1 or 'all', not {level!r}")
+    return int(level)
+
+
+@dataclass(frozen=True)
+class SendRecord:
+    """One producer send attempt and how it ended, as the client saw it.
+
+    ``seq`` orders sends of one producer; when left ``None`` the position in the input list is used.
+    """
+
+    id: Hashable
+    topic: str
+    partition: int
+    outcome: str
+    offset: int | None = None
+    acks: int = -1
+    error: str | None = None
+    producer: str = ""
+    seq: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.outcome not in OUTCOMES:
+            raise ValueError(f"outcome must be one of {OUTCOMES}, not {self.outcome!r}")
+        object.__setattr__(self, "acks", _acks(self.acks))
+        # acks=0 producers get offset -1 back from the client; it names no position in the log.
+        if self.offset is not None and self.offset < 0:
+            object.__setattr__(self, "offset", None)
+
+    @property
+    def tp(self) -> TopicPartition:
+        return (self.topic, self.partition)
+
+    @classmethod
+    def acked(
+        cls,
+        id: Hashable,
+        topic: str,
+        partition: int,
+        offset: int | None,
+        acks: int | str = -1,
+        producer: str = "",
+        seq: int | None = None,
+    ) -> SendRecord:
+        return cls(id, topic, partition, ACKED, offset, _acks(acks), None, producer, seq)
+
+    @classmethod
+    def failed(
+        cls,
+        id: Hashable,
+        topic: str,
+        partition: int,
+        error: str,
+        acks: int | str = -1,
+        producer: str = "",
+        seq: int | None = None,
+    ) -> SendRecord:
+        return cls(id, topic, partition, FAILED, None, _acks(acks), error, producer, seq)
+
+    @classmethod
+    def unknown(
+        cls,
+        id: Hashable,
+        topic: str,
+        partition: int,
+        acks: int | str = -1,
+        producer: str = "",
+        seq: int | None = None,
+    ) -> SendRecord:
+        return cls(id, topic, partition, UNKNOWN, None, _acks(acks), "timeout", producer, seq)
+
+
+@dataclass(frozen=True)
+class ReadRecord:
+    """One record seen by the final read: its offset and the id it carries."""
+
+    offset: int
+    id: Hashable
+
+
+@dataclass(frozen=True)
+class Anomaly:
+    """One finding. ``id`` and ``offset`` are ``None`` when the finding is not about one record/offset."""
+
+    kind: str
+    topic: str
+    partition: int
+    offset: int | None
+    id: Hashable | None
+    detail: str = ""
+    acks: int | None = None
+
+    @property
+    def violation(self) -> bool:
+        return self.kind in VIOLATIONS
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "topic": self.topic,
+            "partition": self.partition,
+            "offset": self.offset,
+            "id": None if self.id is None else show_id(self.id),
+            "acks": self.acks,
+            "violation": self.violation,
+            "detail": self.detail,
+        }
+
+    def __str__(self) -> str:
+        where = f"{self.topic}-{self.partition}"
+        if self.offset is not None:
+            where += f"@{self.offset}"
+        what = "" if self.id is None else f" {show_id(self.id)}"
+        detail = f": {self.detail}" if self.detail else ""
+        return f"{self.kind:<13} {where}{what}{detail}"
+
+
+def show_id(value: Hashable) -> str:
+    """Short, deterministic text for an id; printable bytes are shown as text."""
+    if isinstance(value, bytes):
+        try:
+            text = value.decode("ascii")
+        except UnicodeDecodeError:
+            return value.hex()
+        return text if text.isprintable() else repr(value)
+    return str(value)
+
+
+def _id_key(value: Hashable | None) -> tuple:
+    # Ids may mix types across sources; group by type so sorting never compares bytes with ints.
+    if isinstance(value, int | str | bytes | float):
+        return (type(value).__name__, value)
+    return (type(value).__name__, repr(value))
+
+
+def _anomaly_key(a: Anomaly) -> tuple:
+    return (
+        _KIND_ORDER[a.kind],
+        a.topic,
+        a.partition,
+        -1 if a.offset is None else a.offset,
+        _id_key(a.id),
+        a.detail,
+    )
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """The checker's verdict: anomalies sorted by kind, partition, offset and id."""
+
+    anomalies: tuple[Anomaly, ...]
+    sends: int = 0
+    acked: int = 0
+    read: int = 0
+    unknown_present: tuple[Hashable, ...] = ()
+    unknown_absent: tuple[Hashable, ...] = ()
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Anomalies per kind, every kind present (zero when none), in ``ANOMALY_KINDS`` order."""
+        out = dict.fromkeys(ANOMALY_KINDS, 0)
+        for a in self.anomalies:
+            out[a.kind] += 1
+        return out
+
+    def of_kind(self, kind: str) -> list[Anomaly]:
+        if kind not in _KIND_ORDER:
+            raise ValueError(f"unknown anomaly kind {kind!r}")
+        return [a for a in self.anomalies if a.kind == kind]
+
+    @property
+    def lost(self) -> list[Anomaly]:
+        return self.of_kind(LOST)
+
+    @property
+    def lost_acks0(self) -> list[Anomaly]:
+        return self.of_kind(LOST_ACKS0)
+
+    @property
+    def duplicates(self) -> list[Anomaly]:
+        return self.of_kind(DUPLICATE)
+
+    @property
+    def offset_reused(self) -> list[Anomaly]:
+        return self.of_kind(OFFSET_REUSED)
+
+    @property
+    def divergent(self) -> list[Anomaly]:
+        return self.of_kind(DIVERGENT)
+
+    @property
+    def unexpected(self) -> list[Anomaly]:
+        return self.of_kind(UNEXPECTED)
+
+    @property
+    def reordered(self) -> list[Anomaly]:
+        return self.of_kind(REORDERED)
+
+    @property
+    def ambiguous(self) -> list[Anomaly]:
+        return self.of_kind(AMBIGUOUS)
+
+    @property
+    def lost_by_acks(self) -> dict[int, int]:
+        """Lost acknowledged records per acks level (0, 1, -1), all levels present."""
+        out = {0: 0, 1: 0, -1: 0}
+        for a in self.anomalies:
+            if a.kind in (LOST, LOST_ACKS0) and a.acks is not None:
+                out[a.acks] += 1
+        return out
+
+    @property
+    def violations(self) -> list[Anomaly]:
+        return [a for a in self.anomalies if a.violation]
+
+    @property
+    def ok(self) -> bool:
+        """True when no acks>=1 record was lost, duplicated, overwritten, and no replicas diverge."""
+        return not self.violations
+
+    def summary(self) -> str:
+        verdict = "OK" if self.ok else "VIOLATED"
+        counts = " ".join(f"{k}={n}" for k, n in self.counts.items())
+        return f"{verdict}: {self.sends} sends, {self.acked} acked, {self.read} read; {counts}"
+
+    def table(self) -> list[dict[str, Any]]:
+        """One dict per anomaly, ready for ``pandas.DataFrame(report.table())``."""
+        return [a.row() for a in self.anomalies]
+
+    def __str__(self) -> str:
+        return "\n".join([self.summary(), *(f"  {a}" for a in self.anomalies)])
+
+
+def total_counts(reports: Iterable[CheckReport]) -> dict[str, int]:
+    """Sum anomaly counts over many reports (e.g. one per fault seed)."""
+    out = dict.fromkeys(ANOMALY_KINDS, 0)
+    for report in reports:
+        for kind, n in report.counts.items():
+            out[kind] += n
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# Input helpers
+# ---------------------------------------------------------------------------------------------------
+
+
+def _value_id(record: Record) -> Hashable:
+    return record.value
+
+
+def as_tp(key: TopicPartition | str) -> TopicPartition:
+    """Accept ``("orders", 0)`` or ``"orders-0"`` and return ``("orders", 0)``."""
+    if isinstance(key, str):
+        topic, sep, part = key.rpartition("-")
+        if not sep or not part.isdigit():
+            raise ValueError(f"topic-partition must look like 'topic-3', not {key!r}")
+        return (topic, int(part))
+    topic, partition = key
+    return (topic, int(partition))
+
+
+def as_read(
+    item: ReadRecord | Record | tuple[int, Hashable], id_of: Callable[[Record], Hashable] = _value_id
+) -> ReadRecord:
+    """Normalise one read entry: a ``ReadRecord``, a ``Record`` (id from ``id_of``) or ``(offset, id)``."""
+    if isinstance(item, ReadRecord):
+        return item
+    if isinstance(item, Record):
+        return ReadRecord(item.offset, id_of(item))
+    offset, ident = item
+    return ReadRecord(int(offset), ident)
+
+
+def reads_from_records(
+    records: Iterable[Record], id_of: Callable[[Record], Hashable] = _value_id
+) -> list[ReadRecord]:
+    """Turn decoded ``Record`` objects into read entries; the id is the value unless ``id_of`` says."""
+    return [as_read(r, id_of) for r in records]
+
+
+def reads_from_dict(
+    per_partition: Mapping[TopicPartition | str, Iterable[ReadRecord | Record | tuple[int, Hashable]]],
+    id_of: Callable[[Record], Hashable] = _value_id,
+) -> dict[TopicPartition, list[ReadRecord]]:
+    """Normalise ``{tp: entries}`` (tp as tuple or ``"topic-N"``) into ``{(topic, n): [ReadRecord]}``."""
+    out: dict[TopicPartition, list[ReadRecord]] = {}
+    for key, items in per_partition.items():
+        out.setdefault(as_tp(key), []).extend(as_read(i, id_of) for i in items)
+    return out
+
+
+def sends_from_dicts(rows: Iterable[Mapping[str, Any]]) -> list[SendRecord]:
+    """Build sends from plain dicts with ``SendRecord`` field names (e.g. rows of a JSON log)."""
+    return [SendRecord(**dict(row)) for row in rows]
+
+
+# ---------------------------------------------------------------------------------------------------
+# The checker
+# ---------------------------------------------------------------------------------------------------
+
+
+class HistoryChecker:
+    """Collects a history piece by piece (as a fault test runs) and checks it at the end."""
+
+    def __init__(self) -> None:
+        self.sends: list[SendRecord] = []
+        self.reads: dict[TopicPartition, list[ReadRecord]] = {}
+        self.replicas: dict[TopicPartition, dict[Hashable, list[ReadRecord]]] = {}
+        self.high_watermarks: dict[TopicPartition, int] = {}
+
+    def add_send(self, send: SendRecord) -> None:
+        self.sends.append(send)
+
+    def add_read(
+        self, tp: TopicPartition | str, items: Iterable[ReadRecord | Record | tuple[int, Hashable]]
+    ) -> None:
+        self.reads.setdefault(as_tp(tp), []).extend(as_read(i) for i in items)
+
+    def add_replica(
+        self,
+        tp: TopicPartition | str,
+        replica: Hashable,
+        items: Iterable[ReadRecord | Record | tuple[int, Hashable]],
+    ) -> None:
+        self.replicas.setdefault(as_tp(tp), {})[replica] = [as_read(i) for i in items]
+
+    def set_high_watermark(self, tp: TopicPartition | str, hw: int) -> None:
+        self.high_watermarks[as_tp(tp)] = hw
+
+    def check(self) -> CheckReport:
+        return check_history(self.sends, self.reads, self.replicas or None, self.high_watermarks or None)
+
+
+def check_history(
+    sends: Iterable[SendRecord],
+    reads: Mapping[TopicPartition | str, Iterable[ReadRecord | Record | tuple[int, Hashable]]],
+    replicas: Mapping[TopicPartition | str, Mapping[Hashable, Iterable[Any]]] | None = None,
+    high_watermarks: Mapping[TopicPartition | str, int] | None = None,
+) -> CheckReport:
+    """Check a history and return a ``CheckReport``.
+
+    Send ids must be unique across the whole history. A partition with no entry in ``reads`` counts as
+    read and empty. Divergence is judged below each partition's high watermark when given, else below
+    the smallest log end offset among its replicas.
+    """
+    send_list = list(sends)
+    by_id: dict[Hashable, SendRecord] = {}
+    order: dict[Hashable, int] = {}
+    for i, s in enumerate(send_list):
+        if s.id in by_id:
+            raise ValueError(f"send id {show_id(s.id)} is used twice; ids must be unique")
+        by_id[s.id] = s
+        order[s.id] = i if s.seq is None else s.seq
+
+    found: list[Anomaly] = []
+    log = reads_from_dict(reads)
+    # A consumer that restarts may see the same (offset, id) twice; that is redelivery, not the log.
+    for tp in log:
+        log[tp] = sorted({(r.offset, _id_key(r.id)): r for r in log[tp]}.values(), key=_read_key)
+
+    at_offset: dict[TopicPartition, dict[int, list[Hashable]]] = {}
+    where: dict[Hashable, list[tuple[TopicPartition, int]]] = defaultdict(list)
+    for tp, entries in log.items():
+        slots: dict[int, list[Hashable]] = defaultdict(list)
+        for r in entries:
+            slots[r.offset].append(r.id)
+            where[r.id].append((tp, r.offset))
+        at_offset[tp] = slots
+        for offset, ids in slots.items():
+            if len(ids) > 1:
+                shown = ", ".join(show_id(i) for i in sorted(ids, key=_id_key))
+                found.append(Anomaly(OFFSET_REUSED, *tp, offset, None, f"read holds {len(ids)} ids: {shown}"))
+
+    for ident, places in where.items():
+        if len(places) > 1:
+            places = sorted(places)
+            shown = ", ".join(f"{t}-{p}@{o}" for (t, p), o in places)
+            found.append(Anomaly(DUPLICATE, *places[0][0], places[0][1], ident, f"read at {shown}"))
+        sent = by_id.get(ident)
+        for tp, offset in places:
+            if sent is None:
+                found.append(Anomaly(UNEXPECTED, *tp, offset, ident, "never sent"))
+            elif sent.tp != tp:
+                found.append(
+                    Anomaly(UNEXPECTED, *tp, offset, ident, f"sent to {sent.topic}-{sent.partition}")
+                )
+
+    for s in send_list:
+        offsets = sorted(o for tp, o in where.get(s.id, ()) if tp == s.tp)
+        present = bool(offsets)
+        if s.outcome == ACKED:
+            if not present:
+                kind = LOST if s.acks != 0 else LOST_ACKS0
+                found.append(Anomaly(kind, s.topic, s.partition, s.offset, s.id, f"acks={s.acks}", s.acks))
+            if s.acks != 0 and s.offset is not None:
+                holders = at_offset.get(s.tp, {}).get(s.offset, [])
+                others = sorted((i for i in holders if i != s.id), key=_id_key)
+                if others and s.id not in holders:
+                    now = f"found at {offsets}" if present else "missing"
+                    shown = ", ".join(show_id(i) for i in others)
+                    found.append(
+                        Anomaly(
+                            OFFSET_REUSED,
+                            s.topic,
+                            s.partition,
+                            s.offset,
+                            s.id,
+                            f"acked here, offset now holds {shown}; record {now}",
+                            s.acks,
+                        )
+                    )
+        elif s.outcome == FAILED and present:
+            found.append(
+                Anomaly(
+                    AMBIGUOUS,
+                    s.topic,
+                    s.partition,
+                    offsets[0],
+                    s.id,
+                    f"failed ({s.error}) but present",
+                    s.acks,
+                )
+            )
+        elif s.outcome == UNKNOWN:
+            detail = "unknown outcome, present" if present else "unknown outcome, absent"
+            found.append(
+                Anomaly(
+                    AMBIGUOUS, s.topic, s.partition, offsets[0] if present else None, s.id, detail, s.acks
+                )
+            )
+
+    found.extend(_reorderings(send_list, order, where))
+    if replicas:
+        found.extend(_divergence(replicas, high_watermarks or {}))
+
+    unknown = [s for s in send_list if s.outcome == UNKNOWN]
+    landed = {s.id for s in unknown if any(tp == s.tp for tp, _ in where.get(s.id, ()))}
+    return CheckReport(
+        anomalies=tuple(sorted(found, key=_anomaly_key)),
+        sends=len(send_list),
+        acked=sum(1 for s in send_list if s.outcome == ACKED),
+        read=sum(len(v) for v in log.values()),
+        unknown_present=tuple(sorted((s.id for s in unknown if s.id in landed), key=_id_key)),
+        unknown_absent=tuple(sorted((s.id for s in unknown if s.id not in landed), key=_id_key)),
+    )
+
+
+def _read_key(r: ReadRecord) -> tuple:
+    return (r.offset, _id_key(r.id))
+
+
+def _reorderings(
+    sends: list[SendRecord], order: Mapping[Hashable, int], where: Mapping[Hashable, list]
+) -> list[Anomaly]:
+    # Only adjacent pairs (in send order) are reported: any inversion implies an adjacent one, and
+    # this blames one record per displacement instead of every record it jumped over.
+    chains: dict[tuple[TopicPartition, str], list[tuple[int, int, SendRecord]]] = defaultdict(list)
+    for s in sends:
+        if s.outcome != ACKED or s.acks == 0:
+            continue
+        offsets = sorted(o for tp, o in where.get(s.id, ()) if tp == s.tp)
+        if offsets:
+            chains[(s.tp, s.producer)].append((order[s.id], offsets[0], s))
+    out: list[Anomaly] = []
+    for (_, producer), chain in chains.items():
+        chain.sort(key=lambda c: (c[0], c[1]))
+        for (_, prev_off, prev), (_, off, cur) in zip(chain, chain[1:], strict=False):
+            if off < prev_off:
+                who = f"producer {producer} " if producer else ""
+                detail = f"{who}sent after {show_id(prev.id)} (offset {prev_off}) but read before it"
+                out.append(Anomaly(REORDERED, cur.topic, cur.partition, off, cur.id, detail, cur.acks))
+    return out
+
+
+def _divergence(
+    replicas: Mapping[TopicPartition | str, Mapping[Hashable, Iterable[Any]]],
+    high_watermarks: Mapping[TopicPartition | str, int],
+) -> list[Anomaly]:
+    hws = {as_tp(k): v for k, v in high_watermarks.items()}
+    out: list[Anomaly] = []
+    for key, logs in replicas.items():
+        tp = as_tp(key)
+        slots: dict[Hashable, dict[int, Hashable]] = {}
+        for replica, items in logs.items():
+            slots[replica] = {r.offset: r.id for r in map(as_read, items)}
+        if len(slots) < 2:
+            continue
+        leo = {rep: (max(s) + 1 if s else 0) for rep, s in slots.items()}
+        bound = hws.get(tp, min(leo.values()))
+        for offset in sorted({o for s in slots.values() for o in s if o < bound}):
+            # A replica whose log ends at or before this offset is lagging, not divergent.
+            seen = {rep: s.get(offset) for rep, s in slots.items() if leo[rep] > offset}
+            if len({_id_key(v) for v in seen.values()}) > 1:
+                shown = ", ".join(
+                    f"{rep}={'-' if v is None else show_id(v)}"
+                    for rep, v in sorted(seen.items(), key=lambda kv: _id_key(kv[0]))
+                )
+                out.append(Anomaly(DIVERGENT, *tp, offset, None, shown))
+    return out
