@@ -1,0 +1,206 @@
+"""Controller to broker (LeaderAndIsr, StopReplica, UpdateMetadata), broker to controller
+(ControlledShutdown), and the admin requests the controller executes (ElectLeaders,
+AlterPartitionReassignments). Every controller request carries the controller's epoch so a broker can
+refuse one from a deposed controller (STALE_CONTROLLER_EPOCH)."""
+
+from __future__ import annotations
+
+from kafkalite.protocol.api import (
+    NO_ERROR,
+    NO_LEADER,
+    NO_NODE,
+    UNKNOWN_EPOCH,
+    ApiKey,
+    Message,
+    PartitionError,
+    Request,
+    Response,
+    TopicPartition,
+    message,
+)
+from kafkalite.protocol.metadata import BrokerEndpoint
+
+# ---------------------------------------------------------------------------------------- LeaderAndIsr
+
+
+@message
+class LeaderAndIsrPartitionState(Message):
+    tp: TopicPartition
+    controller_epoch: int = -1
+    """Epoch of the controller that last wrote this state (may be older than the request's)."""
+    leader: int = NO_LEADER
+    leader_epoch: int = UNKNOWN_EPOCH
+    isr: tuple[int, ...] = ()
+    partition_epoch: int = -1
+    """Version of the partition state: the state znode's zkVersion (Kafka's older name, ``zk_version``),
+    which the leader must quote when it writes an ISR change."""
+    replicas: tuple[int, ...] = ()
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+    is_new: bool = False
+    """The partition was just created: the broker may create its log without checking for a lost disk."""
+
+
+@message
+class LeaderAndIsrResponse(Response):
+    api_key = ApiKey.LEADER_AND_ISR
+    error_code: int = NO_ERROR
+    partition_errors: tuple[PartitionError, ...] = ()
+
+
+@message
+class LeaderAndIsrRequest(Request):
+    api_key = ApiKey.LEADER_AND_ISR
+    response_type = LeaderAndIsrResponse
+    controller_id: int = NO_NODE
+    controller_epoch: int = -1
+    broker_epoch: int = -1
+    """The receiving broker's epoch as the controller knows it; a restarted broker ignores older ones."""
+    partition_states: tuple[LeaderAndIsrPartitionState, ...] = ()
+    live_leaders: tuple[BrokerEndpoint, ...] = ()
+    """The leaders named in ``partition_states``, so a new follower knows where to fetch."""
+
+
+# ----------------------------------------------------------------------------------------- StopReplica
+
+
+@message
+class StopReplicaPartitionState(Message):
+    tp: TopicPartition
+    leader_epoch: int = UNKNOWN_EPOCH
+    """-2 when the topic is being deleted (Kafka's EpochDuringDelete)."""
+    delete_partition: bool = False
+    """Delete the log as well as stopping the replica (topic deletion, reassignment away)."""
+
+
+@message
+class StopReplicaResponse(Response):
+    api_key = ApiKey.STOP_REPLICA
+    error_code: int = NO_ERROR
+    partition_errors: tuple[PartitionError, ...] = ()
+
+
+@message
+class StopReplicaRequest(Request):
+    api_key = ApiKey.STOP_REPLICA
+    response_type = StopReplicaResponse
+    controller_id: int = NO_NODE
+    controller_epoch: int = -1
+    broker_epoch: int = -1
+    partition_states: tuple[StopReplicaPartitionState, ...] = ()
+
+
+# -------------------------------------------------------------------------------------- UpdateMetadata
+
+
+@message
+class UpdateMetadataPartitionState(Message):
+    tp: TopicPartition
+    controller_epoch: int = -1
+    leader: int = NO_LEADER
+    leader_epoch: int = UNKNOWN_EPOCH
+    isr: tuple[int, ...] = ()
+    partition_epoch: int = -1
+    """The state znode's zkVersion, as in LeaderAndIsr."""
+    replicas: tuple[int, ...] = ()
+    offline_replicas: tuple[int, ...] = ()
+
+
+@message
+class UpdateMetadataResponse(Response):
+    api_key = ApiKey.UPDATE_METADATA
+    error_code: int = NO_ERROR
+
+
+@message
+class UpdateMetadataRequest(Request):
+    """The controller's view of the cluster, sent to every broker so each can answer Metadata requests."""
+
+    api_key = ApiKey.UPDATE_METADATA
+    response_type = UpdateMetadataResponse
+    controller_id: int = NO_NODE
+    controller_epoch: int = -1
+    broker_epoch: int = -1
+    partition_states: tuple[UpdateMetadataPartitionState, ...] = ()
+    live_brokers: tuple[BrokerEndpoint, ...] = ()
+
+
+# ---------------------------------------------------------------------------------- ControlledShutdown
+
+
+@message
+class ControlledShutdownResponse(Response):
+    api_key = ApiKey.CONTROLLED_SHUTDOWN
+    error_code: int = NO_ERROR
+    remaining_partitions: tuple[TopicPartition, ...] = ()
+    """Partitions the broker still leads; it retries until this is empty, then stops."""
+
+
+@message
+class ControlledShutdownRequest(Request):
+    api_key = ApiKey.CONTROLLED_SHUTDOWN
+    response_type = ControlledShutdownResponse
+    broker_id: int = NO_NODE
+    broker_epoch: int = -1
+
+
+# --------------------------------------------------------------------------------------- ElectLeaders
+
+
+@message
+class ElectionResult(Message):
+    tp: TopicPartition
+    error_code: int = NO_ERROR
+    """ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE, ELIGIBLE_LEADERS_NOT_AVAILABLE, ..."""
+    error_message: str | None = None
+
+
+@message
+class ElectLeadersResponse(Response):
+    api_key = ApiKey.ELECT_LEADERS
+    error_code: int = NO_ERROR
+    results: tuple[ElectionResult, ...] = ()
+
+
+@message
+class ElectLeadersRequest(Request):
+    api_key = ApiKey.ELECT_LEADERS
+    response_type = ElectLeadersResponse
+    election_type: int = 0
+    """0: preferred (move leadership back to the first replica); 1: unclean (allow an out-of-sync one)."""
+    partitions: tuple[TopicPartition, ...] | None = None
+    """None: every partition."""
+    timeout_ms: int = 60_000
+
+
+# -------------------------------------------------------------------------- AlterPartitionReassignments
+
+
+@message
+class Reassignment(Message):
+    tp: TopicPartition
+    replicas: tuple[int, ...] | None = None
+    """The target replica list; None cancels a reassignment in progress."""
+
+
+@message
+class ReassignmentResult(Message):
+    tp: TopicPartition
+    error_code: int = NO_ERROR
+    error_message: str | None = None
+
+
+@message
+class AlterPartitionReassignmentsResponse(Response):
+    api_key = ApiKey.ALTER_PARTITION_REASSIGNMENTS
+    error_code: int = NO_ERROR
+    error_message: str | None = None
+    results: tuple[ReassignmentResult, ...] = ()
+
+
+@message
+class AlterPartitionReassignmentsRequest(Request):
+    api_key = ApiKey.ALTER_PARTITION_REASSIGNMENTS
+    response_type = AlterPartitionReassignmentsResponse
+    timeout_ms: int = 60_000
+    reassignments: tuple[Reassignment, ...] = ()
