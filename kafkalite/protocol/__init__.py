@@ -41,8 +41,12 @@ from kafkalite.protocol.api import (
     message,
 )
 from kafkalite.protocol.controller import (
+    AlterPartitionItem,
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    AlterPartitionResult,
     ControlledShutdownRequest,
     ControlledShutdownResponse,
     ElectionResult,
@@ -60,6 +64,7 @@ from kafkalite.protocol.controller import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
+from kafkalite.protocol.envelope import RequestEnvelope, ResponseEnvelope
 from kafkalite.protocol.fetch import (
     AbortedTransaction,
     EpochEndOffset,
@@ -151,6 +156,7 @@ from kafkalite.protocol.txn import (
 
 #: Every request class, one per API kafkalite speaks.
 REQUESTS: tuple[type[Request], ...] = (
+    AlterPartitionRequest,
     ProduceRequest,
     FetchRequest,
     ListOffsetsRequest,
@@ -185,6 +191,12 @@ REQUEST_TYPES: dict[ApiKey, type[Request]] = {cls.api_key: cls for cls in REQUES
 RESPONSE_TYPES: dict[ApiKey, type[Response]] = {cls.api_key: cls.response_type for cls in REQUESTS}
 
 __all__ = [
+    "AlterPartitionItem",
+    "AlterPartitionRequest",
+    "AlterPartitionResponse",
+    "AlterPartitionResult",
+    "RequestEnvelope",
+    "ResponseEnvelope",
     "AbortedTransaction",
     "AddOffsetsToTxnRequest",
     "AddOffsetsToTxnResponse",

@@ -204,3 +204,46 @@ class AlterPartitionReassignmentsRequest(Request):
     response_type = AlterPartitionReassignmentsResponse
     timeout_ms: int = 60_000
     reassignments: tuple[Reassignment, ...] = ()
+
+
+# -------------------------------------------------------------------------------------- AlterPartition
+
+
+@message
+class AlterPartitionItem(Message):
+    """One ISR change the leader asks for, quoting the state it last saw (KIP-497)."""
+
+    tp: TopicPartition
+    leader_epoch: int = UNKNOWN_EPOCH
+    new_isr: tuple[int, ...] = ()
+    partition_epoch: int = -1
+
+
+@message
+class AlterPartitionResult(Message):
+    tp: TopicPartition
+    error_code: int = NO_ERROR
+    leader: int = NO_LEADER
+    leader_epoch: int = UNKNOWN_EPOCH
+    isr: tuple[int, ...] = ()
+    partition_epoch: int = -1
+    """The state as the controller wrote it: the leader adopts it (or learns why not)."""
+
+
+@message
+class AlterPartitionResponse(Response):
+    api_key = ApiKey.ALTER_PARTITION
+    error_code: int = NO_ERROR
+    partitions: tuple[AlterPartitionResult, ...] = ()
+
+
+@message
+class AlterPartitionRequest(Request):
+    """A leader asks the controller to record an ISR change; the leader applies it only once the
+    controller has written it, so the controller's record is always the ISR in force."""
+
+    api_key = ApiKey.ALTER_PARTITION
+    response_type = AlterPartitionResponse
+    broker_id: int = NO_NODE
+    broker_epoch: int = -1
+    partitions: tuple[AlterPartitionItem, ...] = ()

@@ -1,0 +1,28 @@
+"""What travels between nodes: a request with the header fields that match it to its response.
+
+Kafka's request header carries a correlation id and a client id; the response echoes the id. The
+simulator delivers these envelopes as they are, and a wire codec would write the same fields.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kafkalite.protocol.api import Request, Response
+
+
+@dataclass(frozen=True, slots=True)
+class RequestEnvelope:
+    correlation_id: int
+    client_id: str
+    request: Request
+
+    def reply(self, response: Response) -> ResponseEnvelope:
+        """The envelope answering this request."""
+        return ResponseEnvelope(self.correlation_id, response)
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseEnvelope:
+    correlation_id: int
+    response: Response
