@@ -39,6 +39,7 @@ from kafkalite.records import (
 from kafkalite.storage.checkpoint import LeaderEpochCheckpoint, OffsetCheckpoint
 from kafkalite.storage.config import LONG_MAX, LogConfig
 from kafkalite.storage.file_slice import FileSlice
+from kafkalite.storage.leader_epoch import LeaderEpochCache
 from kafkalite.storage.segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -138,7 +139,7 @@ class Log:
         self._recovery_point = 0
         self._unflushed = 0
         self._last_flush_ms = 0
-        self._epochs: list[tuple[int, int]] = []
+        self.leader_epoch_cache = LeaderEpochCache(dir / LEADER_EPOCH_CHECKPOINT)
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._lock = threading.RLock()
         self._closed = False
@@ -153,6 +154,15 @@ class Log:
         self._log_append_time = c.log_append_time
         self._flush_messages = c.flush_messages
         self._flush_ms = c.flush_ms
+
+    @property
+    def _epochs(self) -> list[tuple[int, int]]:
+        # The leader-epoch entries live in the cache; older code here reads and replaces the list.
+        return self.leader_epoch_cache._entries
+
+    @_epochs.setter
+    def _epochs(self, entries: list[tuple[int, int]]) -> None:
+        self.leader_epoch_cache._set(entries, persist=False)
 
     # ===== opening / recovery ===========================================================================
     @classmethod
@@ -463,8 +473,90 @@ class Log:
                 )
 
     def _assign_epoch(self, epoch: int, start_offset: int) -> None:
-        self._epochs.append((epoch, start_offset))
-        self._epoch_checkpoint().write(self._epochs)
+        self.leader_epoch_cache.assign(epoch, start_offset)
+
+    def append_as_follower(self, records) -> list[LogAppendInfo]:
+        """Append a leader's batches as they are: offsets and leader epochs already stamped.
+
+        Kafka's ``appendAsFollower``: every batch is validated (CRC, sizes) but never re-stamped; the
+        first must start at the log end offset and each must follow the previous one without a gap
+        (``InvalidRecordError`` otherwise: the follower would have a hole or an overlap). Each batch's
+        partitionLeaderEpoch feeds the leader-epoch cache, which is how followers learn epochs.
+        """
+        self._check_writable()
+        items = self._validate_all(records)
+        infos: list[LogAppendInfo] = []
+        if not items:
+            return infos
+        with self._lock:
+            seg = self._segments[-1]
+            try:
+                expected = self._leo
+                for _data, h in items:
+                    if h.base_offset != expected:
+                        raise InvalidRecordError(
+                            f"follower append to {self.dir.name}: batch starts at offset {h.base_offset} "
+                            f"but the log end offset is {expected}"
+                        )
+                    expected = h.last_offset + 1
+                for data, h in items:
+                    size = len(data)
+                    last = h.last_offset
+                    if seg._size and seg.should_roll(size, h.max_timestamp, last, None):
+                        seg = self._roll_locked()
+                    seg.append(bytes(data), last, h.max_timestamp, last, defer=True)
+                    if h.partition_leader_epoch >= 0 and (
+                        not self._epochs or h.partition_leader_epoch > self._epochs[-1][0]
+                    ):
+                        self._assign_epoch(h.partition_leader_epoch, h.base_offset)
+                    self._leo = last + 1
+                    self._unflushed += h.records_count
+                    infos.append(
+                        LogAppendInfo(h.base_offset, last, h.max_timestamp, last, h.records_count, size)
+                    )
+            finally:
+                seg.write_deferred()
+            if self._unflushed >= self._flush_messages or (
+                self._flush_ms != LONG_MAX and self.clock.now_ms() - self._last_flush_ms >= self._flush_ms
+            ):
+                self._flush_locked()
+        return infos
+
+    def crash(self, lose_unflushed: bool = False) -> int:
+        """Simulate the process dying: close every file without flushing or writing checkpoints.
+
+        With ``lose_unflushed`` the bytes past the recovery point (never fsynced) are cut from the files,
+        as a power loss would do to the page cache; returns how many offsets were lost. The next
+        ``Log.open`` recovers what is left.
+        """
+        if self._closed:
+            return 0
+        lost = 0
+        with self._lock:
+            if lose_unflushed and not self.read_only and self._recovery_point < self._leo:
+                rp = self._recovery_point
+                lost = self._leo - rp
+                for seg in self._segments:
+                    seg.write_deferred()
+                    if seg.base_offset > rp or (seg.base_offset == rp and seg is not self._segments[0]):
+                        seg.delete_files()
+                        continue
+                    found = seg.translate_offset(rp)
+                    if found is not None:
+                        seg._file.truncate(found[0])
+                        seg.offset_index.delete()
+                        seg.time_index.delete()
+                        for p in (seg.index_path, seg.timeindex_path):
+                            p.unlink(missing_ok=True)
+            for seg in self._segments:
+                seg.offset_index._drop_file_handles()
+                seg.time_index._drop_file_handles()
+                if not seg._file.closed:
+                    seg._file.close()
+            for _, seg in self._pending_deletes:
+                seg.file.close()
+            self._closed = True
+        return lost
 
     # ===== roll / flush =================================================================================
     def roll(self) -> LogSegment:

@@ -1,0 +1,185 @@
+"""Kafka's broker configuration (``server.properties``): the keys the replication core and the controller
+read, under Kafka's names and with Kafka's defaults.
+
+``BrokerConfig.from_props`` parses strings as a ``.properties`` file would give them. Keys kafkalite does not
+model are kept in ``extra`` (Kafka warns about unknown keys rather than failing). Topic-level overrides
+(``min.insync.replicas``, ``unclean.leader.election.enable`` and every ``LogConfig`` key) are merged by
+``topic_config``; broker-level log defaults may be given with Kafka's ``log.`` prefix
+(``log.segment.bytes``) or as the topic key itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafkalite.errors import InvalidConfigError
+from kafkalite.storage.config import LogConfig
+
+_BOOL_TRUE = {"true", "1", "yes"}
+_BOOL_FALSE = {"false", "0", "no"}
+
+# Kafka name -> (field, kind, default, minimum)
+_SPECS: dict[str, tuple[str, str, Any, int | None]] = {
+    "broker.id": ("broker_id", "int", -1, -1),
+    "log.dirs": ("log_dirs", "str", "/tmp/kafka-logs", None),
+    "min.insync.replicas": ("min_insync_replicas", "int", 1, 1),
+    "replica.lag.time.max.ms": ("replica_lag_time_max_ms", "int", 30000, 0),
+    "replica.fetch.wait.max.ms": ("replica_fetch_wait_max_ms", "int", 500, 0),
+    "replica.fetch.min.bytes": ("replica_fetch_min_bytes", "int", 1, 0),
+    "replica.fetch.max.bytes": ("replica_fetch_max_bytes", "int", 1048576, 0),
+    "replica.fetch.response.max.bytes": ("replica_fetch_response_max_bytes", "int", 10485760, 0),
+    "replica.fetch.backoff.ms": ("replica_fetch_backoff_ms", "int", 1000, 0),
+    "replica.socket.timeout.ms": ("replica_socket_timeout_ms", "int", 30000, 1),
+    "unclean.leader.election.enable": ("unclean_leader_election_enable", "bool", False, None),
+    "auto.leader.rebalance.enable": ("auto_leader_rebalance_enable", "bool", True, None),
+    "leader.imbalance.per.broker.percentage": ("leader_imbalance_per_broker_percentage", "int", 10, 0),
+    "leader.imbalance.check.interval.seconds": ("leader_imbalance_check_interval_seconds", "int", 300, 1),
+    "zookeeper.session.timeout.ms": ("zookeeper_session_timeout_ms", "int", 18000, 1),
+    "replica.high.watermark.checkpoint.interval.ms": (
+        "replica_high_watermark_checkpoint_interval_ms",
+        "int",
+        5000,
+        1,
+    ),
+    "controller.socket.timeout.ms": ("controller_socket_timeout_ms", "int", 30000, 1),
+    "alter.partition.retry.backoff.ms": ("alter_partition_retry_backoff_ms", "int", 1000, 0),
+    # kafkalite switch: False = pre-KIP-101 follower truncation to the high watermark.
+    "kafkalite.truncate.by.leader.epoch": ("truncate_by_leader_epoch", "bool", True, None),
+}
+_FIELD_TO_KEY = {f: k for k, (f, *_rest) in _SPECS.items()}
+_TOPIC_KEYS = {"min.insync.replicas", "unclean.leader.election.enable"}
+
+
+def _parse(key: str, kind: str, value: Any, minimum: int | None) -> Any:
+    def bad(why: str) -> InvalidConfigError:
+        return InvalidConfigError(f"invalid value {value!r} for {key!r}: {why}")
+
+    if kind == "str":
+        return str(value)
+    if kind == "bool":
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in _BOOL_TRUE:
+            return True
+        if text in _BOOL_FALSE:
+            return False
+        raise bad("expected true or false")
+    if isinstance(value, bool):
+        raise bad("expected an integer, not a boolean")
+    try:
+        num = int(value.strip()) if isinstance(value, str) else int(value)
+    except (TypeError, ValueError):
+        raise bad("expected an integer") from None
+    if minimum is not None and num < minimum:
+        raise bad(f"must be >= {minimum}")
+    return num
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    """A broker's settings; build with ``from_props`` (Kafka names) or keyword fields."""
+
+    broker_id: int = -1
+    log_dirs: str = "/tmp/kafka-logs"
+    min_insync_replicas: int = 1
+    replica_lag_time_max_ms: int = 30000
+    replica_fetch_wait_max_ms: int = 500
+    replica_fetch_min_bytes: int = 1
+    replica_fetch_max_bytes: int = 1048576
+    replica_fetch_response_max_bytes: int = 10485760
+    replica_fetch_backoff_ms: int = 1000
+    replica_socket_timeout_ms: int = 30000
+    unclean_leader_election_enable: bool = False
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_per_broker_percentage: int = 10
+    leader_imbalance_check_interval_seconds: int = 300
+    zookeeper_session_timeout_ms: int = 18000
+    replica_high_watermark_checkpoint_interval_ms: int = 5000
+    controller_socket_timeout_ms: int = 30000
+    alter_partition_retry_backoff_ms: int = 1000
+    truncate_by_leader_epoch: bool = True
+    log_props: dict[str, Any] = field(default_factory=dict)
+    """Broker-level defaults for topic (LogConfig) keys, under the topic key names."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Keys kafkalite does not interpret, kept as given."""
+
+    @classmethod
+    def from_props(cls, props: Mapping[str, Any] | None = None, **overrides: Any) -> BrokerConfig:
+        """Parse a dict of Kafka broker keys; ``log.<key>`` / topic keys become log defaults."""
+        merged: dict[str, Any] = dict(props or {})
+        for name, value in overrides.items():
+            merged[_FIELD_TO_KEY.get(name, name)] = value
+        kwargs: dict[str, Any] = {}
+        log_props: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        log_keys = set(LogConfig().to_props())
+        for key, value in merged.items():
+            spec = _SPECS.get(key)
+            if spec is not None:
+                fname, kind, _default, minimum = spec
+                kwargs[fname] = _parse(key, kind, value, minimum)
+            elif key in log_keys:
+                log_props[key] = value
+            elif key.startswith("log.") and key[4:] in log_keys:
+                log_props[key[4:]] = value
+            else:
+                extra[key] = value
+        if log_props:
+            LogConfig.from_props(log_props)  # fail now, naming the key, rather than at the first log
+        return cls(**kwargs, log_props=log_props, extra=extra)
+
+    @classmethod
+    def coerce(cls, config: BrokerConfig | Mapping[str, Any] | None) -> BrokerConfig:
+        if isinstance(config, BrokerConfig):
+            return config
+        return cls.from_props(config)
+
+    def get(self, key: str) -> Any:
+        """A value by Kafka key name (broker keys, log defaults, or kept extras)."""
+        spec = _SPECS.get(key)
+        if spec is not None:
+            return getattr(self, spec[0])
+        if key in self.log_props:
+            return self.log_props[key]
+        if key in self.extra:
+            return self.extra[key]
+        raise InvalidConfigError(f"unknown broker config key {key!r}")
+
+    def to_props(self) -> dict[str, Any]:
+        out = {k: getattr(self, f) for k, (f, *_r) in _SPECS.items()}
+        out.update(self.log_props)
+        out.update(self.extra)
+        return out
+
+    def log_config(self, topic_overrides: Mapping[str, Any] | None = None) -> LogConfig:
+        """The LogConfig of a topic: broker log defaults, then the topic's overrides."""
+        props = dict(self.log_props)
+        for k, v in (topic_overrides or {}).items():
+            if k not in _TOPIC_KEYS:
+                props[k] = v
+        return LogConfig.from_props(props)
+
+    def topic_config(self, topic_overrides: Mapping[str, Any] | None = None) -> TopicReplicationConfig:
+        """Per-topic replication settings (``min.insync.replicas``, unclean election) with overrides."""
+        o = topic_overrides or {}
+        mir = _parse("min.insync.replicas", "int", o.get("min.insync.replicas", self.min_insync_replicas), 1)
+        unclean = _parse(
+            "unclean.leader.election.enable",
+            "bool",
+            o.get("unclean.leader.election.enable", self.unclean_leader_election_enable),
+            None,
+        )
+        return TopicReplicationConfig(mir, unclean, self.log_config(o))
+
+
+@dataclass(frozen=True)
+class TopicReplicationConfig:
+    min_insync_replicas: int
+    unclean_leader_election_enable: bool
+    log: LogConfig
+
+
+__all__ = ["BrokerConfig", "TopicReplicationConfig"]

@@ -1,0 +1,320 @@
+"""Kafka's ``ReplicaFetcherThread``, as a state machine: a follower pulling from one leader.
+
+One fetcher per source broker holds the partitions this broker follows there. A partition starts in
+*truncating* state: with leader epochs (KIP-101/KIP-279) the fetcher asks the leader OffsetForLeaderEpoch
+for the end of the follower's latest epoch and truncates to ``min(that, own LEO)`` -- repeating when the
+leader answers with an older epoch the follower must first locate in its own cache -- before fetching.
+Without epochs (``kafkalite.truncate.by.leader.epoch=false``) the ReplicaManager has already truncated to
+the high watermark and the partition starts fetching at once. Fetching sends one FetchRequest at a time
+(``replica_id`` = own broker id, ``fetch_offset`` = LEO, ``current_leader_epoch``); the leader long-polls
+it. Batches are appended as they are (``Log.append_as_follower``); the follower HW becomes
+``min(leader HW, LEO)``. Errors back off ``replica.fetch.backoff.ms``; a request unanswered within
+``replica.socket.timeout.ms`` is abandoned and retried.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kafkalite.errors import (
+    FencedLeaderEpochError,
+    NotLeaderOrFollowerError,
+    OffsetOutOfRangeError,
+    UnknownLeaderEpochError,
+    UnknownTopicOrPartitionError,
+)
+from kafkalite.protocol import (
+    LATEST_TIMESTAMP,
+    NO_ERROR,
+    FetchPartition,
+    FetchRequest,
+    FetchResponse,
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetForLeaderEpochPartition,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+    TopicPartition,
+)
+from kafkalite.storage.leader_epoch import UNDEFINED_EPOCH
+
+if TYPE_CHECKING:
+    from kafkalite.broker.replica_manager import ReplicaManager
+
+TRUNCATING, FETCHING, RESETTING = "truncating", "fetching", "resetting"
+
+
+@dataclass
+class PartitionFetchState:
+    tp: TopicPartition
+    fetch_offset: int
+    leader_epoch: int
+    state: str
+    backoff_until_ms: int = 0
+    in_flight: bool = False
+
+
+class ReplicaFetcher:
+    """Follower fetch loop towards ``leader_id``; driven by the ReplicaManager's responses and timers."""
+
+    def __init__(self, rm: ReplicaManager, leader_id: int) -> None:
+        self.rm = rm
+        self.leader_id = leader_id
+        self.partitions: dict[TopicPartition, PartitionFetchState] = {}
+        self.fetch_in_flight: int | None = None  # correlation id
+        self._wake_timer: int | None = None
+
+    def __repr__(self) -> str:
+        return f"ReplicaFetcher(leader={self.leader_id}, partitions={sorted(map(str, self.partitions))})"
+
+    # ----- membership --------------------------------------------------------------------------------
+    def add_partition(self, tp: TopicPartition, fetch_offset: int, leader_epoch: int, truncate: bool) -> None:
+        self.partitions[tp] = PartitionFetchState(
+            tp, fetch_offset, leader_epoch, TRUNCATING if truncate else FETCHING
+        )
+        self.run()
+
+    def remove_partition(self, tp: TopicPartition) -> None:
+        self.partitions.pop(tp, None)
+
+    def is_empty(self) -> bool:
+        return not self.partitions
+
+    def stop(self) -> None:
+        self.partitions.clear()
+        if self._wake_timer is not None:
+            self.rm._cancel_timer(self._wake_timer)
+            self._wake_timer = None
+        self.fetch_in_flight = None
+
+    # ----- the loop -------------------------------------------------------------------------------------
+    def run(self) -> None:
+        """Send whatever can be sent now: epoch queries for truncating partitions, then one fetch."""
+        now = self.rm.clock.now_ms()
+        wake = None
+        for st in self.partitions.values():
+            if st.backoff_until_ms > now:
+                wake = st.backoff_until_ms if wake is None else min(wake, st.backoff_until_ms)
+                continue
+            if st.state == TRUNCATING and not st.in_flight:
+                self._send_epoch_query(st)
+            elif st.state == RESETTING and not st.in_flight:
+                self._send_list_offsets(st)
+        if self.fetch_in_flight is None:
+            ready = [
+                st for st in self.partitions.values() if st.state == FETCHING and st.backoff_until_ms <= now
+            ]
+            if ready:
+                self._send_fetch(ready)
+        if wake is not None and self._wake_timer is None:
+            self._wake_timer = self.rm._set_timer(wake - now, self._on_wake)
+
+    def _on_wake(self, _now_ms: int) -> None:
+        self._wake_timer = None
+        self.run()
+
+    def _backoff(self, st: PartitionFetchState) -> None:
+        st.backoff_until_ms = self.rm.clock.now_ms() + self.rm.config.replica_fetch_backoff_ms
+
+    def _send_fetch(self, ready: list[PartitionFetchState]) -> None:
+        cfg = self.rm.config
+        parts = []
+        for st in ready:
+            p = self.rm.partition_or_none(st.tp)
+            if p is None:
+                continue
+            parts.append(
+                FetchPartition(
+                    tp=st.tp,
+                    fetch_offset=st.fetch_offset,
+                    current_leader_epoch=st.leader_epoch,
+                    last_fetched_epoch=(
+                        p.log.leader_epoch_cache.latest_epoch
+                        if cfg.truncate_by_leader_epoch
+                        else UNDEFINED_EPOCH
+                    ),
+                    log_start_offset=p.log.log_start_offset,
+                    partition_max_bytes=cfg.replica_fetch_max_bytes,
+                )
+            )
+        if not parts:
+            return
+        req = FetchRequest(
+            replica_id=self.rm.broker_id,
+            max_wait_ms=cfg.replica_fetch_wait_max_ms,
+            min_bytes=cfg.replica_fetch_min_bytes,
+            max_bytes=cfg.replica_fetch_response_max_bytes,
+            partitions=tuple(parts),
+        )
+        self.fetch_in_flight = self.rm._send_request(
+            self.leader_id, req, self, cfg.replica_socket_timeout_ms + cfg.replica_fetch_wait_max_ms
+        )
+
+    def _send_epoch_query(self, st: PartitionFetchState) -> None:
+        p = self.rm.partition_or_none(st.tp)
+        if p is None:
+            return
+        epoch = p.log.leader_epoch_cache.latest_epoch
+        if epoch == UNDEFINED_EPOCH:
+            # No epochs on this replica (empty or pre-epoch log): Kafka falls back to the high watermark.
+            p.truncate_to(p.high_watermark, "no_leader_epoch_fallback_to_hw")
+            self._start_fetching(st, p.log_end_offset)
+            return
+        self._query_epoch(st, epoch)
+
+    def _query_epoch(self, st: PartitionFetchState, epoch: int) -> None:
+        req = OffsetForLeaderEpochRequest(
+            replica_id=self.rm.broker_id,
+            partitions=(
+                OffsetForLeaderEpochPartition(
+                    tp=st.tp, leader_epoch=epoch, current_leader_epoch=st.leader_epoch
+                ),
+            ),
+        )
+        st.in_flight = True
+        self.rm._send_request(self.leader_id, req, self, self.rm.config.replica_socket_timeout_ms)
+
+    def _send_list_offsets(self, st: PartitionFetchState) -> None:
+        req = ListOffsetsRequest(
+            replica_id=self.rm.broker_id,
+            partitions=(
+                ListOffsetsPartition(
+                    tp=st.tp, timestamp=LATEST_TIMESTAMP, current_leader_epoch=st.leader_epoch
+                ),
+            ),
+        )
+        st.in_flight = True
+        self.rm._send_request(self.leader_id, req, self, self.rm.config.replica_socket_timeout_ms)
+
+    def _start_fetching(self, st: PartitionFetchState, offset: int) -> None:
+        st.state = FETCHING
+        st.fetch_offset = offset
+        st.in_flight = False
+
+    # ----- answers ---------------------------------------------------------------------------------------
+    def on_timeout(self, cid: int, request: object) -> None:
+        """The leader did not answer in time (link cut, leader paused): retry after the backoff."""
+        if isinstance(request, FetchRequest):
+            if self.fetch_in_flight == cid:
+                self.fetch_in_flight = None
+        else:
+            for fp in getattr(request, "partitions", ()):
+                st = self.partitions.get(fp.tp)
+                if st is not None:
+                    st.in_flight = False
+                    self._backoff(st)
+        self.run()
+
+    def on_response(self, cid: int, request: object, response: object) -> None:
+        if isinstance(response, FetchResponse):
+            if self.fetch_in_flight == cid:
+                self.fetch_in_flight = None
+            self._handle_fetch(request, response)
+        elif isinstance(response, OffsetForLeaderEpochResponse):
+            for r in response.partitions:
+                self._handle_epoch_answer(r)
+        elif isinstance(response, ListOffsetsResponse):
+            for r in response.partitions:
+                self._handle_leader_end_offset(r)
+        self.run()
+
+    def _handle_fetch(self, request: FetchRequest, response: FetchResponse) -> None:
+        asked = {fp.tp: fp.fetch_offset for fp in request.partitions}
+        for r in response.partitions:
+            st = self.partitions.get(r.tp)
+            if st is None or st.state != FETCHING or asked.get(r.tp) != st.fetch_offset:
+                continue  # partition moved on (new leader, truncation) since this fetch went out
+            p = self.rm.partition_or_none(r.tp)
+            if p is None:
+                continue
+            code = r.error_code
+            if code == NO_ERROR:
+                if r.diverging_epoch is not None:
+                    st.state = TRUNCATING
+                    self._truncate_to_epoch_end(st, r.diverging_epoch.epoch, r.diverging_epoch.end_offset)
+                    continue
+                data = r.records if isinstance(r.records, bytes | bytearray) else r.records.read()
+                if data:
+                    self.rm._append_as_follower(p, data)
+                    st.fetch_offset = p.log_end_offset
+                p.update_follower_hw(r.high_watermark)
+            elif code == OffsetOutOfRangeError.code:
+                st.state = RESETTING
+                st.in_flight = False
+            elif code in (
+                FencedLeaderEpochError.code,
+                UnknownLeaderEpochError.code,
+                NotLeaderOrFollowerError.code,
+                UnknownTopicOrPartitionError.code,
+            ):
+                self._backoff(st)
+            else:
+                self.rm._event("fetch_error", tp=str(r.tp), leader=self.leader_id, error_code=code)
+                self._backoff(st)
+
+    def _handle_epoch_answer(self, r) -> None:
+        st = self.partitions.get(r.tp)
+        if st is None or st.state != TRUNCATING:
+            return
+        st.in_flight = False
+        if r.error_code != NO_ERROR:
+            self._backoff(st)
+            return
+        self._truncate_to_epoch_end(st, r.leader_epoch, r.end_offset)
+
+    def _truncate_to_epoch_end(self, st: PartitionFetchState, leader_epoch: int, leader_end: int) -> None:
+        """KIP-101/279: find where this log and the leader's agree, truncate there, then fetch."""
+        p = self.rm.partition_or_none(st.tp)
+        if p is None:
+            return
+        leo = p.log_end_offset
+        if leader_epoch == UNDEFINED_EPOCH or leader_end < 0:
+            p.truncate_to(min(p.high_watermark, leo), "leader_epoch_unknown_to_leader")
+            self._start_fetching(st, p.log_end_offset)
+            return
+        cache = p.log.leader_epoch_cache
+        f_epoch, f_end = cache.end_offset_for(leader_epoch, leo)
+        if f_epoch == UNDEFINED_EPOCH:
+            p.truncate_to(min(p.high_watermark, leo), "leader_epoch_unknown_to_follower")
+            self._start_fetching(st, p.log_end_offset)
+            return
+        if f_epoch != leader_epoch:
+            # The leader's epoch is not in our cache: cut back to the end of our largest older epoch and
+            # ask again about that one (Kafka's multi-round truncation, KIP-279).
+            p.truncate_to(min(f_end, leo), "leader_epoch_intermediate")
+            st.state = TRUNCATING
+            self._query_epoch(st, f_epoch)
+            return
+        target = min(f_end, leader_end, leo)
+        p.truncate_to(target, "leader_epoch")
+        self.rm._event(
+            "truncation_point",
+            tp=str(st.tp),
+            leader_epoch=leader_epoch,
+            leader_end_offset=leader_end,
+            to=target,
+        )
+        self._start_fetching(st, p.log_end_offset)
+
+    def _handle_leader_end_offset(self, r) -> None:
+        st = self.partitions.get(r.tp)
+        if st is None or st.state != RESETTING:
+            return
+        st.in_flight = False
+        if r.error_code != NO_ERROR:
+            self._backoff(st)
+            return
+        p = self.rm.partition_or_none(r.tp)
+        if p is None:
+            return
+        leader_end = r.offset
+        if leader_end < p.log_end_offset:
+            # The leader has less than us: drop our tail (pre-KIP-101 this is where acknowledged data vanished).
+            p.truncate_to(leader_end, "offset_out_of_range")
+            self._start_fetching(st, p.log_end_offset)
+        else:
+            # We are behind the leader's log start: start over from its log start (the fetch response told us).
+            p.truncate_to(0, "offset_out_of_range_reset")
+            self._start_fetching(st, p.log_end_offset)

@@ -1,0 +1,203 @@
+"""Kafka's ``Partition``: one replica of a topic-partition on one broker, as leader or follower.
+
+The leader keeps, for every other replica, the state its fetches reveal (Kafka's ``Replica``: log end
+offset, the leader's LEO at the previous fetch, ``lastCaughtUpTimeMs``), computes the high watermark as the
+smallest LEO in the (maximal) ISR, which only moves forward, and decides which replicas should leave or
+join the ISR. ISR changes are only *proposed* here (``pending_isr``, KIP-497): the controller's answer
+makes them real. A follower's high watermark is ``min(leader HW, own LEO)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kafkalite.protocol import TopicPartition
+from kafkalite.storage.log import Log
+
+
+@dataclass
+class ReplicaState:
+    """What the leader knows about one follower, from its fetches."""
+
+    broker_id: int
+    log_end_offset: int = -1
+    log_start_offset: int = -1
+    last_fetch_leader_leo: int = -1
+    last_fetch_ms: int = 0
+    last_caught_up_ms: int = 0
+
+
+class Partition:
+    """One replica. ``log`` is the local ``Log``; leader/follower state comes from LeaderAndIsr."""
+
+    def __init__(
+        self,
+        tp: TopicPartition,
+        log: Log,
+        *,
+        broker_id: int,
+        high_watermark: int = 0,
+        log_event: Callable[..., None] | None = None,
+    ) -> None:
+        self.tp = tp
+        self.log = log
+        self.broker_id = broker_id
+        self.leader_id = -1
+        self.leader_epoch = -1
+        self.partition_epoch = -1
+        self.controller_epoch = -1
+        self.replicas: tuple[int, ...] = ()
+        self.isr: tuple[int, ...] = ()
+        self.pending_isr: tuple[int, ...] | None = None
+        self.pending_since_ms = 0
+        self.leader_epoch_start_offset = -1
+        self.remotes: dict[int, ReplicaState] = {}
+        self.high_watermark = min(max(high_watermark, 0), log.log_end_offset)
+        self._log_event = log_event or (lambda *a, **k: None)
+
+    # ----- views -----------------------------------------------------------------------------------
+    @property
+    def is_leader(self) -> bool:
+        return self.leader_id == self.broker_id
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        """The ISR plus replicas a pending expansion adds: what the HW must wait for (Kafka's rule)."""
+        if self.pending_isr is None:
+            return self.isr
+        return tuple(sorted(set(self.isr) | set(self.pending_isr)))
+
+    def remote_leo(self, replica: int) -> int:
+        if replica == self.broker_id:
+            return self.log_end_offset
+        st = self.remotes.get(replica)
+        return st.log_end_offset if st else -1
+
+    def last_caught_up_ms(self, replica: int) -> int:
+        st = self.remotes.get(replica)
+        return st.last_caught_up_ms if st else -1
+
+    def event(self, kind: str, **fields: Any) -> None:
+        self._log_event(kind, tp=str(self.tp), **fields)
+
+    def __repr__(self) -> str:
+        role = "leader" if self.is_leader else f"follower of {self.leader_id}"
+        return (
+            f"Partition({self.tp}, {role}, epoch={self.leader_epoch}, isr={list(self.isr)}, "
+            f"hw={self.high_watermark}, leo={self.log_end_offset})"
+        )
+
+    # ----- state changes from the controller --------------------------------------------------------
+    def apply_state(self, state: Any) -> None:
+        self.leader_id = state.leader
+        self.leader_epoch = state.leader_epoch
+        self.partition_epoch = state.partition_epoch
+        self.controller_epoch = state.controller_epoch
+        self.replicas = tuple(state.replicas)
+        self.isr = tuple(state.isr)
+        self.pending_isr = None
+
+    def make_leader(self, state: Any, now_ms: int) -> None:
+        """Become leader: stamp the new epoch's start offset, reset what we know about followers."""
+        self.apply_state(state)
+        leo = self.log_end_offset
+        self.log.leader_epoch_cache.assign(self.leader_epoch, leo)
+        self.leader_epoch_start_offset = leo
+        self.remotes = {
+            r: ReplicaState(r, last_caught_up_ms=now_ms if r in self.isr else 0)
+            for r in self.replicas
+            if r != self.broker_id
+        }
+        self.event(
+            "become_leader", epoch=self.leader_epoch, isr=list(self.isr), leo=leo, hw=self.high_watermark
+        )
+        self.event("leo", replica=self.broker_id, leo=leo)
+
+    def make_follower(self, state: Any) -> None:
+        self.apply_state(state)
+        self.remotes = {}
+        self.leader_epoch_start_offset = -1
+        self.event("become_follower", leader=self.leader_id, epoch=self.leader_epoch, leo=self.log_end_offset)
+
+    # ----- leader side ------------------------------------------------------------------------------
+    def update_follower_fetch_state(
+        self, replica: int, fetch_offset: int, log_start: int, now_ms: int
+    ) -> None:
+        """Kafka's rule: caught up now if the fetch reached the leader's LEO, or caught up as of the previous
+        fetch if this one reached the LEO the leader had then."""
+        st = self.remotes.get(replica)
+        if st is None:
+            return
+        leader_leo = self.log_end_offset
+        if fetch_offset >= leader_leo:
+            st.last_caught_up_ms = max(st.last_caught_up_ms, now_ms)
+        elif fetch_offset >= st.last_fetch_leader_leo:
+            st.last_caught_up_ms = max(st.last_caught_up_ms, st.last_fetch_ms)
+        st.last_fetch_leader_leo = leader_leo
+        st.last_fetch_ms = now_ms
+        st.log_start_offset = log_start
+        if fetch_offset != st.log_end_offset:
+            st.log_end_offset = fetch_offset
+            self.event("leo", replica=replica, leo=fetch_offset)
+
+    def maybe_increment_hw(self) -> bool:
+        """HW = min LEO over the maximal ISR; only forward. Returns whether it moved."""
+        if not self.is_leader:
+            return False
+        new_hw = (
+            min(self.remote_leo(r) for r in self.maximal_isr) if self.maximal_isr else self.log_end_offset
+        )
+        if self.broker_id not in self.maximal_isr:
+            new_hw = min(new_hw, self.log_end_offset)
+        if new_hw > self.high_watermark:
+            old = self.high_watermark
+            self.high_watermark = new_hw
+            self.event("hw", replica=self.broker_id, hw=new_hw, old=old)
+            return True
+        return False
+
+    def out_of_sync_replicas(self, now_ms: int, max_lag_ms: int) -> list[int]:
+        return [
+            r
+            for r in self.isr
+            if r != self.broker_id
+            and r in self.remotes
+            and now_ms - self.remotes[r].last_caught_up_ms > max_lag_ms
+        ]
+
+    def can_join_isr(self, replica: int) -> bool:
+        """A follower rejoins when its LEO reached the HW and the current epoch's start offset."""
+        st = self.remotes.get(replica)
+        return (
+            st is not None
+            and replica not in self.isr
+            and replica in self.replicas
+            and st.log_end_offset >= self.high_watermark
+            and st.log_end_offset >= self.leader_epoch_start_offset
+        )
+
+    # ----- follower side ----------------------------------------------------------------------------
+    def update_follower_hw(self, leader_hw: int) -> None:
+        new_hw = max(0, min(leader_hw, self.log_end_offset))
+        if new_hw != self.high_watermark:
+            old = self.high_watermark
+            self.high_watermark = new_hw
+            self.event("hw", replica=self.broker_id, hw=new_hw, old=old)
+
+    def truncate_to(self, offset: int, reason: str) -> None:
+        leo = self.log_end_offset
+        if offset < leo:
+            self.log.truncate_to(offset)
+            self.event("truncate", reason=reason, from_offset=leo, to_offset=offset)
+            self.event("leo", replica=self.broker_id, leo=self.log_end_offset)
+        if self.high_watermark > self.log_end_offset:
+            self.high_watermark = self.log_end_offset
+
+
+__all__ = ["Partition", "ReplicaState"]

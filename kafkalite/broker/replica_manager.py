@@ -1,0 +1,814 @@
+"""Kafka's ``ReplicaManager``: every partition replica a broker hosts, and the requests that touch them.
+
+Sans-I/O: requests come in through ``handle_*`` / ``on_response`` / ``tick``; answers and the broker's own
+requests (follower fetches, OffsetForLeaderEpoch, ListOffsets, AlterPartition) go out through the injected
+``send(dst, envelope)``; waiting uses ``set_timer(delay_ms, callback)``; time comes from ``clock``. Nothing
+here opens a socket, starts a thread, sleeps or reads the wall clock.
+
+What it does, as Kafka does: leaders append with their leader epoch and answer produce requests after the
+append (acks=1), after the ISR has it (acks=-1, via ``DelayedProduce``) or never (acks=0); followers pull
+(``ReplicaFetcher``); the leader tracks follower LEOs and ``lastCaughtUpTimeMs``, moves the HW, and asks the
+controller to shrink or expand the ISR (AlterPartition, KIP-497); consumers read below the HW, optionally
+long-polling (``DelayedFetch``); HWs are checkpointed to ``replication-offset-checkpoint``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kafkalite.broker.config import BrokerConfig
+from kafkalite.broker.delayed import DelayedFetch, DelayedProduce, ProducePartitionStatus
+from kafkalite.broker.fetcher import ReplicaFetcher
+from kafkalite.broker.partition import Partition
+from kafkalite.errors import (
+    FencedLeaderEpochError,
+    InvalidRequiredAcksError,
+    KafkaError,
+    NotEnoughReplicasAfterAppendError,
+    NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
+    OffsetOutOfRangeError,
+    RequestTimedOutError,
+    StaleControllerEpochError,
+    UnknownLeaderEpochError,
+    UnknownServerError,
+    UnknownTopicOrPartitionError,
+)
+from kafkalite.protocol import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    NO_ERROR,
+    AlterPartitionItem,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    EpochEndOffset,
+    FetchPartitionResponse,
+    FetchRequest,
+    FetchResponse,
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    ListOffsetsPartitionResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetForLeaderEpochPartitionResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+    PartitionError,
+    ProducePartitionResponse,
+    ProduceRequest,
+    ProduceResponse,
+    RequestEnvelope,
+    ResponseEnvelope,
+    StopReplicaRequest,
+    StopReplicaResponse,
+    TopicPartition,
+    UpdateMetadataRequest,
+)
+from kafkalite.storage.checkpoint import OffsetCheckpoint
+from kafkalite.storage.leader_epoch import UNDEFINED_EPOCH
+from kafkalite.storage.log import Log
+
+HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
+
+
+class MetadataCache:
+    """The controller's view of the cluster from UpdateMetadata: partition states and live brokers."""
+
+    def __init__(self) -> None:
+        self.partitions: dict[TopicPartition, Any] = {}
+        self.live_brokers: dict[int, Any] = {}
+        self.controller_id: int | None = None
+        self.controller_epoch = -1
+
+    def update(self, req: UpdateMetadataRequest) -> None:
+        self.controller_id = req.controller_id
+        self.controller_epoch = max(self.controller_epoch, req.controller_epoch)
+        for st in req.partition_states:
+            self.partitions[st.tp] = st
+        if req.live_brokers:
+            self.live_brokers = {b.node_id: b for b in req.live_brokers}
+
+    def leader(self, tp: TopicPartition) -> int:
+        st = self.partitions.get(tp)
+        return st.leader if st else -1
+
+    def isr(self, tp: TopicPartition) -> tuple[int, ...]:
+        st = self.partitions.get(tp)
+        return tuple(st.isr) if st else ()
+
+    def topics(self) -> list[str]:
+        return sorted({tp.topic for tp in self.partitions})
+
+    def partitions_of(self, topic: str) -> list[Any]:
+        return [st for tp, st in sorted(self.partitions.items()) if tp.topic == topic]
+
+
+class ReplicaManager:
+    """All replicas on one broker. See the module docstring and CLUSTER_CONTRACT.md (C1)."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        log_dir: Path,
+        config: BrokerConfig,
+        *,
+        clock: Any,
+        send: Callable[[Any, Any], Any],
+        set_timer: Callable[[int, Callable[[int], None]], int],
+        cancel_timer: Callable[[int], Any],
+        controller_id: Callable[[], int | None],
+        log_event: Callable[..., None],
+    ) -> None:
+        self.broker_id = broker_id
+        self.log_dir = Path(log_dir)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.config = BrokerConfig.coerce(config)
+        self.clock = clock
+        self._send = send
+        self._set_timer_fn = set_timer
+        self._cancel_timer_fn = cancel_timer
+        self._controller_id = controller_id
+        self._log_event = log_event
+        self._topic_configs: dict[str, dict[str, Any]] = {}
+        self._reset_memory()
+
+    def _reset_memory(self) -> None:
+        self._partitions: dict[TopicPartition, Partition] = {}
+        self.metadata_cache = MetadataCache()
+        self._fetchers: dict[int, ReplicaFetcher] = {}
+        self._delayed_produce: dict[TopicPartition, list[DelayedProduce]] = {}
+        self._delayed_fetch: dict[TopicPartition, list[DelayedFetch]] = {}
+        self._pending: dict[int, tuple[Any, Any, Any, int | None]] = {}  # cid -> (owner, dst, request, timer)
+        self._timers: set[int] = set()
+        self._next_cid = 0
+        self._controller_epoch = -1
+        self._last_hw_checkpoint_ms = self.clock.now_ms()
+        self._hw_checkpoint = self._read_hw_checkpoint()
+        self._stopped = False
+
+    # ============================================================================= small plumbing
+    def _event(self, event: str, **fields: Any) -> None:
+        self._log_event(event, **fields)
+
+    def _set_timer(self, delay_ms: int, callback: Callable[[int], None]) -> int:
+        holder: list[int] = []
+
+        def fire(now_ms: int) -> None:
+            self._timers.discard(holder[0])
+            callback(now_ms)
+
+        tid = self._set_timer_fn(max(0, delay_ms), fire)
+        holder.append(tid)
+        self._timers.add(tid)
+        return tid
+
+    def _cancel_timer(self, tid: int | None) -> None:
+        if tid is not None and tid in self._timers:
+            self._timers.discard(tid)
+            self._cancel_timer_fn(tid)
+
+    def _send_request(self, dst: Any, request: Any, owner: Any, timeout_ms: int | None = None) -> int:
+        """Send one of our own requests; ``owner.on_response(cid, request, response)`` gets the answer."""
+        self._next_cid += 1
+        cid = self._next_cid
+        timer = None
+        if timeout_ms is not None:
+            timer = self._set_timer(timeout_ms, lambda _now, c=cid: self._request_timed_out(c))
+        self._pending[cid] = (owner, dst, request, timer)
+        self._send(dst, RequestEnvelope(cid, f"broker-{self.broker_id}", request))
+        return cid
+
+    def _request_timed_out(self, cid: int) -> None:
+        entry = self._pending.pop(cid, None)
+        if entry is None:
+            return
+        owner, _dst, request, _t = entry
+        owner.on_timeout(cid, request)
+
+    def on_response(self, src: Any, env: ResponseEnvelope) -> bool:
+        """An answer to one of this broker's requests; False if it is not ours (or came too late)."""
+        entry = self._pending.get(env.correlation_id)
+        if entry is None or entry[1] != src:
+            return False
+        del self._pending[env.correlation_id]
+        owner, _dst, request, timer = entry
+        self._cancel_timer(timer)
+        owner.on_response(env.correlation_id, request, env.response)
+        return True
+
+    # ============================================================================= partitions
+    def partition(self, tp: TopicPartition) -> Partition:
+        p = self._partitions.get(tp)
+        if p is None:
+            raise UnknownTopicOrPartitionError(f"broker {self.broker_id} hosts no replica of {tp}")
+        return p
+
+    def partition_or_none(self, tp: TopicPartition) -> Partition | None:
+        return self._partitions.get(tp)
+
+    def partitions(self) -> list[Partition]:
+        return [self._partitions[tp] for tp in sorted(self._partitions)]
+
+    def set_topic_config(self, topic: str, props: dict[str, Any]) -> None:
+        """Topic-level overrides (``min.insync.replicas``, LogConfig keys) as the controller stores them."""
+        self._topic_configs[topic] = dict(props)
+        tcfg = self.config.topic_config(props)
+        for p in self._partitions.values():
+            if p.tp.topic == topic:
+                p.log.update_config({k: v for k, v in tcfg.log.to_props().items()})
+
+    def _min_isr(self, topic: str) -> int:
+        return self.config.topic_config(self._topic_configs.get(topic)).min_insync_replicas
+
+    def _get_or_create(self, tp: TopicPartition) -> Partition:
+        p = self._partitions.get(tp)
+        if p is None:
+            log_config = self.config.log_config(self._topic_configs.get(tp.topic))
+            log = Log.open(self.log_dir / f"{tp.topic}-{tp.partition}", log_config, clock=self.clock)
+            hw = self._hw_checkpoint.get((tp.topic, tp.partition), 0)
+            p = Partition(tp, log, broker_id=self.broker_id, high_watermark=hw, log_event=self._event)
+            self._partitions[tp] = p
+        return p
+
+    # ============================================================================= controller requests
+    def handle_leader_and_isr(self, req: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
+        """Become leader or follower for each partition whose state is newer than ours."""
+        if req.controller_epoch < self._controller_epoch:
+            self._event("stale_controller", request="LeaderAndIsr", epoch=req.controller_epoch)
+            return LeaderAndIsrResponse(error_code=StaleControllerEpochError.code)
+        self._controller_epoch = req.controller_epoch
+        errors = []
+        now = self.clock.now_ms()
+        for state in req.partition_states:
+            tp = state.tp
+            if self.broker_id not in state.replicas:
+                errors.append(PartitionError(tp=tp, error_code=UnknownTopicOrPartitionError.code))
+                continue
+            existing = self._partitions.get(tp)
+            if existing is not None and not (
+                state.leader_epoch > existing.leader_epoch
+                or (
+                    state.leader_epoch == existing.leader_epoch
+                    and state.partition_epoch > existing.partition_epoch
+                )
+            ):
+                self._event(
+                    "stale_leader_epoch", tp=str(tp), epoch=state.leader_epoch, current=existing.leader_epoch
+                )
+                errors.append(PartitionError(tp=tp, error_code=FencedLeaderEpochError.code))
+                continue
+            try:
+                p = self._get_or_create(tp)
+                if state.leader == self.broker_id:
+                    self._make_leader(p, state, now)
+                else:
+                    self._make_follower(p, state)
+                errors.append(PartitionError(tp=tp, error_code=NO_ERROR))
+            except KafkaError as e:
+                errors.append(PartitionError(tp=tp, error_code=e.code))
+        return LeaderAndIsrResponse(partition_errors=tuple(errors))
+
+    def _make_leader(self, p: Partition, state: Any, now: int) -> None:
+        self._remove_from_fetcher(p.tp)
+        same_term = p.is_leader and p.leader_epoch == state.leader_epoch
+        if same_term:  # only ISR/replicas changed (partition epoch bump)
+            p.apply_state(state)
+        else:
+            p.make_leader(state, now)
+        if p.maybe_increment_hw():
+            self._on_hw_moved(p)
+        self._try_complete_fetches(p.tp)
+        self._try_complete_produces(p.tp)
+
+    def _make_follower(self, p: Partition, state: Any) -> None:
+        same = not p.is_leader and p.leader_id == state.leader and p.leader_epoch == state.leader_epoch
+        if same and self._fetcher_has(p.tp, state.leader):
+            p.apply_state(state)
+            return
+        self._remove_from_fetcher(p.tp)
+        p.make_follower(state)
+        self._fail_delayed(p.tp)
+        if self.config.truncate_by_leader_epoch:
+            truncate = True
+        else:
+            # Pre-KIP-101: cut back to the high watermark (from replication-offset-checkpoint at startup).
+            p.truncate_to(p.high_watermark, "high_watermark")
+            truncate = False
+        if state.leader >= 0:
+            f = self._fetchers.get(state.leader)
+            if f is None:
+                f = self._fetchers[state.leader] = ReplicaFetcher(self, state.leader)
+            f.add_partition(p.tp, p.log_end_offset, state.leader_epoch, truncate)
+
+    def _fetcher_has(self, tp: TopicPartition, leader: int) -> bool:
+        f = self._fetchers.get(leader)
+        return f is not None and tp in f.partitions
+
+    def _remove_from_fetcher(self, tp: TopicPartition) -> None:
+        for leader, f in list(self._fetchers.items()):
+            f.remove_partition(tp)
+            if f.is_empty():
+                f.stop()
+                del self._fetchers[leader]
+
+    def handle_stop_replica(self, req: StopReplicaRequest) -> StopReplicaResponse:
+        if req.controller_epoch < self._controller_epoch:
+            return StopReplicaResponse(error_code=StaleControllerEpochError.code)
+        self._controller_epoch = req.controller_epoch
+        errors = []
+        for st in req.partition_states:
+            p = self._partitions.get(st.tp)
+            if p is not None and st.leader_epoch >= 0 and st.leader_epoch < p.leader_epoch:
+                errors.append(PartitionError(tp=st.tp, error_code=FencedLeaderEpochError.code))
+                continue
+            self._remove_from_fetcher(st.tp)
+            self._fail_delayed(st.tp)
+            if p is not None:
+                p.leader_id = -1
+                self._event("stop_replica", tp=str(st.tp), delete=st.delete_partition)
+                if st.delete_partition:
+                    del self._partitions[st.tp]
+                    p.log.close()
+                    shutil.rmtree(p.log.dir, ignore_errors=True)
+                    self._hw_checkpoint.pop((st.tp.topic, st.tp.partition), None)
+            errors.append(PartitionError(tp=st.tp, error_code=NO_ERROR))
+        return StopReplicaResponse(partition_errors=tuple(errors))
+
+    def handle_update_metadata(self, req: UpdateMetadataRequest) -> None:
+        if req.controller_epoch < self._controller_epoch:
+            return
+        self._controller_epoch = req.controller_epoch
+        self.metadata_cache.update(req)
+
+    # ============================================================================= produce
+    def handle_produce(self, env: RequestEnvelope, src: Any) -> None:
+        req: ProduceRequest = env.request  # type: ignore[assignment]
+        if req.acks not in (0, 1, -1):
+            resp = ProduceResponse(
+                partitions=tuple(
+                    ProducePartitionResponse(tp=pp.tp, error_code=InvalidRequiredAcksError.code)
+                    for pp in req.partitions
+                )
+            )
+            self._send(src, env.reply(resp))
+            return
+        statuses: dict[TopicPartition, ProducePartitionStatus] = {}
+        done: dict[TopicPartition, tuple[int, int, int]] = {}
+        for pp in req.partitions:
+            p = self._partitions.get(pp.tp)
+            try:
+                if p is None:
+                    raise UnknownTopicOrPartitionError(f"{pp.tp} is not hosted on broker {self.broker_id}")
+                if not p.is_leader:
+                    raise NotLeaderOrFollowerError(f"broker {self.broker_id} is not the leader of {pp.tp}")
+                min_isr = self._min_isr(pp.tp.topic)
+                if req.acks == -1 and len(p.isr) < min_isr:
+                    raise NotEnoughReplicasError(
+                        f"{pp.tp}: ISR {list(p.isr)} is smaller than min.insync.replicas={min_isr}"
+                    )
+                info = p.log.append(pp.records, leader_epoch=p.leader_epoch)
+            except KafkaError as e:
+                done[pp.tp] = (e.code, -1, -1)
+                self._event("produce_error", tp=str(pp.tp), error=e.name, acks=req.acks)
+                continue
+            except Exception as e:  # noqa: BLE001 - a broker answers every request
+                done[pp.tp] = (UnknownServerError.code, -1, -1)
+                self._event("produce_error", tp=str(pp.tp), error=repr(e))
+                continue
+            p.event("leo", replica=self.broker_id, leo=p.log_end_offset)
+            statuses[pp.tp] = ProducePartitionStatus(
+                pp.tp, info.last_offset + 1, info.first_offset, p.log.log_start_offset
+            )
+            if p.maybe_increment_hw():
+                self._on_hw_moved(p)
+            self._try_complete_fetches(pp.tp)
+        if req.acks == 0:
+            return
+        op = DelayedProduce(env, src, statuses, done)
+        if req.acks == 1 or not statuses:
+            for s in statuses.values():
+                s.acks_pending = False
+            self._complete_produce(op)
+            return
+        if self._check_produce(op):
+            return
+        op.timer_id = self._set_timer(req.timeout_ms, lambda _now: self._expire_produce(op))
+        for tp in statuses:
+            self._delayed_produce.setdefault(tp, []).append(op)
+
+    def _check_produce(self, op: DelayedProduce) -> bool:
+        """Kafka's DelayedProduce.tryComplete: each partition is done once the HW passed its batch (error if
+        the ISR is then below min.insync.replicas) or once this broker stopped leading it."""
+        for tp, s in op.statuses.items():
+            if not s.acks_pending:
+                continue
+            p = self._partitions.get(tp)
+            if p is None or not p.is_leader:
+                s.error_code, s.acks_pending = NotLeaderOrFollowerError.code, False
+            elif p.high_watermark >= s.required_offset:
+                s.acks_pending = False
+                if len(p.maximal_isr) < self._min_isr(tp.topic):
+                    s.error_code = NotEnoughReplicasAfterAppendError.code
+        if any(s.acks_pending for s in op.statuses.values()):
+            return False
+        self._complete_produce(op)
+        return True
+
+    def _expire_produce(self, op: DelayedProduce) -> None:
+        if op.completed:
+            return
+        op.timer_id = None
+        self._check_produce(op)
+        if op.completed:
+            return
+        for s in op.statuses.values():
+            if s.acks_pending:
+                s.error_code, s.acks_pending = RequestTimedOutError.code, False
+                self._event("produce_timeout", tp=str(s.tp), required_offset=s.required_offset)
+        self._complete_produce(op)
+
+    def _complete_produce(self, op: DelayedProduce) -> None:
+        if op.completed:
+            return
+        op.completed = True
+        self._cancel_timer(op.timer_id)
+        for tp in op.statuses:
+            ops = self._delayed_produce.get(tp)
+            if ops and op in ops:
+                ops.remove(op)
+        req: ProduceRequest = op.env.request  # type: ignore[assignment]
+        parts = []
+        for pp in req.partitions:
+            if pp.tp in op.done_codes:
+                code, base, start = op.done_codes[pp.tp]
+                parts.append(
+                    ProducePartitionResponse(
+                        tp=pp.tp, error_code=code, base_offset=base, log_start_offset=start
+                    )
+                )
+            elif pp.tp in op.statuses:
+                s = op.statuses[pp.tp]
+                ok = s.error_code == NO_ERROR
+                parts.append(
+                    ProducePartitionResponse(
+                        tp=pp.tp,
+                        error_code=s.error_code,
+                        base_offset=s.base_offset if ok else -1,
+                        log_start_offset=s.log_start_offset,
+                    )
+                )
+        self._send(op.src, op.env.reply(ProduceResponse(partitions=tuple(parts))))
+
+    def _try_complete_produces(self, tp: TopicPartition) -> None:
+        for op in list(self._delayed_produce.get(tp, ())):
+            self._check_produce(op)
+
+    def _fail_delayed(self, tp: TopicPartition) -> None:
+        """Leadership lost: waiting produces and fetches for ``tp`` are answered now."""
+        self._try_complete_produces(tp)
+        self._try_complete_fetches(tp, force=True)
+
+    def _on_hw_moved(self, p: Partition) -> None:
+        self._try_complete_produces(p.tp)
+        self._try_complete_fetches(p.tp)
+
+    # ============================================================================= fetch
+    def _check_epoch(self, p: Partition, current_leader_epoch: int) -> int:
+        if current_leader_epoch == UNDEFINED_EPOCH or current_leader_epoch == p.leader_epoch:
+            return NO_ERROR
+        if current_leader_epoch < p.leader_epoch:
+            return FencedLeaderEpochError.code
+        return UnknownLeaderEpochError.code
+
+    def _read_partition(self, req: FetchRequest, fp: Any) -> tuple[FetchPartitionResponse, int]:
+        p = self._partitions.get(fp.tp)
+        if p is None:
+            return FetchPartitionResponse(tp=fp.tp, error_code=UnknownTopicOrPartitionError.code), 0
+        if not p.is_leader:
+            return FetchPartitionResponse(tp=fp.tp, error_code=NotLeaderOrFollowerError.code), 0
+        code = self._check_epoch(p, fp.current_leader_epoch)
+        if code != NO_ERROR:
+            return FetchPartitionResponse(tp=fp.tp, error_code=code), 0
+        follower = req.replica_id >= 0
+        hw = p.high_watermark
+        common = {"high_watermark": hw, "last_stable_offset": hw, "log_start_offset": p.log.log_start_offset}
+        if follower and fp.last_fetched_epoch >= 0:
+            # KIP-320: the follower's last epoch is not ours up to its fetch offset -> it diverged.
+            epoch, end = p.log.leader_epoch_cache.end_offset_for(fp.last_fetched_epoch, p.log_end_offset)
+            if epoch != fp.last_fetched_epoch or end < fp.fetch_offset:
+                div = EpochEndOffset(epoch=epoch, end_offset=end)
+                return FetchPartitionResponse(tp=fp.tp, diverging_epoch=div, **common), 0
+        try:
+            info = p.log.read(
+                fp.fetch_offset,
+                min(fp.partition_max_bytes, req.max_bytes),
+                max_offset=None if follower else hw,
+            )
+        except OffsetOutOfRangeError:
+            return FetchPartitionResponse(tp=fp.tp, error_code=OffsetOutOfRangeError.code, **common), 0
+        data = info.records.read()  # bytes on the simulated wire: the leader's file may change underneath
+        return FetchPartitionResponse(tp=fp.tp, records=data, **common), len(data)
+
+    def handle_fetch(self, env: RequestEnvelope, src: Any) -> None:
+        req: FetchRequest = env.request  # type: ignore[assignment]
+        now = self.clock.now_ms()
+        results = []
+        total = 0
+        errors = False
+        hws: dict[TopicPartition, int] = {}
+        for fp in req.partitions:
+            r, n = self._read_partition(req, fp)
+            results.append(r)
+            total += n
+            errors = errors or r.error_code != NO_ERROR or r.diverging_epoch is not None
+            p = self._partitions.get(fp.tp)
+            if p is not None:
+                hws[fp.tp] = p.high_watermark
+            if (
+                req.replica_id >= 0
+                and r.error_code == NO_ERROR
+                and p is not None
+                and r.diverging_epoch is None
+            ):
+                self._update_follower(p, req.replica_id, fp.fetch_offset, fp.log_start_offset, now)
+        if req.max_wait_ms <= 0 or total >= req.min_bytes or errors or not req.partitions:
+            self._send(src, env.reply(FetchResponse(partitions=tuple(results))))
+            return
+        op = DelayedFetch(env, src, req, hws)
+        op.timer_id = self._set_timer(req.max_wait_ms, lambda _now: self._complete_fetch(op))
+        for fp in req.partitions:
+            self._delayed_fetch.setdefault(fp.tp, []).append(op)
+        self._check_fetch(op)  # the follower state update above may already have moved the HW
+
+    def _update_follower(
+        self, p: Partition, replica: int, fetch_offset: int, log_start: int, now: int
+    ) -> None:
+        p.update_follower_fetch_state(replica, fetch_offset, log_start, now)
+        if p.pending_isr is None and p.can_join_isr(replica):
+            self._alter_isr(p, tuple(sorted(set(p.isr) | {replica})), "expand")
+        if p.maybe_increment_hw():
+            self._on_hw_moved(p)
+
+    def _check_fetch(self, op: DelayedFetch, force: bool = False) -> bool:
+        if op.completed:
+            return True
+        req = op.request
+        total = 0
+        for fp in req.partitions:
+            p = self._partitions.get(fp.tp)
+            if p is None or not p.is_leader or self._check_epoch(p, fp.current_leader_epoch) != NO_ERROR:
+                force = True
+                break
+            if op.is_follower and p.high_watermark != op.hw_at_read.get(fp.tp, p.high_watermark):
+                force = True
+                break
+            end = p.log_end_offset if op.is_follower else p.high_watermark
+            if end > fp.fetch_offset:
+                total += 1  # any byte counts toward min_bytes=1; exact sizes are re-read on completion
+        if force or (total > 0 and self._bytes_ready(op) >= req.min_bytes):
+            self._complete_fetch(op)
+            return True
+        return False
+
+    def _bytes_ready(self, op: DelayedFetch) -> int:
+        n = 0
+        for fp in op.request.partitions:
+            r, size = self._read_partition(op.request, fp)
+            n += size
+        return n
+
+    def _complete_fetch(self, op: DelayedFetch) -> None:
+        if op.completed:
+            return
+        op.completed = True
+        self._cancel_timer(op.timer_id)
+        for fp in op.request.partitions:
+            ops = self._delayed_fetch.get(fp.tp)
+            if ops and op in ops:
+                ops.remove(op)
+        results = tuple(self._read_partition(op.request, fp)[0] for fp in op.request.partitions)
+        self._send(op.src, op.env.reply(FetchResponse(partitions=results)))
+
+    def _try_complete_fetches(self, tp: TopicPartition, force: bool = False) -> None:
+        for op in list(self._delayed_fetch.get(tp, ())):
+            self._check_fetch(op, force)
+
+    def _append_as_follower(self, p: Partition, data: bytes) -> None:
+        p.log.append_as_follower(data)
+        p.event("leo", replica=self.broker_id, leo=p.log_end_offset)
+
+    # ============================================================================= offsets
+    def handle_list_offsets(self, env: RequestEnvelope, src: Any) -> None:
+        req: ListOffsetsRequest = env.request  # type: ignore[assignment]
+        out = []
+        for lp in req.partitions:
+            p = self._partitions.get(lp.tp)
+            if p is None:
+                out.append(
+                    ListOffsetsPartitionResponse(tp=lp.tp, error_code=UnknownTopicOrPartitionError.code)
+                )
+                continue
+            if not p.is_leader:
+                out.append(ListOffsetsPartitionResponse(tp=lp.tp, error_code=NotLeaderOrFollowerError.code))
+                continue
+            code = self._check_epoch(p, lp.current_leader_epoch)
+            if code != NO_ERROR:
+                out.append(ListOffsetsPartitionResponse(tp=lp.tp, error_code=code))
+                continue
+            consumer = req.replica_id < 0
+            if lp.timestamp == LATEST_TIMESTAMP:
+                off = p.high_watermark if consumer else p.log_end_offset
+                out.append(ListOffsetsPartitionResponse(tp=lp.tp, offset=off, leader_epoch=p.leader_epoch))
+                continue
+            if lp.timestamp == EARLIEST_TIMESTAMP:
+                off = p.log.log_start_offset
+                epoch = p.log.leader_epoch_cache.epoch_for_offset(off)
+                out.append(ListOffsetsPartitionResponse(tp=lp.tp, offset=off, leader_epoch=epoch))
+                continue
+            try:
+                found = p.log.offset_for_timestamp(lp.timestamp)
+            except KafkaError as e:
+                out.append(ListOffsetsPartitionResponse(tp=lp.tp, error_code=e.code))
+                continue
+            if found is None or (consumer and found[0] >= p.high_watermark):
+                out.append(ListOffsetsPartitionResponse(tp=lp.tp))
+            else:
+                epoch = p.log.leader_epoch_cache.epoch_for_offset(found[0])
+                out.append(
+                    ListOffsetsPartitionResponse(
+                        tp=lp.tp, offset=found[0], timestamp=found[1], leader_epoch=epoch
+                    )
+                )
+        self._send(src, env.reply(ListOffsetsResponse(partitions=tuple(out))))
+
+    def handle_offset_for_leader_epoch(self, env: RequestEnvelope, src: Any) -> None:
+        req: OffsetForLeaderEpochRequest = env.request  # type: ignore[assignment]
+        out = []
+        for ep in req.partitions:
+            p = self._partitions.get(ep.tp)
+            if p is None:
+                out.append(
+                    OffsetForLeaderEpochPartitionResponse(
+                        tp=ep.tp, error_code=UnknownTopicOrPartitionError.code
+                    )
+                )
+                continue
+            if not p.is_leader:
+                out.append(
+                    OffsetForLeaderEpochPartitionResponse(tp=ep.tp, error_code=NotLeaderOrFollowerError.code)
+                )
+                continue
+            code = self._check_epoch(p, ep.current_leader_epoch)
+            if code != NO_ERROR:
+                out.append(OffsetForLeaderEpochPartitionResponse(tp=ep.tp, error_code=code))
+                continue
+            epoch, end = p.log.leader_epoch_cache.end_offset_for(ep.leader_epoch, p.log_end_offset)
+            out.append(OffsetForLeaderEpochPartitionResponse(tp=ep.tp, leader_epoch=epoch, end_offset=end))
+        self._send(src, env.reply(OffsetForLeaderEpochResponse(partitions=tuple(out))))
+
+    # ============================================================================= ISR changes (KIP-497)
+    def _alter_isr(self, p: Partition, new_isr: tuple[int, ...], why: str) -> None:
+        controller = self._controller_id()
+        if controller is None or controller < 0:
+            return  # retried on a later tick / fetch
+        p.pending_isr = new_isr
+        p.pending_since_ms = self.clock.now_ms()
+        item = AlterPartitionItem(
+            tp=p.tp, leader_epoch=p.leader_epoch, new_isr=new_isr, partition_epoch=p.partition_epoch
+        )
+        req = AlterPartitionRequest(broker_id=self.broker_id, partitions=(item,))
+        p.event("isr_change_proposed", change=why, isr=list(p.isr), new_isr=list(new_isr))
+        self._send_request(
+            controller, req, _AlterPartitionOwner(self), self.config.controller_socket_timeout_ms
+        )
+
+    def _on_alter_partition_response(
+        self, request: AlterPartitionRequest, resp: AlterPartitionResponse
+    ) -> None:
+        asked = {i.tp: i for i in request.partitions}
+        results = {r.tp: r for r in resp.partitions}
+        for tp, item in asked.items():
+            p = self._partitions.get(tp)
+            if p is None or not p.is_leader or p.pending_isr != item.new_isr:
+                continue
+            p.pending_isr = None
+            r = results.get(tp)
+            code = resp.error_code if r is None else (r.error_code or resp.error_code)
+            if code != NO_ERROR or r is None:
+                p.event("isr_change_failed", error_code=code, new_isr=list(item.new_isr))
+                continue
+            if r.leader_epoch != p.leader_epoch or r.partition_epoch < p.partition_epoch:
+                continue  # a newer LeaderAndIsr already superseded this
+            old = p.isr
+            p.isr = tuple(r.isr)
+            p.partition_epoch = r.partition_epoch
+            kind = "isr_shrink" if len(p.isr) < len(old) else "isr_expand"
+            p.event(
+                kind,
+                old_isr=list(old),
+                isr=list(p.isr),
+                partition_epoch=p.partition_epoch,
+                hw=p.high_watermark,
+            )
+            if p.maybe_increment_hw():
+                self._on_hw_moved(p)
+            self._try_complete_produces(tp)
+
+    def _on_alter_partition_timeout(self, request: AlterPartitionRequest) -> None:
+        for item in request.partitions:
+            p = self._partitions.get(item.tp)
+            if p is not None and p.pending_isr == item.new_isr:
+                p.pending_isr = None
+
+    # ============================================================================= time
+    def tick(self, now_ms: int) -> None:
+        """Periodic work: ISR shrink check, stuck ISR proposals, HW checkpoint, log flush by flush.ms."""
+        if self._stopped:
+            return
+        lag = self.config.replica_lag_time_max_ms
+        for p in list(self._partitions.values()):
+            if p.is_leader and p.pending_isr is None:
+                out = p.out_of_sync_replicas(now_ms, lag)
+                if out:
+                    for r in out:
+                        p.event(
+                            "isr_lagging",
+                            replica=r,
+                            lag_ms=now_ms - p.last_caught_up_ms(r),
+                            leo=p.remote_leo(r),
+                        )
+                    self._alter_isr(p, tuple(r for r in p.isr if r not in out), "shrink")
+            p.log.maybe_flush()
+        if now_ms - self._last_hw_checkpoint_ms >= self.config.replica_high_watermark_checkpoint_interval_ms:
+            self.checkpoint_high_watermarks()
+
+    # ============================================================================= HW checkpoint
+    @property
+    def hw_checkpoint_path(self) -> Path:
+        return self.log_dir / HIGH_WATERMARK_CHECKPOINT
+
+    def _read_hw_checkpoint(self) -> dict[tuple[str, int], int]:
+        return OffsetCheckpoint(self.hw_checkpoint_path).read()
+
+    def checkpoint_high_watermarks(self) -> None:
+        """Write every replica's HW to ``replication-offset-checkpoint`` (``topic partition offset``)."""
+        self._last_hw_checkpoint_ms = self.clock.now_ms()
+        hws = dict(self._hw_checkpoint)
+        for tp, p in self._partitions.items():
+            hws[(tp.topic, tp.partition)] = p.high_watermark
+        self._hw_checkpoint = hws
+        OffsetCheckpoint(self.hw_checkpoint_path).write(hws)
+
+    # ============================================================================= lifecycle
+    def shutdown(self) -> None:
+        """Clean stop: checkpoint HWs, flush and close every log."""
+        if self._stopped:
+            return
+        self.checkpoint_high_watermarks()
+        self._stop_everything()
+        for p in self._partitions.values():
+            p.log.close()
+        self._stopped = True
+        self._event("replica_manager_shutdown")
+
+    def crash(self, lose_unflushed: bool = False) -> None:
+        """The process died: in-memory state is gone, no checkpoint is written; with ``lose_unflushed`` the
+        log bytes never fsynced are lost too. The object can be reused: the next LeaderAndIsr reopens logs."""
+        lost = {}
+        self._stop_everything()
+        for tp, p in self._partitions.items():
+            n = p.log.crash(lose_unflushed)
+            if n:
+                lost[str(tp)] = n
+        self._event("replica_manager_crash", lose_unflushed=lose_unflushed, lost_offsets=lost)
+        self._reset_memory()
+
+    def _stop_everything(self) -> None:
+        for f in self._fetchers.values():
+            f.stop()
+        for tid in list(self._timers):
+            self._cancel_timer(tid)
+        self._fetchers.clear()
+        self._pending.clear()
+        self._delayed_fetch.clear()
+        self._delayed_produce.clear()
+
+    def __repr__(self) -> str:
+        return f"ReplicaManager(broker={self.broker_id}, partitions={len(self._partitions)})"
+
+
+class _AlterPartitionOwner:
+    def __init__(self, rm: ReplicaManager) -> None:
+        self.rm = rm
+
+    def on_response(self, _cid: int, request: Any, response: Any) -> None:
+        self.rm._on_alter_partition_response(request, response)
+
+    def on_timeout(self, _cid: int, request: Any) -> None:
+        self.rm._on_alter_partition_timeout(request)
+
+
+__all__ = ["HIGH_WATERMARK_CHECKPOINT", "MetadataCache", "ReplicaManager"]
