@@ -1,0 +1,360 @@
+"""Batches, futures and the RecordAccumulator: where records wait between ``send()`` and the Sender.
+
+As in Kafka's client, each partition has a deque of ``ProducerBatch``; ``send()`` appends to the last
+batch until ``batch.size`` (estimated) bytes, then opens a new one. A batch is *ready* once it is full,
+has waited ``linger.ms`` (``retry.backoff.ms`` after a failed attempt), or a flush or close is under way;
+``drain`` takes at most one ready batch per partition for each broker, up to ``max.request.size`` a
+request. Records are kept as tuples while the batch is open and encoded once (``build_batch``) when it is
+first drained.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from kafkalite.errors import KafkaError
+from kafkalite.protocol import TopicPartition
+from kafkalite.records import BATCH_HEADER_SIZE, build_batch
+
+__all__ = [
+    "FutureRecordMetadata",
+    "NotCompletedError",
+    "ProducerBatch",
+    "RecordAccumulator",
+    "RecordMetadata",
+    "estimate_record_size",
+]
+
+RECORD_OVERHEAD = 11  # attributes, length and delta varints, null-header count: a generous estimate
+
+
+def estimate_record_size(key: bytes | None, value: bytes | None, headers: Any) -> int:
+    """Upper-bound estimate of a record's encoded size (Kafka estimates too, before compression)."""
+    size = RECORD_OVERHEAD + (len(key) if key else 0) + (len(value) if value else 0)
+    if headers:
+        for hk, hv in headers:
+            size += 10 + len(hk) + (len(hv) if hv else 0)
+    return size
+
+
+class RecordMetadata(NamedTuple):
+    """Where an acknowledged record landed; ``offset`` is -1 under acks=0 (the broker never says)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+
+
+class NotCompletedError(RuntimeError):
+    """``result()`` on a future whose record is still in flight: run the simulation further first."""
+
+
+class FutureRecordMetadata:
+    """One record's outcome, resolved through its batch (Kafka's ``FutureRecordMetadata``)."""
+
+    __slots__ = ("batch", "index", "_error", "topic")
+
+    def __init__(self, batch: ProducerBatch | None, index: int, topic: str = "") -> None:
+        self.batch = batch
+        self.index = index
+        self.topic = topic
+        self._error: KafkaError | None = None  # failed before reaching a batch
+
+    def _leaf(self) -> tuple[ProducerBatch | None, int]:
+        batch, index = self.batch, self.index
+        while batch is not None and batch.children:
+            for child, lo in batch.children:
+                if lo <= index < lo + child.record_count:
+                    batch, index = child, index - lo
+                    break
+        return batch, index
+
+    def done(self) -> bool:
+        if self._error is not None:
+            return True
+        batch, _ = self._leaf()
+        return batch is not None and batch.done
+
+    def exception(self) -> KafkaError | None:
+        """The error the send failed with, ``None`` if it succeeded (or is not done yet)."""
+        if self._error is not None:
+            return self._error
+        batch, _ = self._leaf()
+        return None if batch is None else batch.error
+
+    def result(self) -> RecordMetadata:
+        """The record's metadata; raises the send's ``KafkaError`` or ``NotCompletedError``."""
+        if self._error is not None:
+            raise self._error
+        batch, index = self._leaf()
+        if batch is None or not batch.done:
+            raise NotCompletedError("the record is not acknowledged yet; run the network further")
+        if batch.error is not None:
+            raise batch.error
+        return batch.metadata(index)
+
+    @property
+    def partition(self) -> int:
+        batch, _ = self._leaf()
+        return -1 if batch is None else batch.tp.partition
+
+    def __repr__(self) -> str:
+        if not self.done():
+            return "FutureRecordMetadata(pending)"
+        err = self.exception()
+        return f"FutureRecordMetadata({err.name})" if err else f"FutureRecordMetadata({self.result()})"
+
+
+Callback = Callable[[RecordMetadata | None, KafkaError | None], Any]
+
+
+class ProducerBatch:
+    """Records bound for one partition, sent and acknowledged together."""
+
+    __slots__ = (
+        "tp",
+        "records",
+        "timestamps",
+        "seqs",
+        "callbacks",
+        "size",
+        "created_ms",
+        "last_attempt_ms",
+        "attempts",
+        "buffer",
+        "full",
+        "done",
+        "error",
+        "base_offset",
+        "log_append_time",
+        "children",
+        "maybe_written",
+        "in_flight",
+        "acks",
+        "final_state",
+    )
+
+    def __init__(self, tp: TopicPartition, created_ms: int, acks: int) -> None:
+        self.tp = tp
+        self.records: list[tuple] = []  # (key, value, headers)
+        self.timestamps: list[int] = []
+        self.seqs: list[int] = []  # the producer's send number of each record, for the history
+        self.callbacks: list[tuple[int, Callback]] | None = None
+        self.size = BATCH_HEADER_SIZE
+        self.created_ms = created_ms
+        self.last_attempt_ms = created_ms
+        self.attempts = 0
+        self.buffer: bytes | None = None
+        self.full = False
+        self.done = False
+        self.error: KafkaError | None = None
+        self.base_offset = -1
+        self.log_append_time = -1
+        self.children: list[tuple[ProducerBatch, int]] | None = None
+        self.maybe_written = False  # an attempt may have reached the log: a failure is then "unknown"
+        self.in_flight = False
+        self.acks = acks
+        self.final_state = ""
+
+    @property
+    def record_count(self) -> int:
+        return len(self.records)
+
+    def encode(self, compression: int) -> bytes:
+        """The batch's v2 bytes, built once (the batch takes no more records after this)."""
+        if self.buffer is None:
+            self.full = True
+            self.buffer = build_batch(self.records, timestamp=self.timestamps, compression=compression)
+        return self.buffer
+
+    def metadata(self, index: int) -> RecordMetadata:
+        offset = self.base_offset + index if self.base_offset >= 0 else -1
+        ts = self.log_append_time if self.log_append_time >= 0 else self.timestamps[index]
+        return RecordMetadata(self.tp.topic, self.tp.partition, offset, ts)
+
+    def split(self, now_ms: int) -> list[ProducerBatch]:
+        """Halve the batch (after MESSAGE_TOO_LARGE): children keep record order and creation time."""
+        half = (len(self.records) + 1) // 2
+        out = []
+        for lo, hi in ((0, half), (half, len(self.records))):
+            child = ProducerBatch(self.tp, self.created_ms, self.acks)
+            child.records = self.records[lo:hi]
+            child.timestamps = self.timestamps[lo:hi]
+            child.seqs = self.seqs[lo:hi]
+            child.size = BATCH_HEADER_SIZE + sum(estimate_record_size(*r) for r in child.records)
+            child.full = True
+            child.maybe_written = self.maybe_written
+            child.last_attempt_ms = now_ms
+            if self.callbacks:
+                child.callbacks = [(i - lo, cb) for i, cb in self.callbacks if lo <= i < hi] or None
+            out.append(child)
+        self.children = [(out[0], 0), (out[1], half)]
+        self.callbacks = None
+        return out
+
+
+class RecordAccumulator:
+    """Per-partition deques of batches, and the ready/drain/expire logic of Kafka's accumulator."""
+
+    def __init__(
+        self,
+        batch_size: int,
+        linger_ms: int,
+        retry_backoff_ms: int,
+        retry_backoff_max_ms: int,
+        delivery_timeout_ms: int,
+        acks: int,
+    ) -> None:
+        self.batch_size = batch_size
+        self.linger_ms = linger_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.retry_backoff_max_ms = retry_backoff_max_ms
+        self.delivery_timeout_ms = delivery_timeout_ms
+        self.acks = acks
+        self.batches: dict[TopicPartition, deque[ProducerBatch]] = {}
+        self.muted: set[TopicPartition] = set()
+        self.flushing = False
+        self.closing = False
+        self._drain_index: dict[int, int] = {}
+
+    # ------------------------------------------------------------------------------------ appending
+
+    def new_batch(self, tp: TopicPartition, now_ms: int) -> ProducerBatch:
+        dq = self.batches.get(tp)
+        if dq is None:
+            dq = self.batches[tp] = deque()
+        elif dq:
+            dq[-1].full = True
+        batch = ProducerBatch(tp, now_ms, self.acks)
+        dq.append(batch)
+        return batch
+
+    def open_batch(self, tp: TopicPartition) -> ProducerBatch | None:
+        """The partition's last batch if it still takes records."""
+        dq = self.batches.get(tp)
+        if dq:
+            last = dq[-1]
+            if not last.full:
+                return last
+        return None
+
+    def has_unsent(self) -> bool:
+        return any(self.batches.values())
+
+    def queue_sizes(self, topic: str, partitions: list[int]) -> list[int]:
+        return [len(self.batches.get(TopicPartition(topic, p), ())) for p in partitions]
+
+    # --------------------------------------------------------------------------------- ready/drain
+
+    def backoff_ms(self, attempts: int) -> int:
+        """Kafka's exponential retry backoff (KIP-580), without jitter to stay deterministic."""
+        if attempts <= 0:
+            return 0
+        return min(self.retry_backoff_ms * (1 << min(attempts - 1, 30)), self.retry_backoff_max_ms)
+
+    def _ready_at(self, batch: ProducerBatch, queued: int) -> int:
+        """The time the first batch of a partition may go, given how many batches are queued behind it."""
+        if batch.attempts:
+            return batch.last_attempt_ms + self.backoff_ms(batch.attempts)
+        if batch.full or queued > 1 or batch.size >= self.batch_size or self.flushing or self.closing:
+            return batch.created_ms
+        return batch.created_ms + self.linger_ms
+
+    def ready(
+        self, leader_of: Callable[[TopicPartition], int], now_ms: int
+    ) -> tuple[set[int], int | None, set[str]]:
+        """Brokers with a batch ready now, the next time another may become ready, topics with no leader."""
+        nodes: set[int] = set()
+        unknown: set[str] = set()
+        next_at: int | None = None
+        for tp, dq in self.batches.items():
+            if not dq or tp in self.muted:
+                continue
+            leader = leader_of(tp)
+            if leader < 0:
+                unknown.add(tp.topic)
+                continue
+            at = self._ready_at(dq[0], len(dq))
+            if at <= now_ms:
+                nodes.add(leader)
+            elif next_at is None or at < next_at:
+                next_at = at
+        return nodes, next_at, unknown
+
+    def drain(
+        self,
+        partitions_of: Callable[[int], list[TopicPartition]],
+        node: int,
+        max_size: int,
+        compression: int,
+        now_ms: int,
+    ) -> list[ProducerBatch]:
+        """Take one ready batch per partition led by ``node``, up to ``max_size`` bytes in all.
+
+        The start position rotates per node (as Kafka's drainIndex) so no partition starves.
+        """
+        parts = partitions_of(node)
+        if not parts:
+            return []
+        start = self._drain_index.get(node, 0) % len(parts)
+        out: list[ProducerBatch] = []
+        size = 0
+        for i in range(len(parts)):
+            tp = parts[(start + i) % len(parts)]
+            dq = self.batches.get(tp)
+            if not dq or tp in self.muted:
+                continue
+            first = dq[0]
+            if self._ready_at(first, len(dq)) > now_ms:
+                continue
+            nbytes = len(first.encode(compression))
+            if out and size + nbytes > max_size:
+                break  # the request is full; this partition goes first next time
+            dq.popleft()
+            first.attempts += 1
+            first.last_attempt_ms = now_ms
+            first.in_flight = True
+            out.append(first)
+            size += nbytes
+            self._drain_index[node] = (start + i + 1) % len(parts)
+        return out
+
+    def reenqueue(self, batch: ProducerBatch, now_ms: int) -> None:
+        """Put a batch to retry back at the head of its partition's deque."""
+        batch.in_flight = False
+        batch.last_attempt_ms = now_ms
+        dq = self.batches.get(batch.tp)
+        if dq is None:
+            dq = self.batches[batch.tp] = deque()
+        dq.appendleft(batch)
+
+    def requeue_split(self, parent: ProducerBatch, children: list[ProducerBatch]) -> None:
+        """Queue the halves of a split batch at the head, in order, ready at once."""
+        dq = self.batches.get(parent.tp)
+        if dq is None:
+            dq = self.batches[parent.tp] = deque()
+        for child in reversed(children):
+            dq.appendleft(child)
+
+    def expired(self, now_ms: int) -> list[ProducerBatch]:
+        """Remove and return queued batches older than ``delivery.timeout.ms``."""
+        out = []
+        limit = self.delivery_timeout_ms
+        for dq in self.batches.values():
+            while dq and now_ms - dq[0].created_ms >= limit:
+                out.append(dq.popleft())
+            # Later batches are younger except retried/split ones at the head; those were handled above.
+        return out
+
+    def next_expiry_ms(self) -> int | None:
+        first = [dq[0].created_ms for dq in self.batches.values() if dq]
+        return min(first) + self.delivery_timeout_ms if first else None
+
+    def abort_all(self) -> list[ProducerBatch]:
+        out = [b for dq in self.batches.values() for b in dq]
+        for dq in self.batches.values():
+            dq.clear()
+        return out

@@ -1,0 +1,213 @@
+"""Producer configuration with Kafka's key names, defaults and validation.
+
+``ProducerConfig.from_props`` takes a dict of Kafka keys (``"linger.ms"``); Python-style keys
+(``linger_ms``) are accepted too, so ``Cluster.producer(linger_ms=0)`` works. An unknown key or a bad
+value raises ``InvalidConfigError`` naming the key. Defaults are Kafka 4.0's, except
+``enable.idempotence``: kafkalite has no idempotent producer yet, so it defaults to false and true is
+rejected (Kafka's default has been true since 3.0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafkalite.errors import InvalidConfigError
+from kafkalite.records import Compression
+
+__all__ = ["PRODUCER_DEFAULTS", "ProducerConfig"]
+
+INT32_MAX = 2_147_483_647
+
+#: Every key kafkalite's producer understands, with Kafka's default.
+PRODUCER_DEFAULTS: dict[str, Any] = {
+    "client.id": "",
+    "bootstrap.servers": None,  # the Producer's ``bootstrap`` argument wins; kept for real-client parity
+    "acks": "all",
+    "batch.size": 16384,
+    "linger.ms": 5,  # Kafka 4.0 default (KIP-1030); it was 0 before
+    "retries": INT32_MAX,
+    "delivery.timeout.ms": 120_000,
+    "request.timeout.ms": 30_000,
+    "retry.backoff.ms": 100,
+    "retry.backoff.max.ms": 1000,
+    "max.in.flight.requests.per.connection": 5,
+    "max.request.size": 1_048_576,
+    "buffer.memory": 33_554_432,
+    "max.block.ms": 60_000,
+    "compression.type": "none",
+    "enable.idempotence": False,
+    "transactional.id": None,
+    "metadata.max.age.ms": 300_000,
+    "partitioner.class": None,
+    "partitioner.ignore.keys": False,
+    "partitioner.adaptive.partitioning.enable": True,
+    "partitioner.availability.timeout.ms": 0,
+    "key.serializer": None,
+    "value.serializer": None,
+    # kafkalite only: keep every send's outcome in ``Producer.history`` (off for long benchmarks).
+    "kafkalite.history.enabled": True,
+}
+
+_INT_KEYS = {
+    "batch.size": 0,
+    "linger.ms": 0,
+    "retries": 0,
+    "delivery.timeout.ms": 0,
+    "request.timeout.ms": 0,
+    "retry.backoff.ms": 0,
+    "retry.backoff.max.ms": 0,
+    "max.in.flight.requests.per.connection": 1,
+    "max.request.size": 0,
+    "buffer.memory": 0,
+    "max.block.ms": 0,
+    "metadata.max.age.ms": 0,
+    "partitioner.availability.timeout.ms": 0,
+}
+_BOOL_KEYS = ("enable.idempotence", "partitioner.ignore.keys", "partitioner.adaptive.partitioning.enable")
+_BOOL_KEYS_KL = ("kafkalite.history.enabled",)
+_COMPRESSION = {
+    "none": Compression.NONE,
+    "gzip": Compression.GZIP,
+    "snappy": Compression.SNAPPY,
+    "lz4": Compression.LZ4,
+    "zstd": Compression.ZSTD,
+}
+
+
+def _normalise_key(key: str) -> str:
+    if key in PRODUCER_DEFAULTS:
+        return key
+    dotted = key.replace("_", ".")
+    if dotted in PRODUCER_DEFAULTS:
+        return dotted
+    raise InvalidConfigError(f"unknown producer config {key!r}")
+
+
+def _as_int(key: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool):
+        raise InvalidConfigError(f"{key} must be an integer, got {value!r}")
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise InvalidConfigError(f"{key} must be an integer, got {value!r}") from None
+    if isinstance(value, float) and number != value:
+        raise InvalidConfigError(f"{key} must be an integer, got {value!r}")
+    if number < minimum:
+        raise InvalidConfigError(f"{key} must be >= {minimum}, got {value!r}")
+    return number
+
+
+def _as_bool(key: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise InvalidConfigError(f"{key} must be true or false, got {value!r}")
+
+
+def _as_acks(value: Any) -> int:
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text == "all":
+            return -1
+        if text in ("0", "1", "-1"):
+            return int(text)
+    elif isinstance(value, int) and not isinstance(value, bool) and value in (0, 1, -1):
+        return value
+    raise InvalidConfigError(f"acks must be one of all, -1, 0, 1, got {value!r}")
+
+
+@dataclass(frozen=True)
+class ProducerConfig:
+    """Validated producer settings: ``props`` keeps every key (Kafka names), typed attributes the hot ones."""
+
+    props: dict[str, Any] = field(default_factory=lambda: dict(PRODUCER_DEFAULTS))
+    acks: int = -1
+    batch_size: int = 16384
+    linger_ms: int = 5
+    retries: int = INT32_MAX
+    delivery_timeout_ms: int = 120_000
+    request_timeout_ms: int = 30_000
+    retry_backoff_ms: int = 100
+    retry_backoff_max_ms: int = 1000
+    max_in_flight: int = 5
+    max_request_size: int = 1_048_576
+    buffer_memory: int = 33_554_432
+    max_block_ms: int = 60_000
+    compression: int = Compression.NONE
+    metadata_max_age_ms: int = 300_000
+    history_enabled: bool = True
+
+    @classmethod
+    def from_props(cls, config: Mapping[str, Any] | None = None) -> ProducerConfig:
+        """Validate ``config`` (Kafka keys or their ``snake_case`` spelling) over the defaults."""
+        given: dict[str, Any] = {}
+        for key, value in (config or {}).items():
+            name = _normalise_key(key)
+            if name in given:
+                raise InvalidConfigError(f"producer config {name!r} given twice ({key!r})")
+            given[name] = value
+        props = dict(PRODUCER_DEFAULTS)
+        props.update(given)
+        for key, minimum in _INT_KEYS.items():
+            props[key] = _as_int(key, props[key], minimum)
+        for key in _BOOL_KEYS + _BOOL_KEYS_KL:
+            props[key] = _as_bool(key, props[key])
+        acks = _as_acks(props["acks"])
+        props["acks"] = "all" if acks == -1 else str(acks)
+        codec = props["compression.type"]
+        if not isinstance(codec, str) or codec.strip().lower() not in _COMPRESSION:
+            raise InvalidConfigError(
+                f"compression.type must be one of {', '.join(_COMPRESSION)}, got {codec!r}"
+            )
+        props["compression.type"] = codec.strip().lower()
+        if props["enable.idempotence"]:
+            raise InvalidConfigError(
+                "enable.idempotence=true is not supported yet (the idempotent producer is a later issue); "
+                "set enable.idempotence=false"
+            )
+        if props["transactional.id"] is not None:
+            raise InvalidConfigError("transactional.id is not supported yet (transactions are a later issue)")
+        for key in ("key.serializer", "value.serializer"):
+            if props[key] is not None and not callable(props[key]):
+                raise InvalidConfigError(f"{key} must be a callable (value -> bytes), got {props[key]!r}")
+        if not isinstance(props["client.id"], str):
+            raise InvalidConfigError(f"client.id must be a string, got {props['client.id']!r}")
+        if props["request.timeout.ms"] < 1:
+            raise InvalidConfigError("request.timeout.ms must be >= 1")
+        # Kafka's rule: a batch must be able to wait linger.ms and then one full request timeout.
+        floor = props["linger.ms"] + props["request.timeout.ms"]
+        if props["delivery.timeout.ms"] < floor:
+            if "delivery.timeout.ms" in given:
+                raise InvalidConfigError(
+                    f"delivery.timeout.ms should be equal to or larger than linger.ms + request.timeout.ms "
+                    f"({props['delivery.timeout.ms']} < {floor})"
+                )
+            props["delivery.timeout.ms"] = floor
+        if props["retry.backoff.max.ms"] < props["retry.backoff.ms"]:
+            if "retry.backoff.max.ms" in given:
+                raise InvalidConfigError("retry.backoff.max.ms must be >= retry.backoff.ms")
+            props["retry.backoff.max.ms"] = props["retry.backoff.ms"]
+        return cls(
+            props=props,
+            acks=acks,
+            batch_size=props["batch.size"],
+            linger_ms=props["linger.ms"],
+            retries=props["retries"],
+            delivery_timeout_ms=props["delivery.timeout.ms"],
+            request_timeout_ms=props["request.timeout.ms"],
+            retry_backoff_ms=props["retry.backoff.ms"],
+            retry_backoff_max_ms=props["retry.backoff.max.ms"],
+            max_in_flight=props["max.in.flight.requests.per.connection"],
+            max_request_size=props["max.request.size"],
+            buffer_memory=props["buffer.memory"],
+            max_block_ms=props["max.block.ms"],
+            compression=_COMPRESSION[props["compression.type"]],
+            metadata_max_age_ms=props["metadata.max.age.ms"],
+            history_enabled=props["kafkalite.history.enabled"],
+        )
+
+    def __getitem__(self, key: str) -> Any:
+        return self.props[key]

@@ -1,0 +1,758 @@
+"""The producer: Kafka's KafkaProducer + Sender as one SimNetwork node.
+
+``send()`` picks a partition (explicit partition, else the partitioner: a key's murmur2 hash or the
+built-in sticky partition), appends the record to the partition's open batch and returns a future. The
+sender part runs when a batch fills, when a linger, backoff or timeout timer fires, and when a response
+arrives: it refreshes metadata when needed, expires batches older than ``delivery.timeout.ms``, and sends
+each broker that leads a ready partition one ``ProduceRequest`` with one batch per partition, never more
+than ``max.in.flight.requests.per.connection`` requests outstanding per broker.
+
+Errors: a retriable error puts the batch back at the head of its partition (after ``retry.backoff.ms``,
+growing up to ``retry.backoff.max.ms``) and, for stale-metadata errors, asks for new metadata. A missing
+response fails the connection after ``request.timeout.ms``: every request in flight to that broker is
+retried, although the broker may have written it; without idempotence that is how duplicates arise.
+``MESSAGE_TOO_LARGE`` splits a multi-record batch in two and fails a single record. Under acks=0 a batch
+is done once its request is sent, with offset -1.
+
+``history`` lists every send with its outcome as ``kafkalite.checker.SendRecord``: acknowledged (offset,
+acks), failed (error name; nothing was written), or unknown (no answer, or an answer after an attempt
+that may have been written). A send's id is its value, which is what the checker reads back by default.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from kafkalite.checker import ACKED, FAILED, UNKNOWN, SendRecord
+from kafkalite.client.accumulator import (
+    Callback,
+    FutureRecordMetadata,
+    ProducerBatch,
+    RecordAccumulator,
+    RecordMetadata,
+    estimate_record_size,
+)
+from kafkalite.client.config import ProducerConfig
+from kafkalite.client.metadata import FATAL_TOPIC_ERRORS, ClusterMetadata
+from kafkalite.client.partitioner import DefaultPartitioner, create_partitioner
+from kafkalite.errors import (
+    KafkaError,
+    MessageTooLargeError,
+    NetworkError,
+    RequestTimedOutError,
+    error_for_code,
+)
+from kafkalite.net.sim import BaseNode, NodeId
+from kafkalite.protocol import (
+    MetadataRequest,
+    MetadataResponse,
+    ProducePartition,
+    ProduceRequest,
+    ProduceResponse,
+    RequestEnvelope,
+    ResponseEnvelope,
+    TopicPartition,
+)
+from kafkalite.records import BATCH_HEADER_SIZE
+
+__all__ = ["FutureRecordMetadata", "Producer", "ProducerClosedError", "RecordMetadata"]
+
+# Errors meaning "your metadata is stale" (Kafka's InvalidMetadataException family): refresh, then retry.
+INVALID_METADATA_CODES = frozenset({3, 5, 6, 13, 56, 74, 75})
+# Errors after which the batch may be in the log although it failed (the checker must not call it lost).
+MAYBE_WRITTEN_CODES = frozenset({7, 20})
+MESSAGE_TOO_LARGE = 10
+RECONNECT_BACKOFF_MS = 50  # Kafka's reconnect.backoff.ms default
+
+
+class ProducerClosedError(RuntimeError):
+    """``send()`` after ``close()`` (Kafka's IllegalStateException)."""
+
+
+class _InFlight:
+    __slots__ = ("corr", "node", "batches", "deadline", "sent_ms", "is_metadata")
+
+    def __init__(self, corr: int, node: int, batches: list[ProducerBatch] | None, deadline: int, now: int):
+        self.corr = corr
+        self.node = node
+        self.batches = batches
+        self.deadline = deadline
+        self.sent_ms = now
+        self.is_metadata = batches is None
+
+
+class _TopicCache:
+    """Per-topic data the hot path needs, rebuilt when the metadata version changes."""
+
+    __slots__ = ("version", "n", "available", "tps")
+
+    def __init__(self, version: int, n: int, available: list[int], tps: list[TopicPartition]) -> None:
+        self.version = version
+        self.n = n
+        self.available = available
+        self.tps = tps
+
+
+class Producer(BaseNode):
+    """A Kafka producer on the simulated network (add it with ``net.add_node(client_id, producer)``).
+
+    ``send`` is Kafka's record send and shadows ``BaseNode.send``; network sends go through ``net.send``.
+    """
+
+    def __init__(
+        self, client_id: str, bootstrap: Iterable[int], config: Mapping[str, Any] | None = None
+    ) -> None:
+        self.config = ProducerConfig.from_props(config)
+        self.client_id = client_id
+        cfg = self.config
+        self.acks = cfg.acks
+        self._batch_size = cfg.batch_size
+        self._linger = cfg.linger_ms
+        self._max_request_size = cfg.max_request_size
+        self._max_record = min(cfg.max_request_size, cfg.buffer_memory)
+        self._compression = cfg.compression
+        self._history_on = cfg.history_enabled
+        self._key_ser: Callable[[Any], bytes] | None = cfg["key.serializer"]
+        self._value_ser: Callable[[Any], bytes] | None = cfg["value.serializer"]
+        self.metadata = ClusterMetadata(list(bootstrap), cfg.metadata_max_age_ms)
+        if not self.metadata.bootstrap:
+            raise ValueError("bootstrap must name at least one broker")
+        self.accumulator = RecordAccumulator(
+            cfg.batch_size,
+            cfg.linger_ms,
+            cfg.retry_backoff_ms,
+            cfg.retry_backoff_max_ms,
+            cfg.delivery_timeout_ms,
+            cfg.acks,
+        )
+        self.partitioner: Any = None
+        self._builtin: Callable[[str], Any] | None = None
+        self._rng: random.Random | None = None
+        self._seq = 0
+        self._corr = 0
+        self._cache: dict[str, _TopicCache] = {}
+        self._inflight: dict[int, _InFlight] = {}
+        self._node_inflight: dict[int, int] = {}
+        self._node_backoff: dict[int, int] = {}
+        self._meta_inflight: _InFlight | None = None
+        self._meta_backoff_until = 0
+        self._waiting: list[list] = []  # sends whose topic (or partition) is not in the metadata yet
+        self._wake_at: int | None = None
+        self._wake_tid: int | None = None
+        self._batches: list[ProducerBatch] = []  # every batch, for the history
+        self._early: list[SendRecord] = []  # sends that failed before reaching a batch
+        self._closing = False
+        self._closed = False
+        self.metrics: dict[str, int] = dict.fromkeys(
+            (
+                "record-send-total",
+                "record-error-total",
+                "record-retry-total",
+                "batch-total",
+                "batch-split-total",
+                "batch-bytes-total",
+                "request-total",
+                "response-total",
+                "request-timeout-total",
+                "late-response-total",
+                "metadata-request-total",
+                "connection-failure-total",
+            ),
+            0,
+        )
+
+    # ---------------------------------------------------------------------------------- node hooks
+
+    def bind(self, net: Any, node_id: NodeId) -> None:
+        super().bind(net, node_id)
+        if not self.client_id:
+            self.client_id = str(node_id)
+        self._rng = net.node_rng(node_id)
+        props = dict(self.config.props)
+        if props.get("partitioner.class") is None:
+            props.pop("partitioner.class", None)
+        self.partitioner = create_partitioner(props, self._rng)
+        if isinstance(self.partitioner, DefaultPartitioner):
+            self._builtin = self.partitioner.built_in
+            self._hash_keys = not self.partitioner.ignore_keys
+        else:
+            self._builtin = None
+            self._hash_keys = True
+        self._on_new_batch = getattr(self.partitioner, "on_new_batch", None)
+
+    def on_message(self, src: NodeId, msg: Any, now_ms: int) -> None:
+        if not isinstance(msg, ResponseEnvelope):
+            return
+        req = self._inflight.pop(msg.correlation_id, None)
+        if req is None:
+            # The request timed out and its connection was dropped; Kafka never sees this answer.
+            self.metrics["late-response-total"] += 1
+            return
+        self._node_inflight[req.node] -= 1
+        self.metrics["response-total"] += 1
+        resp = msg.response
+        if req.is_metadata:
+            self._meta_inflight = None
+            if isinstance(resp, MetadataResponse):
+                self._on_metadata(resp, now_ms)
+        elif isinstance(resp, ProduceResponse):
+            self._on_produce_response(req, resp, now_ms)
+        self._run(now_ms)
+
+    def on_crash(self) -> None:
+        """A crashed client loses everything in memory; its pending sends stay unknown forever."""
+        self._inflight.clear()
+        self._node_inflight.clear()
+        self._meta_inflight = None
+        self._wake_at = self._wake_tid = None
+        for batch in self.accumulator.abort_all():
+            batch.final_state = "crashed"
+        self._waiting.clear()
+        self._closed = True
+
+    # ----------------------------------------------------------------------------------------- API
+
+    def send(
+        self,
+        topic: str,
+        value: Any,
+        key: Any = None,
+        partition: int | None = None,
+        headers: Any = None,
+        timestamp: int | None = None,
+        callback: Callback | None = None,
+    ) -> FutureRecordMetadata:
+        """Queue one record; the future (and ``callback(metadata, error)``) completes when it is acked."""
+        if self._closing:
+            raise ProducerClosedError("Cannot perform operation after producer has been closed")
+        if value is not None and value.__class__ is not bytes:
+            value = self._value_ser(value) if self._value_ser else _to_bytes(value)
+        if key is not None and key.__class__ is not bytes:
+            key = self._key_ser(key) if self._key_ser else _to_bytes(key)
+        seq = self._seq
+        self._seq = seq + 1
+        now = self.net._now
+        ts = now if timestamp is None else timestamp
+        self.metrics["record-send-total"] += 1
+        if headers:
+            size = estimate_record_size(key, value, headers)
+        else:  # estimate_record_size inlined: this is the per-record hot path
+            size = 11 + (len(key) if key else 0) + (len(value) if value else 0)
+        if size + BATCH_HEADER_SIZE > self._max_record:
+            err = MessageTooLargeError(
+                f"The message is {size + BATCH_HEADER_SIZE} bytes when serialized which is larger than "
+                f"{self._max_record}, which is the value of the max.request.size configuration."
+            )
+            return self._fail_early(seq, topic, -1 if partition is None else partition, value, err, callback)
+        cache = self._cache.get(topic)
+        if cache is None or cache.version != self.metadata.version:
+            cache = self._topic_cache(topic)
+        if cache is None or (partition is not None and partition >= cache.n):
+            fut = FutureRecordMetadata(None, 0, topic)
+            deadline = now + self.config.max_block_ms
+            self._waiting.append([seq, topic, partition, key, value, headers, ts, callback, fut, deadline])
+            self.metadata.add_topic(topic)
+            self._schedule(now)
+            return fut
+        return self._append(cache, seq, topic, partition, key, value, headers, ts, size, callback, None, now)
+
+    def flush(self) -> None:
+        """Make every queued batch ready now (Kafka's flush); run the network to let them complete."""
+        self.accumulator.flushing = True
+        self._schedule(self.net._now)
+
+    def close(self, timeout_ms: int | None = None) -> None:
+        """Stop taking records and send what is queued; ``timeout_ms=0`` fails queued records at once."""
+        self._closing = True
+        self.accumulator.closing = True
+        if timeout_ms == 0:
+            now = self.net._now
+            for batch in self.accumulator.abort_all():
+                self._fail_batch(batch, KafkaError("Producer is closed forcefully."), now)
+            for w in self._waiting:
+                self._fail_waiting(w, KafkaError("Producer is closed forcefully."))
+            self._waiting.clear()
+        self._schedule(self.net._now)
+
+    def idle(self) -> bool:
+        """True when nothing is queued, waiting for metadata or in flight (handy for ``run_until``)."""
+        return not (self._waiting or self.accumulator.has_unsent() or self._has_produce_inflight())
+
+    @property
+    def closed(self) -> bool:
+        return self._closing and self.idle()
+
+    def partitions_for(self, topic: str) -> list[int] | None:
+        info = self.metadata.topic(topic)
+        return None if info is None else [p.partition for p in info.partitions]
+
+    @property
+    def history(self) -> list[SendRecord]:
+        """Every send so far, in send order, with its outcome (see the module docstring)."""
+        rows: list[SendRecord] = list(self._early)
+        producer = self.client_id
+        for batch in self._batches:
+            if batch.children is not None:
+                continue  # split: its halves are listed instead
+            topic, partition = batch.tp
+            acks = batch.acks
+            if batch.done and batch.error is None:
+                base = batch.base_offset
+                for i, (seq, rec) in enumerate(zip(batch.seqs, batch.records, strict=True)):
+                    offset = base + i if base >= 0 else None
+                    rows.append(
+                        SendRecord(rec[1], topic, partition, ACKED, offset, acks, None, producer, seq)
+                    )
+                continue
+            if batch.done:
+                outcome = UNKNOWN if batch.maybe_written else FAILED
+                error = batch.error.name  # type: ignore[union-attr]
+            else:
+                outcome, error = UNKNOWN, batch.final_state or "pending"
+            for seq, rec in zip(batch.seqs, batch.records, strict=True):
+                rows.append(SendRecord(rec[1], topic, partition, outcome, None, acks, error, producer, seq))
+        for w in self._waiting:
+            rows.append(SendRecord(w[4], w[1], -1 if w[2] is None else w[2], UNKNOWN, None, self.acks,
+                                   "pending", producer, w[0]))  # fmt: skip
+        rows.sort(key=lambda r: r.seq)  # type: ignore[arg-type, return-value]
+        return rows
+
+    # ------------------------------------------------------------------------------------ hot path
+
+    def _append(
+        self,
+        cache: _TopicCache,
+        seq: int,
+        topic: str,
+        partition: int | None,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Any,
+        ts: int,
+        size: int,
+        callback: Callback | None,
+        fut: FutureRecordMetadata | None,
+        now: int,
+    ) -> FutureRecordMetadata:
+        sticky = None
+        chosen = partition is None
+        if chosen:
+            if self._builtin is not None and (key is None or not self._hash_keys):
+                sticky = self._builtin(topic)
+                partition = sticky.peek_current_partition(cache.n, cache.available)
+            else:
+                partition = self.partitioner.partition(topic, key, value, cache.n, cache.available)
+                if partition < 0 or partition >= cache.n:
+                    raise ValueError(f"partitioner returned an invalid partition {partition} for {topic!r}")
+        tp = cache.tps[partition]  # type: ignore[index]
+        acc = self.accumulator
+        batch = acc.open_batch(tp)
+        if batch is not None and batch.records and batch.size + size > self._batch_size:
+            batch.full = True
+            batch = None
+            self._schedule(now)
+        if batch is None:
+            if chosen and sticky is None and self._on_new_batch is not None:
+                # KIP-480 partitioners move on when a record would start a new batch, then choose again.
+                self._on_new_batch(topic, cache.n, cache.available, partition)
+                partition = self.partitioner.partition(topic, key, value, cache.n, cache.available)
+                tp = cache.tps[partition]
+                batch = acc.open_batch(tp)
+            if batch is None:
+                batch = acc.new_batch(tp, now)
+                self.metrics["batch-total"] += 1
+                if self._history_on:
+                    self._batches.append(batch)
+                wake = self._wake_at
+                if wake is None or wake > now + self._linger:
+                    self._schedule(now + self._linger)
+        records = batch.records
+        index = len(records)
+        records.append((key, value, headers))
+        batch.timestamps.append(ts)
+        batch.seqs.append(seq)
+        batch.size += size
+        if callback is not None:
+            if batch.callbacks is None:
+                batch.callbacks = []
+            batch.callbacks.append((index, callback))
+        if batch.size >= self._batch_size:
+            batch.full = True
+            self._schedule(now)
+        if sticky is not None:
+            sticky.update_partition_info(size, cache.n, cache.available, enable_switch=batch.full)
+        if fut is None:
+            return FutureRecordMetadata(batch, index, topic)
+        fut.batch, fut.index = batch, index
+        return fut
+
+    def _topic_cache(self, topic: str) -> _TopicCache | None:
+        info = self.metadata.topic(topic)
+        if info is None or not info.partitions:
+            self._cache.pop(topic, None)
+            return None
+        n = info.num_partitions
+        old = self._cache.get(topic)
+        tps = (
+            old.tps if old is not None and len(old.tps) == n else [TopicPartition(topic, p) for p in range(n)]
+        )
+        cache = _TopicCache(self.metadata.version, n, list(info.available), tps)
+        self._cache[topic] = cache
+        return cache
+
+    # ------------------------------------------------------------------------------------- sender
+
+    def _schedule(self, at: int) -> None:
+        """Make sure the sender runs no later than ``at`` (one timer, moved earlier when needed)."""
+        if self._wake_at is not None and self._wake_at <= at:
+            return
+        if self._wake_tid is not None:
+            self.net.cancel_timer(self._wake_tid)
+        now = self.net._now
+        self._wake_at = max(at, now)
+        self._wake_tid = self.set_timer(self._wake_at - now, self._on_wake)
+
+    def _on_wake(self, now_ms: int) -> None:
+        self._wake_at = self._wake_tid = None
+        self._run(now_ms)
+
+    def _run(self, now: int) -> None:
+        """One pass of Kafka's Sender loop."""
+        if self._closed:
+            return
+        acc = self.accumulator
+        meta = self.metadata
+        # Timeouts first: missing responses, then batches past delivery.timeout.ms.
+        for req in [r for r in self._inflight.values() if r.deadline <= now]:
+            if req.corr in self._inflight:
+                self.metrics["request-timeout-total"] += 1
+                self.log("request_timeout", broker=req.node, correlation_id=req.corr)
+                self._disconnect(req.node, now, timed_out=True)
+        self._expire(now)
+        self._expire_waiting(now)
+        # Metadata: topics waiting for it, unknown leaders, explicit requests, max age.
+        nodes, next_ready, unknown = acc.ready(meta.leader_for, now)
+        if unknown:
+            meta.request_update()
+        if (self._waiting or unknown or meta.need_update or self._has_work()) and meta.update_due(now):
+            self._maybe_send_metadata(now)
+        if isinstance(self.partitioner, DefaultPartitioner) and self.partitioner.adaptive:
+            self._update_load_stats()
+        for node in sorted(nodes):
+            if self._node_inflight.get(node, 0) >= self.config.max_in_flight:
+                continue
+            if self._node_backoff.get(node, 0) > now:
+                at = self._node_backoff[node]
+                next_ready = at if next_ready is None else min(next_ready, at)
+                continue
+            # Like the Sender looping, keep sending to this broker while it may take more requests.
+            while self._node_inflight.get(node, 0) < self.config.max_in_flight:
+                batches = acc.drain(
+                    self._partitions_led_by, node, self._max_request_size, self._compression, now
+                )
+                if not batches:
+                    break
+                self._send_produce(node, batches, now)
+                if self._node_backoff.get(node, 0) > now:
+                    break  # the connection just failed
+        if acc.flushing and self.idle():
+            acc.flushing = False
+        self._schedule_next(now, next_ready)
+
+    def _schedule_next(self, now: int, next_ready: int | None) -> None:
+        cands = [] if next_ready is None else [next_ready]
+        cands.extend(r.deadline for r in self._inflight.values())
+        exp = self.accumulator.next_expiry_ms()
+        if exp is not None:
+            cands.append(exp)
+        for r in self._inflight.values():
+            live = [b.created_ms for b in r.batches or () if not b.done]
+            if live:
+                cands.append(min(live) + self.config.delivery_timeout_ms)
+        if self._waiting:
+            cands.append(min(w[9] for w in self._waiting))
+        meta = self.metadata
+        if self._meta_inflight is None and (self._waiting or self._has_work()):
+            if meta.need_update:
+                cands.append(max(self._meta_backoff_until, now + 1))
+            else:
+                age = meta.next_age_refresh_ms()
+                if age is not None:
+                    cands.append(age)
+        if cands:
+            self._schedule(max(min(cands), now))
+
+    def _has_work(self) -> bool:
+        return self.accumulator.has_unsent() or self._has_produce_inflight()
+
+    def _has_produce_inflight(self) -> bool:
+        return any(not r.is_metadata for r in self._inflight.values())
+
+    def _partitions_led_by(self, node: int) -> list[TopicPartition]:
+        leader_for = self.metadata.leader_for
+        return [tp for tp, dq in self.accumulator.batches.items() if dq and leader_for(tp) == node]
+
+    def _update_load_stats(self) -> None:
+        for topic in self.metadata.wanted:
+            cache = self._cache.get(topic)
+            if cache is None or len(cache.available) < 2:
+                continue
+            sizes = self.accumulator.queue_sizes(topic, cache.available)
+            self.partitioner.update_partition_load_stats(topic, sizes, cache.available)
+
+    def _next_corr(self) -> int:
+        self._corr += 1
+        return self._corr
+
+    def _send_produce(self, node: int, batches: list[ProducerBatch], now: int) -> None:
+        cfg = self.config
+        req = ProduceRequest(
+            acks=self.acks,
+            timeout_ms=cfg.request_timeout_ms,
+            partitions=tuple(ProducePartition(tp=b.tp, records=b.buffer or b"") for b in batches),
+        )
+        corr = self._next_corr()
+        self.metrics["request-total"] += 1
+        self.metrics["batch-bytes-total"] += sum(len(b.buffer or b"") for b in batches)
+        if cfg.max_in_flight == 1:
+            for b in batches:
+                self.accumulator.muted.add(b.tp)  # guarantee order: one batch per partition in flight
+        if not self.net.send(self.node_id, node, RequestEnvelope(corr, self.client_id, req)):
+            self._connection_failed(node, now)
+            for b in batches:
+                self._retry_or_fail(b, NetworkError(f"Connection to node {node} failed"), now, 13)
+            return
+        if self.acks == 0:
+            # No response will come: Kafka completes acks=0 batches as soon as the request is sent.
+            for b in batches:
+                self._complete(b, -1, -1, now)
+            return
+        inflight = _InFlight(corr, node, batches, now + cfg.request_timeout_ms, now)
+        self._inflight[corr] = inflight
+        self._node_inflight[node] = self._node_inflight.get(node, 0) + 1
+
+    def _maybe_send_metadata(self, now: int) -> None:
+        if self._meta_inflight is not None or now < self._meta_backoff_until:
+            return
+        meta = self.metadata
+        nodes = meta.nodes()
+        # Kafka's leastLoadedNode: fewest requests in flight, from a random start, skipping failed nodes.
+        start = self._rng.randrange(len(nodes)) if self._rng is not None else 0
+        order = nodes[start:] + nodes[:start]
+        order.sort(key=lambda n: self._node_inflight.get(n, 0))  # stable: ties keep the random order
+        req = MetadataRequest(topics=tuple(meta.wanted))
+        for node in order:
+            if self._node_backoff.get(node, 0) > now:
+                continue
+            corr = self._next_corr()
+            if self.net.send(self.node_id, node, RequestEnvelope(corr, self.client_id, req)):
+                self.metrics["metadata-request-total"] += 1
+                inflight = _InFlight(corr, node, None, now + self.config.request_timeout_ms, now)
+                self._inflight[corr] = inflight
+                self._meta_inflight = inflight
+                self._node_inflight[node] = self._node_inflight.get(node, 0) + 1
+                return
+            self._connection_failed(node, now)
+        self._meta_backoff_until = now + self.config.retry_backoff_ms
+
+    def _connection_failed(self, node: int, now: int) -> None:
+        self.metrics["connection-failure-total"] += 1
+        self._node_backoff[node] = now + RECONNECT_BACKOFF_MS
+        self.metadata.request_update()
+
+    def _disconnect(self, node: int, now: int, *, timed_out: bool) -> None:
+        """Drop the connection to ``node``: every request in flight on it fails with NETWORK_EXCEPTION."""
+        self.metadata.request_update()
+        self._node_backoff[node] = now + RECONNECT_BACKOFF_MS
+        for corr in [c for c, r in self._inflight.items() if r.node == node]:
+            req = self._inflight.pop(corr)
+            self._node_inflight[node] -= 1
+            if req.is_metadata:
+                self._meta_inflight = None
+                continue
+            for b in req.batches or ():
+                if b.done:
+                    continue
+                if timed_out:
+                    b.maybe_written = True  # the broker may have appended it and only the answer was lost
+                err = NetworkError(
+                    f"Disconnected from node {node} due to timeout"
+                    if timed_out
+                    else f"Disconnected from node {node}"
+                )
+                self._retry_or_fail(b, err, now, 13)
+
+    # --------------------------------------------------------------------------------- responses
+
+    def _on_metadata(self, resp: MetadataResponse, now: int) -> None:
+        meta = self.metadata
+        meta.update(resp, now)
+        self._meta_backoff_until = now + self.config.retry_backoff_ms
+        self._node_backoff.clear()
+        if not self._waiting:
+            return
+        waiting, self._waiting = self._waiting, []
+        for w in waiting:
+            seq, topic, partition, key, value, headers, ts, callback, fut, _deadline = w
+            err = meta.topic_errors.get(topic)
+            info = meta.topic(topic)
+            if info is None and err is not None:
+                code = next((t.error_code for t in resp.topics if t.name == topic), 0)
+                if code in FATAL_TOPIC_ERRORS:
+                    exc_type = error_for_code(code) or KafkaError
+                    self._fail_waiting(w, exc_type(f"topic {topic}"))
+                    continue
+            cache = self._topic_cache(topic)
+            if cache is None or (partition is not None and partition >= cache.n):
+                self._waiting.append(w)
+                continue
+            size = estimate_record_size(key, value, headers)
+            self._append(cache, seq, topic, partition, key, value, headers, ts, size, callback, fut, now)
+
+    def _on_produce_response(self, req: _InFlight, resp: ProduceResponse, now: int) -> None:
+        by_tp = {p.tp: p for p in resp.partitions}
+        for b in req.batches or ():
+            self.accumulator.muted.discard(b.tp)
+            if b.done:
+                continue  # expired while in flight (delivery.timeout.ms): the answer comes too late
+            b.in_flight = False
+            pr = by_tp.get(b.tp)
+            if pr is None:
+                self._retry_or_fail(b, NetworkError(f"no response for {b.tp}"), now, 13)
+                continue
+            code = pr.error_code
+            if code == 0:
+                self._complete(b, pr.base_offset, pr.log_append_time_ms, now)
+                continue
+            exc_type = error_for_code(code) or KafkaError
+            msg = pr.error_message or f"{b.tp} on node {req.node}"
+            if code in MAYBE_WRITTEN_CODES:
+                b.maybe_written = True
+            if code == MESSAGE_TOO_LARGE and b.record_count > 1:
+                # Kafka splits the batch and tries again rather than failing every record in it.
+                self.metrics["batch-split-total"] += 1
+                children = b.split(now)
+                if self._history_on:
+                    self._batches.extend(children)
+                self.accumulator.requeue_split(b, children)
+                continue
+            self._retry_or_fail(b, exc_type(msg), now, code)
+
+    def _retry_or_fail(self, b: ProducerBatch, err: KafkaError, now: int, code: int) -> None:
+        b.in_flight = False
+        self.accumulator.muted.discard(b.tp)
+        cfg = self.config
+        if (
+            err.retriable
+            and b.attempts <= cfg.retries
+            and now - b.created_ms < cfg.delivery_timeout_ms
+            and not self._closed
+        ):
+            self.metrics["record-retry-total"] += b.record_count
+            self.log("retry", tp=str(b.tp), error=err.name, attempt=b.attempts)
+            if code in INVALID_METADATA_CODES:
+                self.metadata.request_update()
+            self.accumulator.reenqueue(b, now)
+            return
+        self._fail_batch(b, err, now)
+
+    def _expire(self, now: int) -> None:
+        limit = self.config.delivery_timeout_ms
+        for b in self.accumulator.expired(now):
+            self._fail_batch(b, self._expiry_error(b, now), now)
+        for req in self._inflight.values():
+            for b in req.batches or ():
+                if not b.done and now - b.created_ms >= limit:
+                    b.maybe_written = True
+                    self.accumulator.muted.discard(b.tp)
+                    self._fail_batch(b, self._expiry_error(b, now), now)
+
+    @staticmethod
+    def _expiry_error(b: ProducerBatch, now: int) -> RequestTimedOutError:
+        return RequestTimedOutError(
+            f"Expiring {b.record_count} record(s) for {b.tp}:{now - b.created_ms} ms has passed since "
+            "batch creation"
+        )
+
+    def _expire_waiting(self, now: int) -> None:
+        if not self._waiting:
+            return
+        keep = []
+        for w in self._waiting:
+            if w[9] <= now:
+                self._fail_waiting(
+                    w,
+                    RequestTimedOutError(
+                        f"Topic {w[1]} not present in metadata after {self.config.max_block_ms} ms."
+                    ),
+                )
+            else:
+                keep.append(w)
+        self._waiting = keep
+
+    # ------------------------------------------------------------------------------- completion
+
+    def _complete(self, b: ProducerBatch, base_offset: int, log_append_time: int, now: int) -> None:
+        b.base_offset = base_offset
+        b.log_append_time = log_append_time
+        b.done = True
+        b.in_flight = False
+        self._run_callbacks(b)
+
+    def _fail_batch(self, b: ProducerBatch, err: KafkaError, now: int) -> None:
+        b.error = err
+        b.done = True
+        b.in_flight = False
+        self.metrics["record-error-total"] += b.record_count
+        self.log("batch_failed", tp=str(b.tp), error=err.name, records=b.record_count)
+        self._run_callbacks(b)
+
+    def _run_callbacks(self, b: ProducerBatch) -> None:
+        if not b.callbacks:
+            return
+        err = b.error
+        for index, cb in b.callbacks:
+            try:
+                cb(None if err else b.metadata(index), err)
+            except Exception as exc:  # a user callback must not break the sender (Kafka logs it)
+                self.log("callback_error", tp=str(b.tp), error=repr(exc))
+
+    def _fail_early(
+        self,
+        seq: int,
+        topic: str,
+        partition: int,
+        value: bytes | None,
+        err: KafkaError,
+        callback: Callback | None,
+    ) -> FutureRecordMetadata:
+        fut = FutureRecordMetadata(None, 0, topic)
+        fut._error = err
+        self.metrics["record-error-total"] += 1
+        if self._history_on:
+            self._early.append(
+                SendRecord(value, topic, partition, FAILED, None, self.acks, err.name, self.client_id, seq)
+            )
+        if callback is not None:
+            try:
+                callback(None, err)
+            except Exception as exc:
+                self.log("callback_error", topic=topic, error=repr(exc))
+        return fut
+
+    def _fail_waiting(self, w: list, err: KafkaError) -> None:
+        seq, topic, partition, _k, value, _h, _ts, callback, fut, _d = w
+        failed = self._fail_early(seq, topic, -1 if partition is None else partition, value, err, callback)
+        fut._error = failed._error
+
+
+def _to_bytes(obj: Any) -> bytes:
+    if isinstance(obj, str):
+        return obj.encode()
+    if isinstance(obj, bytes | bytearray | memoryview):
+        return bytes(obj)
+    raise TypeError(
+        f"cannot send {type(obj).__name__}: pass bytes or str, or set key.serializer/value.serializer"
+    )
