@@ -193,6 +193,10 @@ class InvalidReplicationFactorError(KafkaError):
     code, name = 38, "INVALID_REPLICATION_FACTOR"
 
 
+class InvalidReplicaAssignmentError(KafkaError):
+    code, name = 39, "INVALID_REPLICA_ASSIGNMENT"
+
+
 class InvalidConfigError(KafkaError):
     code, name = 40, "INVALID_CONFIG"
 
@@ -299,6 +303,12 @@ class UnknownLeaderEpochError(KafkaError):
     code, name, retriable = 75, "UNKNOWN_LEADER_EPOCH", True
 
 
+class StaleBrokerEpochError(KafkaError):
+    """A request from (or for) an earlier life of a broker that has since restarted."""
+
+    code, name = 77, "STALE_BROKER_EPOCH"
+
+
 class OffsetNotAvailableError(KafkaError):
     """A new leader's high watermark has not caught up yet, so the offset cannot be served."""
 
@@ -355,6 +365,18 @@ class ProducerFencedError(KafkaError):
     """A newer producer with the same transactional id has taken over."""
 
     code, name = 90, "PRODUCER_FENCED"
+
+
+class InvalidUpdateVersionError(KafkaError):
+    """An ISR change quoting a partition epoch the controller has moved past."""
+
+    code, name = 95, "INVALID_UPDATE_VERSION"
+
+
+class IneligibleReplicaError(KafkaError):
+    """An ISR change adding a replica that may not join (offline, or fenced) (KIP-841)."""
+
+    code, name = 107, "INELIGIBLE_REPLICA"
 
 
 _BY_CODE = {cls.code: cls for cls in KafkaError.__subclasses__()}

@@ -44,6 +44,7 @@ EXPECTED: dict[int, tuple[str, bool]] = {
     36: ("TOPIC_ALREADY_EXISTS", False),
     37: ("INVALID_PARTITIONS", False),
     38: ("INVALID_REPLICATION_FACTOR", False),
+    39: ("INVALID_REPLICA_ASSIGNMENT", False),
     40: ("INVALID_CONFIG", False),
     41: ("NOT_CONTROLLER", True),
     42: ("INVALID_REQUEST", False),
@@ -64,6 +65,7 @@ EXPECTED: dict[int, tuple[str, bool]] = {
     69: ("GROUP_ID_NOT_FOUND", False),
     74: ("FENCED_LEADER_EPOCH", True),
     75: ("UNKNOWN_LEADER_EPOCH", True),
+    77: ("STALE_BROKER_EPOCH", False),
     78: ("OFFSET_NOT_AVAILABLE", True),
     79: ("MEMBER_ID_REQUIRED", False),
     80: ("PREFERRED_LEADER_NOT_AVAILABLE", True),
@@ -75,6 +77,8 @@ EXPECTED: dict[int, tuple[str, bool]] = {
     87: ("INVALID_RECORD", False),
     88: ("UNSTABLE_OFFSET_COMMIT", True),
     90: ("PRODUCER_FENCED", False),
+    95: ("INVALID_UPDATE_VERSION", False),
+    107: ("INELIGIBLE_REPLICA", False),
 }
 
 ALL = KafkaError.__subclasses__()

@@ -1,0 +1,1212 @@
+"""The ZooKeeper-mode controller: one broker, elected through the ephemeral ``/controller`` znode, that
+decides leaders and ISRs for the whole cluster and tells the brokers with LeaderAndIsr / UpdateMetadata /
+StopReplica requests.
+
+Kafka's shape, in brief:
+
+* **Election and fencing.** Every broker runs a ``Controller``; each watches ``/controller`` and tries to
+  create it when it is missing. The winner bumps ``/controller_epoch`` with a versioned write and stamps that
+  epoch on every request. Every later ZooKeeper write is a ``multi`` that first checks the epoch znode's
+  version, so a deposed controller cannot write (Kafka 2.2's fix for zombie writes); brokers refuse requests
+  with an epoch older than the newest they have seen (STALE_CONTROLLER_EPOCH), so it cannot command either.
+* **Context.** On election the controller loads everything from ZooKeeper (live brokers with their broker
+  epochs, assignments, partition states) and from then on works from memory, kept in step by watches on
+  ``/brokers/ids``, ``/brokers/topics``, ``/admin/reassign_partitions`` and ``/admin/preferred_replica_election``.
+* **Leader election** (the partition state machine): the first replica *in assignment order* that is alive
+  and in the ISR; if none and ``unclean.leader.election.enable`` (topic override first) then the first live
+  replica, with an ISR of itself; otherwise the partition goes offline (leader -1, the last ISR member kept,
+  so that it can lead again when it returns). Every leader or controller-made ISR change bumps the leader
+  epoch and is a compare-and-set on the state znode's version (the partition epoch).
+* **ISR changes from leaders** arrive as AlterPartition (KIP-497): checked against the leader epoch and
+  partition epoch the leader quotes, written, answered with the new state, then UpdateMetadata to all.
+* **Preferred leaders**: ElectLeaders, ``/admin/preferred_replica_election``, and the periodic auto
+  rebalance, which acts for a broker when the share of its preferred partitions led by someone else exceeds
+  ``leader.imbalance.per.broker.percentage``.
+* **Reassignment** (KIP-455 flow): replicas become original + target, wait until every target replica is in
+  the ISR, move the leader if it is not a target, shrink to the target and StopReplica the removed ones.
+
+Sans-I/O: ZooKeeper through a ``ZkLink``, the network through the ``send``/``set_timer`` callables, time
+from the timers. Every decision is logged with ``log(kind, **fields)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from kafkalite.broker.placement import assign_replicas
+from kafkalite.coordination import paths
+from kafkalite.coordination.store import (
+    BadVersion,
+    Check,
+    CoordinationError,
+    Create,
+    Delete,
+    NodeExists,
+    NoNode,
+    SessionExpired,
+    SetData,
+    WatchedEvent,
+)
+from kafkalite.coordination.zk_node import ConnectionLossError, ZkLink
+from kafkalite.errors import (
+    ElectionNotNeededError,
+    EligibleLeadersNotAvailableError,
+    FencedLeaderEpochError,
+    IneligibleReplicaError,
+    InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
+    InvalidReplicationFactorError,
+    InvalidRequestError,
+    InvalidUpdateVersionError,
+    KafkaError,
+    NoReassignmentInProgressError,
+    NotControllerError,
+    NotLeaderOrFollowerError,
+    PreferredLeaderNotAvailableError,
+    StaleBrokerEpochError,
+    StaleControllerEpochError,
+    TopicAlreadyExistsError,
+    UnknownLeaderEpochError,
+    UnknownTopicOrPartitionError,
+)
+from kafkalite.protocol import (
+    NO_ERROR,
+    NO_LEADER,
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    AlterPartitionResult,
+    BrokerEndpoint,
+    CreatableTopicResult,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    ElectionResult,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    LeaderAndIsrPartitionState,
+    LeaderAndIsrRequest,
+    ReassignmentResult,
+    RequestEnvelope,
+    ResponseEnvelope,
+    StopReplicaPartitionState,
+    StopReplicaRequest,
+    TopicPartition,
+    UpdateMetadataPartitionState,
+    UpdateMetadataRequest,
+)
+
+# Kafka error codes kafkalite.errors does not define yet (Kafka's numbers).
+INVALID_REPLICA_ASSIGNMENT = InvalidReplicaAssignmentError.code
+STALE_BROKER_EPOCH = StaleBrokerEpochError.code
+INVALID_UPDATE_VERSION = InvalidUpdateVersionError.code
+INELIGIBLE_REPLICA = IneligibleReplicaError.code
+
+PREFERRED, UNCLEAN = 0, 1  # ElectLeaders election types
+
+CONTROLLER_DEFAULTS: dict[str, Any] = {
+    "unclean.leader.election.enable": False,
+    "auto.leader.rebalance.enable": True,
+    "leader.imbalance.per.broker.percentage": 10,
+    "leader.imbalance.check.interval.seconds": 300,
+    "controller.socket.timeout.ms": 30_000,
+    "num.partitions": 1,
+    "default.replication.factor": 1,
+}
+
+# Controller requests use correlation ids from a range of their own, so a broker can route an answer to its
+# controller or to its replica manager without a shared counter.
+CONTROLLER_CORRELATION_BASE = 1 << 40
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() == "true"
+    return bool(value)
+
+
+class ControllerMovedError(Exception):
+    """A conditional write failed on ``/controller_epoch``: another controller has been elected."""
+
+
+@dataclass
+class PartitionInfo:
+    """The controller's view of one partition: assignment plus the state znode and its version."""
+
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+    state: paths.PartitionState | None = None
+    zk_version: int = -1
+
+
+@dataclass
+class ControllerContext:
+    """Everything the active controller knows, loaded from ZooKeeper on election."""
+
+    epoch: int = 0
+    epoch_zk_version: int = -1
+    live_brokers: dict[int, int] = field(default_factory=dict)  # id -> broker epoch (czxid)
+    endpoints: dict[int, BrokerEndpoint] = field(default_factory=dict)
+    topics: dict[str, dict[int, PartitionInfo]] = field(default_factory=dict)
+    topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    reassigning: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
+
+    def partitions(self) -> list[tuple[TopicPartition, PartitionInfo]]:
+        return [
+            (TopicPartition(t, p), info)
+            for t in sorted(self.topics)
+            for p, info in sorted(self.topics[t].items())
+        ]
+
+    def info(self, tp: TopicPartition) -> PartitionInfo | None:
+        return self.topics.get(tp.topic, {}).get(tp.partition)
+
+
+class _Batch:
+    """Requests collected while handling one event, sent together at the end (Kafka's request batch)."""
+
+    def __init__(self) -> None:
+        self.leader_and_isr: dict[int, dict[TopicPartition, LeaderAndIsrPartitionState]] = {}
+        self.stop_replica: dict[int, dict[TopicPartition, StopReplicaPartitionState]] = {}
+        self.metadata: set[TopicPartition] = set()
+        self.metadata_all = False
+
+
+def encode_topic_config(config: Mapping[str, str]) -> bytes:
+    """``/config/topics/<t>``: Kafka's entity config JSON."""
+    return json.dumps({"version": 1, "config": dict(config)}, separators=(",", ":")).encode()
+
+
+def decode_topic_config(data: bytes) -> dict[str, str]:
+    obj = json.loads(data) if data else {}
+    return {str(k): str(v) for k, v in (obj.get("config") or {}).items()}
+
+
+def endpoint_from_registration(reg: paths.BrokerRegistration) -> BrokerEndpoint:
+    host, port = "", -1
+    if reg.endpoints:
+        hostport = reg.endpoints[0].partition("://")[2]
+        h, _, p = hostport.rpartition(":")
+        host, port = h, int(p) if p.lstrip("-").isdigit() else -1
+    return BrokerEndpoint(node_id=reg.broker_id, host=host, port=port, rack=reg.rack)
+
+
+class Controller:
+    """One broker's controller component: watches ``/controller``, and when elected runs the cluster."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        zk: ZkLink,
+        config: Mapping[str, Any] | None = None,
+        *,
+        send: Callable[[Any, Any], Any],
+        set_timer: Callable[[int, Callable[[int], None]], int],
+        cancel_timer: Callable[[int], Any],
+        log: Callable[..., None],
+        now_ms: Callable[[], int],
+        rng: random.Random | None = None,
+    ) -> None:
+        self.broker_id = broker_id
+        self.zk = zk
+        self.config = {**CONTROLLER_DEFAULTS, **(config or {})}
+        self._send = send
+        self._set_timer = set_timer
+        self._cancel_timer = cancel_timer
+        self._log = log
+        self._now_ms = now_ms
+        self.rng = rng if rng is not None else random.Random(broker_id)
+        self.ctx: ControllerContext | None = None
+        self.active_controller_id: int = -1  # as last read from /controller
+        self._next_cid = CONTROLLER_CORRELATION_BASE
+        self._pending: dict[tuple[Any, int], tuple[Any, int]] = {}  # (dst, cid) -> (request, timer)
+        self._rebalance_timer: int | None = None
+        self.rejections: list[tuple[Any, str, int]] = []  # (broker, api, error_code) answers refusing us
+
+    # ------------------------------------------------------------------------------------- status
+
+    @property
+    def is_active(self) -> bool:
+        return self.ctx is not None
+
+    @property
+    def epoch(self) -> int:
+        return self.ctx.epoch if self.ctx is not None else -1
+
+    def _guard(self, what: str, fn: Callable[[], Any]) -> Any:
+        """Run one controller event; ZooKeeper trouble aborts it (logged), a lost epoch resigns."""
+        try:
+            return fn()
+        except ControllerMovedError:
+            self.resign("controller moved")
+        except (ConnectionLossError, SessionExpired) as exc:
+            self._log("controller_zk_error", event=what, error=type(exc).__name__)
+        return None
+
+    # ----------------------------------------------------------------------------------- election
+
+    def startup(self) -> None:
+        """Watch ``/controller`` and run for controller (Kafka's ``elect`` on startup)."""
+        self._guard("startup", self._elect)
+
+    def _on_controller_change(self, event: WatchedEvent) -> None:
+        self._guard("controller_change", self._elect)
+
+    def _elect(self) -> None:
+        zk = self.zk
+        stat = zk.exists(paths.CONTROLLER, watch=self._on_controller_change)
+        if stat is not None:
+            try:
+                data, _ = zk.get(paths.CONTROLLER)
+                self.active_controller_id = paths.ControllerRegistration.decode(data).broker_id
+            except NoNode:
+                self.active_controller_id = -1
+            if self.active_controller_id != self.broker_id and self.ctx is not None:
+                self.resign("another broker is controller")
+            return
+        reg = paths.ControllerRegistration(self.broker_id, self._now_ms())
+        try:
+            zk.create(paths.CONTROLLER, reg.encode(), ephemeral=True)
+        except NodeExists:
+            self._elect()  # lost the race: read the winner and re-arm the watch
+            return
+        # Bump the epoch with a versioned write: two brokers can never both get the same epoch.
+        try:
+            data, st = zk.get(paths.CONTROLLER_EPOCH)
+            epoch = paths.decode_controller_epoch(data) + 1
+            st = zk.set(paths.CONTROLLER_EPOCH, paths.encode_controller_epoch(epoch), version=st.version)
+            version = st.version
+        except NoNode:
+            epoch = paths.INITIAL_CONTROLLER_EPOCH + 1
+            zk.create(paths.CONTROLLER_EPOCH, paths.encode_controller_epoch(epoch))
+            version = 0
+        except BadVersion:
+            with contextlib.suppress(CoordinationError):
+                zk.delete(paths.CONTROLLER)
+            return
+        self.active_controller_id = self.broker_id
+        self.ctx = ControllerContext(epoch=epoch, epoch_zk_version=version)
+        self._log("controller_elected", broker=self.broker_id, epoch=epoch)
+        self._on_failover()
+
+    def resign(self, reason: str) -> None:
+        """Stop acting as controller (Kafka's ``onControllerResignation``)."""
+        if self.ctx is None:
+            return
+        self._log("controller_resigned", broker=self.broker_id, epoch=self.ctx.epoch, reason=reason)
+        self.ctx = None
+        for _, timer in self._pending.values():
+            self._cancel_timer(timer)
+        self._pending.clear()
+        if self._rebalance_timer is not None:
+            self._cancel_timer(self._rebalance_timer)
+            self._rebalance_timer = None
+
+    def on_session_lost(self) -> None:
+        """The broker's ZooKeeper session expired: whatever we were, we are not controller any more."""
+        self.resign("zookeeper session expired")
+        self.active_controller_id = -1
+
+    def crash(self) -> None:
+        """Drop everything in memory (timers are gone with the node)."""
+        self.ctx = None
+        self._pending.clear()
+        self._rebalance_timer = None
+        self.active_controller_id = -1
+
+    # ------------------------------------------------------------------------------- zk helpers
+
+    def _write(self, ops: list[Any]) -> list[Any]:
+        """A ZooKeeper transaction guarded by the controller epoch's version (fences zombie writes)."""
+        assert self.ctx is not None
+        try:
+            return self.zk.multi([Check(paths.CONTROLLER_EPOCH, self.ctx.epoch_zk_version), *ops])
+        except BadVersion as exc:
+            if exc.op_index == 0:
+                raise ControllerMovedError() from exc
+            raise
+
+    def _write_state(self, tp: TopicPartition, new: paths.PartitionState) -> bool:
+        """CAS the state znode; on a version conflict reload it and return False."""
+        ctx = self.ctx
+        assert ctx is not None
+        info = ctx.topics[tp.topic][tp.partition]
+        path = paths.partition_state_path(*tp)
+        try:
+            if info.state is None:
+                res = self._write([Create(path, new.encode(), make_parents=True)])
+                version = 0
+                del res
+            else:
+                res = self._write([SetData(path, new.encode(), info.zk_version)])
+                version = res[1].version
+        except (BadVersion, NodeExists):
+            self._load_state(tp, info)
+            self._log("partition_state_conflict", tp=str(tp), zk_version=info.zk_version)
+            return False
+        info.state, info.zk_version = new, version
+        return True
+
+    def _load_state(self, tp: TopicPartition, info: PartitionInfo) -> None:
+        try:
+            data, st = self.zk.get(paths.partition_state_path(*tp))
+            info.state, info.zk_version = paths.PartitionState.decode(data), st.version
+        except NoNode:
+            info.state, info.zk_version = None, -1
+
+    def _write_assignment(self, topic: str) -> None:
+        assert self.ctx is not None
+        parts = self.ctx.topics[topic]
+        ta = paths.TopicAssignment(
+            {p: i.replicas for p, i in parts.items()},
+            {p: i.adding for p, i in parts.items() if i.adding},
+            {p: i.removing for p, i in parts.items() if i.removing},
+        )
+        self._write([SetData(paths.topic_path(topic), ta.encode())])
+
+    # -------------------------------------------------------------------------------- failover
+
+    def _on_failover(self) -> None:
+        """Load the cluster from ZooKeeper, register watches, bring every partition online."""
+        ctx = self.ctx
+        assert ctx is not None
+        zk = self.zk
+        paths.ensure_persistent_paths(zk)
+        self._read_brokers()
+        for topic in zk.get_children(paths.BROKER_TOPICS, watch=self._on_topics_change):
+            self._load_topic(topic)
+        batch = _Batch()
+        batch.metadata_all = True
+        # New partitions (no state znode yet), then offline ones, then dead replicas out of the ISR.
+        for tp, info in ctx.partitions():
+            if info.state is None:
+                self._init_partition(tp, info, batch)
+        dead = {r for _, i in ctx.partitions() for r in i.replicas if r not in ctx.live_brokers}
+        self._handle_dead_replicas(dead, batch, reason="controller_failover")
+        self._elect_offline(batch, reason="controller_failover")
+        # Every live replica learns the state from this controller (replica state machine startup).
+        for tp, info in ctx.partitions():
+            for r in info.replicas:
+                if r in ctx.live_brokers and info.state is not None:
+                    self._add_leader_and_isr(batch, r, tp, info)
+        self._send_batch(batch)
+        # Reassignments in flight: from the assignment znode and the admin znode.
+        pending: dict[TopicPartition, tuple[int, ...]] = {}
+        for tp, info in ctx.partitions():
+            if info.adding or info.removing:
+                pending[tp] = tuple(r for r in info.replicas if r not in info.removing)
+        self._watch_admin_reassign(pending)
+        for tp, target in sorted(pending.items()):
+            self._start_reassignment(tp, target)
+        self._watch_preferred_election()
+        if _bool(self.config["auto.leader.rebalance.enable"]):
+            self._arm_rebalance()
+
+    def _read_brokers(self) -> tuple[set[int], set[int]]:
+        """Refresh live brokers (with a child watch); returns (dead, new), a bounce counting as both."""
+        ctx = self.ctx
+        assert ctx is not None
+        live: dict[int, int] = {}
+        endpoints: dict[int, BrokerEndpoint] = {}
+        for child in self.zk.get_children(paths.BROKER_IDS, watch=self._on_brokers_change):
+            bid = int(child)
+            try:
+                data, st = self.zk.get(paths.broker_path(bid))
+            except NoNode:
+                continue
+            live[bid] = st.czxid  # Kafka's broker epoch (KIP-380)
+            endpoints[bid] = endpoint_from_registration(paths.BrokerRegistration.decode(bid, data))
+        old = ctx.live_brokers
+        dead = {b for b in old if b not in live or live[b] != old[b]}
+        new = {b for b in live if b not in old or live[b] != old[b]}
+        ctx.live_brokers, ctx.endpoints = dict(sorted(live.items())), endpoints
+        return dead, new
+
+    def _load_topic(self, topic: str) -> bool:
+        ctx = self.ctx
+        assert ctx is not None
+        try:
+            data, _ = self.zk.get(paths.topic_path(topic))
+        except NoNode:
+            return False
+        ta = paths.TopicAssignment.decode(data)
+        try:
+            cdata, _ = self.zk.get(f"{paths.CONFIG_TOPICS}/{topic}")
+            ctx.topic_configs[topic] = decode_topic_config(cdata)
+        except NoNode:
+            ctx.topic_configs[topic] = {}
+        parts: dict[int, PartitionInfo] = {}
+        for p, replicas in sorted(ta.partitions.items()):
+            info = PartitionInfo(
+                tuple(replicas), ta.adding_replicas.get(p, ()), ta.removing_replicas.get(p, ())
+            )
+            self._load_state(TopicPartition(topic, p), info)
+            parts[p] = info
+        ctx.topics[topic] = parts
+        return True
+
+    # ----------------------------------------------------------------------------- watch events
+
+    def _on_brokers_change(self, event: WatchedEvent) -> None:
+        if self.ctx is not None:
+            self._guard("broker_change", self._broker_change)
+
+    def _broker_change(self) -> None:
+        ctx = self.ctx
+        assert ctx is not None
+        dead, new = self._read_brokers()
+        if not dead and not new:
+            return
+        batch = _Batch()
+        batch.metadata_all = True
+        if dead:
+            self._log("broker_failure", brokers=tuple(sorted(dead)), live=tuple(ctx.live_brokers))
+            self._handle_dead_replicas(dead - set(ctx.live_brokers), batch, reason="broker_failure")
+        if new:
+            self._log("broker_startup", brokers=tuple(sorted(new)), live=tuple(ctx.live_brokers))
+            # A bounced broker lost its leaderships: handle it as failed first, then as returned.
+            bounced = new & dead
+            if bounced:
+                self._handle_dead_replicas(bounced, batch, reason="broker_bounce")
+            for tp, info in ctx.partitions():
+                if info.state is None:
+                    self._init_partition(tp, info, batch)
+                    continue
+                for r in info.replicas:
+                    if r in new:
+                        self._add_leader_and_isr(batch, r, tp, info)
+            self._elect_offline(batch, reason="broker_startup")
+        self._send_batch(batch)
+        if new:
+            for tp in sorted(ctx.reassigning):
+                self._check_reassignment(tp)
+
+    def _on_topics_change(self, event: WatchedEvent) -> None:
+        if self.ctx is not None:
+            self._guard("topic_change", self._topics_change)
+
+    def _topics_change(self) -> None:
+        ctx = self.ctx
+        assert ctx is not None
+        topics = self.zk.get_children(paths.BROKER_TOPICS, watch=self._on_topics_change)
+        batch = _Batch()
+        for topic in topics:
+            if topic in ctx.topics:
+                continue
+            self._load_topic(topic)
+            for p, info in sorted(ctx.topics[topic].items()):
+                if info.state is None:
+                    self._init_partition(TopicPartition(topic, p), info, batch)
+        self._send_batch(batch)
+
+    # ---------------------------------------------------------------------- partition state machine
+
+    def _unclean_allowed(self, topic: str) -> bool:
+        assert self.ctx is not None
+        override = self.ctx.topic_configs.get(topic, {}).get("unclean.leader.election.enable")
+        return _bool(self.config["unclean.leader.election.enable"] if override is None else override)
+
+    def _init_partition(self, tp: TopicPartition, info: PartitionInfo, batch: _Batch) -> None:
+        """NewPartition -> OnlinePartition: first live replica leads, ISR = live replicas, epoch 0."""
+        ctx = self.ctx
+        assert ctx is not None
+        live = [r for r in info.replicas if r in ctx.live_brokers]
+        if not live:
+            self._log("partition_offline", tp=str(tp), reason="no live replica at creation")
+            return
+        new = paths.PartitionState(
+            leader=live[0], leader_epoch=0, isr=tuple(live), controller_epoch=ctx.epoch
+        )
+        if not self._write_state(tp, new):
+            return
+        self._log(
+            "leader_elected",
+            tp=str(tp),
+            leader=new.leader,
+            leader_epoch=0,
+            isr=new.isr,
+            partition_epoch=info.zk_version,
+            reason="new_partition",
+        )
+        for r in live:
+            self._add_leader_and_isr(batch, r, tp, info, is_new=True)
+        batch.metadata.add(tp)
+
+    def elect_leader(
+        self, info: PartitionInfo, live: Iterable[int], *, unclean: bool
+    ) -> tuple[int, tuple[int, ...], str] | None:
+        """Kafka's offline-partition election: (leader, new ISR, how) or None when nobody is eligible."""
+        live = set(live)
+        state = info.state
+        isr = state.isr if state is not None else ()
+        for r in info.replicas:
+            if r in live and r in isr:
+                return r, tuple(b for b in isr if b in live), "clean"
+        if unclean:
+            for r in info.replicas:
+                if r in live:
+                    return r, (r,), "unclean"
+        return None
+
+    def _change_state(
+        self,
+        tp: TopicPartition,
+        info: PartitionInfo,
+        leader: int,
+        isr: tuple[int, ...],
+        batch: _Batch,
+        *,
+        reason: str,
+        event: str,
+        extra: Mapping[str, Any] | None = None,
+        notify: Iterable[int] | None = None,
+    ) -> bool:
+        """Write leader/ISR with leader_epoch + 1, log it, queue LeaderAndIsr and UpdateMetadata."""
+        ctx = self.ctx
+        assert ctx is not None and info.state is not None
+        old = info.state
+        new = paths.PartitionState(
+            leader=leader, leader_epoch=old.leader_epoch + 1, isr=isr, controller_epoch=ctx.epoch
+        )
+        if not self._write_state(tp, new):
+            return False
+        self._log(
+            event,
+            tp=str(tp),
+            leader=leader,
+            leader_epoch=new.leader_epoch,
+            isr=isr,
+            partition_epoch=info.zk_version,
+            prev_leader=old.leader,
+            reason=reason,
+            **(extra or {}),
+        )
+        targets = info.replicas if notify is None else notify
+        for r in targets:
+            if r in ctx.live_brokers:
+                self._add_leader_and_isr(batch, r, tp, info)
+        batch.metadata.add(tp)
+        return True
+
+    def _handle_dead_replicas(self, dead: set[int], batch: _Batch, *, reason: str) -> None:
+        """Leaders on dead brokers are replaced; dead followers leave the ISR (OfflineReplica)."""
+        ctx = self.ctx
+        assert ctx is not None
+        if not dead:
+            return
+        for tp, info in ctx.partitions():
+            st = info.state
+            if st is None or not (st.leader in dead or any(r in dead for r in st.isr)):
+                continue
+            remaining = tuple(r for r in st.isr if r not in dead)
+            if st.leader in dead:
+                choice = self.elect_leader(
+                    replace(info, state=replace(st, isr=remaining)),
+                    ctx.live_brokers,
+                    unclean=self._unclean_allowed(tp.topic),
+                )
+                if choice is not None:
+                    leader, isr, how = choice
+                    self._change_state(
+                        tp, info, leader, isr, batch, reason=reason, event="leader_elected",
+                        extra={"election": how},
+                    )  # fmt: skip
+                    continue
+                # Nobody eligible: offline, but keep the last ISR member so it can lead when it returns.
+                isr = remaining or st.isr[-1:]
+                if self._change_state(
+                    tp, info, NO_LEADER, isr, batch, reason=reason, event="partition_offline"
+                ):
+                    pass
+                continue
+            if st.leader == NO_LEADER and not remaining:
+                continue  # already offline: keep the last ISR member
+            self._change_state(
+                tp, info, st.leader, remaining or st.isr[-1:], batch, reason=reason, event="isr_changed"
+            )
+
+    def _elect_offline(self, batch: _Batch, *, reason: str) -> None:
+        """Try to bring every leaderless partition online (OfflinePartition -> OnlinePartition)."""
+        ctx = self.ctx
+        assert ctx is not None
+        for tp, info in ctx.partitions():
+            st = info.state
+            if st is None or (st.leader != NO_LEADER and st.leader in ctx.live_brokers):
+                continue
+            choice = self.elect_leader(info, ctx.live_brokers, unclean=self._unclean_allowed(tp.topic))
+            if choice is None:
+                continue
+            leader, isr, how = choice
+            self._change_state(
+                tp, info, leader, isr, batch, reason=reason, event="leader_elected", extra={"election": how}
+            )
+
+    # --------------------------------------------------------------------------------- requests
+
+    def _add_leader_and_isr(
+        self, batch: _Batch, broker: int, tp: TopicPartition, info: PartitionInfo, *, is_new: bool = False
+    ) -> None:
+        st = info.state
+        assert st is not None
+        batch.leader_and_isr.setdefault(broker, {})[tp] = LeaderAndIsrPartitionState(
+            tp=tp,
+            controller_epoch=st.controller_epoch,
+            leader=st.leader,
+            leader_epoch=st.leader_epoch,
+            isr=st.isr,
+            partition_epoch=info.zk_version,
+            replicas=info.replicas,
+            adding_replicas=info.adding,
+            removing_replicas=info.removing,
+            is_new=is_new,
+        )
+
+    def _metadata_state(self, tp: TopicPartition, info: PartitionInfo) -> UpdateMetadataPartitionState:
+        assert self.ctx is not None
+        st = info.state
+        live = self.ctx.live_brokers
+        return UpdateMetadataPartitionState(
+            tp=tp,
+            controller_epoch=st.controller_epoch if st else self.ctx.epoch,
+            leader=st.leader if st else NO_LEADER,
+            leader_epoch=st.leader_epoch if st else -1,
+            isr=st.isr if st else (),
+            partition_epoch=info.zk_version,
+            replicas=info.replicas,
+            offline_replicas=tuple(r for r in info.replicas if r not in live),
+        )
+
+    def _send_batch(self, batch: _Batch) -> None:
+        ctx = self.ctx
+        assert ctx is not None
+        for broker, states in sorted(batch.leader_and_isr.items()):
+            leaders = sorted({s.leader for s in states.values() if s.leader in ctx.endpoints})
+            self.send_request(
+                broker,
+                LeaderAndIsrRequest(
+                    controller_id=self.broker_id,
+                    controller_epoch=ctx.epoch,
+                    broker_epoch=ctx.live_brokers.get(broker, -1),
+                    partition_states=tuple(states[tp] for tp in sorted(states)),
+                    live_leaders=tuple(ctx.endpoints[b] for b in leaders),
+                ),
+            )
+        for broker, stops in sorted(batch.stop_replica.items()):
+            self.send_request(
+                broker,
+                StopReplicaRequest(
+                    controller_id=self.broker_id,
+                    controller_epoch=ctx.epoch,
+                    broker_epoch=ctx.live_brokers.get(broker, -1),
+                    partition_states=tuple(stops[tp] for tp in sorted(stops)),
+                ),
+            )
+        if batch.metadata_all or batch.metadata:
+            self.send_update_metadata(None if batch.metadata_all else batch.metadata)
+
+    def send_update_metadata(self, tps: Iterable[TopicPartition] | None = None) -> None:
+        """UpdateMetadata with ``tps`` (None: every partition) and the live brokers, to every live broker."""
+        ctx = self.ctx
+        assert ctx is not None, "not the active controller"
+        wanted = None if tps is None else set(tps)
+        states = tuple(
+            self._metadata_state(tp, info) for tp, info in ctx.partitions() if wanted is None or tp in wanted
+        )
+        brokers = tuple(ctx.endpoints[b] for b in ctx.live_brokers if b in ctx.endpoints)
+        for b in ctx.live_brokers:
+            self.send_request(
+                b,
+                UpdateMetadataRequest(
+                    controller_id=self.broker_id,
+                    controller_epoch=ctx.epoch,
+                    broker_epoch=ctx.live_brokers[b],
+                    partition_states=states,
+                    live_brokers=brokers,
+                ),
+            )
+
+    def send_request(self, dst: int, request: Any, *, epoch: int | None = None) -> None:
+        """Send a controller request; retried every ``controller.socket.timeout.ms`` until answered while
+        ``dst`` is live and we are still the same controller (Kafka's per-broker request queue)."""
+        self._next_cid += 1
+        cid = self._next_cid
+        epoch = self.epoch if epoch is None else epoch
+        timeout = int(self.config["controller.socket.timeout.ms"])
+        timer = self._set_timer(timeout, lambda now, d=dst, c=cid, e=epoch: self._request_timeout(d, c, e))
+        self._pending[(dst, cid)] = (request, timer)
+        self._send(dst, RequestEnvelope(cid, f"controller-{self.broker_id}", request))
+
+    def _request_timeout(self, dst: int, cid: int, epoch: int) -> None:
+        entry = self._pending.pop((dst, cid), None)
+        if entry is None or self.ctx is None or self.ctx.epoch != epoch or dst not in self.ctx.live_brokers:
+            return
+        self._log("controller_request_retry", dst=dst, api=type(entry[0]).__name__)
+        self.send_request(dst, entry[0], epoch=epoch)
+
+    def on_response(self, src: Any, env: ResponseEnvelope) -> bool:
+        """Answers to our requests; False if the correlation id is not ours."""
+        entry = self._pending.pop((src, env.correlation_id), None)
+        if entry is None:
+            return env.correlation_id > CONTROLLER_CORRELATION_BASE
+        request, timer = entry
+        self._cancel_timer(timer)
+        code = getattr(env.response, "error_code", NO_ERROR)
+        if code != NO_ERROR:
+            self.rejections.append((src, type(request).__name__, code))
+            self._log(
+                "controller_request_rejected",
+                dst=src,
+                api=type(request).__name__,
+                error_code=code,
+                epoch=getattr(request, "controller_epoch", -1),
+            )
+        return True
+
+    # --------------------------------------------------------------------------- admin requests
+
+    def handle_request(self, src: Any, env: RequestEnvelope) -> bool:
+        """CreateTopics, AlterPartition, ElectLeaders, AlterPartitionReassignments; False for others."""
+        req = env.request
+        handlers = {
+            CreateTopicsRequest: self._create_topics,
+            AlterPartitionRequest: self._alter_partition,
+            ElectLeadersRequest: self._elect_leaders,
+            AlterPartitionReassignmentsRequest: self._alter_reassignments,
+        }
+        handler = handlers.get(type(req))
+        if handler is None:
+            return False
+        if self.ctx is None:
+            self._send(src, env.reply(self._not_controller(req)))
+            return True
+        response = self._guard(type(req).__name__, lambda: handler(req))
+        if response is None:
+            response = self._not_controller(req)  # lost ZooKeeper midway: let the client retry elsewhere
+        self._send(src, env.reply(response))
+        return True
+
+    @staticmethod
+    def _not_controller(req: Any) -> Any:
+        code = NotControllerError.code
+        if isinstance(req, CreateTopicsRequest):
+            return CreateTopicsResponse(
+                topics=tuple(CreatableTopicResult(name=t.name, error_code=code) for t in req.topics)
+            )
+        if isinstance(req, AlterPartitionRequest):
+            return AlterPartitionResponse(error_code=code)
+        if isinstance(req, ElectLeadersRequest):
+            return ElectLeadersResponse(error_code=code)
+        return AlterPartitionReassignmentsResponse(error_code=code)
+
+    def _create_topics(self, req: CreateTopicsRequest) -> CreateTopicsResponse:
+        ctx = self.ctx
+        assert ctx is not None
+        results = []
+        batch = _Batch()
+        for t in req.topics:
+            try:
+                assignment = self._validate_new_topic(t)
+            except KafkaError as exc:
+                results.append(CreatableTopicResult(name=t.name, error_code=exc.code, error_message=str(exc)))
+                self._log("create_topic_failed", topic=t.name, error=exc.name)
+                continue
+            rf = len(assignment[0])
+            results.append(
+                CreatableTopicResult(name=t.name, num_partitions=len(assignment), replication_factor=rf)
+            )
+            if req.validate_only:
+                continue
+            ta = paths.TopicAssignment({p: tuple(r) for p, r in assignment.items()})
+            self._write(
+                [
+                    Create(f"{paths.CONFIG_TOPICS}/{t.name}", encode_topic_config(dict(t.configs)), make_parents=True),
+                    Create(paths.topic_path(t.name), ta.encode(), make_parents=True),
+                ]
+            )  # fmt: skip
+            self._log("topic_created", topic=t.name, assignment={p: tuple(r) for p, r in assignment.items()})
+            ctx.topic_configs[t.name] = dict(t.configs)
+            ctx.topics[t.name] = {p: PartitionInfo(tuple(r)) for p, r in assignment.items()}
+            for p, info in sorted(ctx.topics[t.name].items()):
+                self._init_partition(TopicPartition(t.name, p), info, batch)
+        self._send_batch(batch)
+        return CreateTopicsResponse(topics=tuple(results))
+
+    def _validate_new_topic(self, t: Any) -> dict[int, list[int]]:
+        ctx = self.ctx
+        assert ctx is not None
+        if t.name in ctx.topics or self.zk.exists(paths.topic_path(t.name)) is not None:
+            raise TopicAlreadyExistsError(f"topic '{t.name}' already exists")
+        live = sorted(ctx.live_brokers)
+        if t.assignments:
+            assignment = {a.partition: list(a.broker_ids) for a in t.assignments}
+            if sorted(assignment) != list(range(len(assignment))):
+                raise InvalidRequestError("partition ids must be 0..n-1")
+            rfs = {len(r) for r in assignment.values()}
+            if len(rfs) != 1 or any(len(set(r)) != len(r) for r in assignment.values()):
+                raise InvalidReplicationFactorError(
+                    "all partitions need the same number of distinct replicas"
+                )
+            return assignment
+        n = t.num_partitions if t.num_partitions != -1 else int(self.config["num.partitions"])
+        rf = (
+            t.replication_factor
+            if t.replication_factor != -1
+            else int(self.config["default.replication.factor"])
+        )
+        if n < 1:
+            raise InvalidPartitionsError(f"number of partitions must be at least 1, got {n}")
+        if rf < 1 or rf > len(live):
+            raise InvalidReplicationFactorError(
+                f"replication factor: {rf} larger than available brokers: {len(live)}"
+                if rf > len(live)
+                else f"replication factor must be at least 1, got {rf}"
+            )
+        return assign_replicas(live, n, rf, rng=self.rng)
+
+    # ---------------------------------------------------------------------------- AlterPartition
+
+    def _alter_partition(self, req: AlterPartitionRequest) -> AlterPartitionResponse:
+        ctx = self.ctx
+        assert ctx is not None
+        epoch = ctx.live_brokers.get(req.broker_id)
+        if epoch is None or (req.broker_epoch != -1 and req.broker_epoch != epoch):
+            self._log("alter_partition_rejected", broker=req.broker_id, error="STALE_BROKER_EPOCH")
+            return AlterPartitionResponse(error_code=STALE_BROKER_EPOCH)
+        results = []
+        batch = _Batch()
+        for item in req.partitions:
+            results.append(self._alter_one(req.broker_id, item, batch))
+        self._send_batch(batch)
+        for item in req.partitions:
+            if item.tp in ctx.reassigning:
+                self._check_reassignment(item.tp)
+        return AlterPartitionResponse(partitions=tuple(results))
+
+    def _alter_one(self, broker: int, item: Any, batch: _Batch) -> AlterPartitionResult:
+        ctx = self.ctx
+        assert ctx is not None
+        tp = item.tp
+        info = ctx.info(tp)
+
+        def reject(code: int, name: str) -> AlterPartitionResult:
+            self._log(
+                "alter_partition_rejected",
+                tp=str(tp),
+                broker=broker,
+                error=name,
+                leader_epoch=item.leader_epoch,
+                partition_epoch=item.partition_epoch,
+            )
+            st = info.state if info is not None else None
+            if st is None:
+                return AlterPartitionResult(tp=tp, error_code=code)
+            return AlterPartitionResult(
+                tp=tp,
+                error_code=code,
+                leader=st.leader,
+                leader_epoch=st.leader_epoch,
+                isr=st.isr,
+                partition_epoch=info.zk_version,
+            )
+
+        if info is None or info.state is None:
+            return reject(UnknownTopicOrPartitionError.code, UnknownTopicOrPartitionError.name)
+        st = info.state
+        if st.leader != broker:
+            return reject(NotLeaderOrFollowerError.code, NotLeaderOrFollowerError.name)
+        if item.leader_epoch < st.leader_epoch:
+            return reject(FencedLeaderEpochError.code, FencedLeaderEpochError.name)
+        if item.leader_epoch > st.leader_epoch:
+            return reject(UnknownLeaderEpochError.code, UnknownLeaderEpochError.name)
+        if item.partition_epoch != info.zk_version:
+            return reject(INVALID_UPDATE_VERSION, "INVALID_UPDATE_VERSION")
+        new_isr = tuple(item.new_isr)
+        if broker not in new_isr or any(r not in info.replicas for r in new_isr):
+            return reject(InvalidRequestError.code, InvalidRequestError.name)
+        added = [r for r in new_isr if r not in st.isr]
+        if any(r not in ctx.live_brokers for r in added):
+            return reject(INELIGIBLE_REPLICA, "INELIGIBLE_REPLICA")  # KIP-841: no dead broker joins
+        if new_isr != st.isr:
+            # KIP-497: an ISR change from the leader keeps the leader epoch; the zkVersion moves.
+            new = paths.PartitionState(st.leader, st.leader_epoch, new_isr, ctx.epoch)
+            if not self._write_state(tp, new):
+                return reject(INVALID_UPDATE_VERSION, "INVALID_UPDATE_VERSION")
+            self._log(
+                "isr_changed",
+                tp=str(tp),
+                leader=st.leader,
+                leader_epoch=st.leader_epoch,
+                isr=new_isr,
+                partition_epoch=info.zk_version,
+                prev_isr=st.isr,
+                reason="alter_partition",
+            )
+            batch.metadata.add(tp)
+        st = info.state
+        return AlterPartitionResult(
+            tp=tp, leader=st.leader, leader_epoch=st.leader_epoch, isr=st.isr, partition_epoch=info.zk_version
+        )
+
+    # ------------------------------------------------------------------------- preferred leaders
+
+    def elect_preferred(
+        self, tps: Iterable[TopicPartition], batch: _Batch, *, reason: str
+    ) -> dict[TopicPartition, int]:
+        """Move leadership to each partition's first replica where it is alive and in the ISR."""
+        ctx = self.ctx
+        assert ctx is not None
+        out: dict[TopicPartition, int] = {}
+        for tp in tps:
+            info = ctx.info(tp)
+            if info is None or info.state is None:
+                out[tp] = UnknownTopicOrPartitionError.code
+                continue
+            preferred = info.replicas[0]
+            st = info.state
+            if st.leader == preferred:
+                out[tp] = ElectionNotNeededError.code
+            elif preferred not in ctx.live_brokers or preferred not in st.isr or tp in ctx.reassigning:
+                out[tp] = PreferredLeaderNotAvailableError.code
+            elif self._change_state(
+                tp, info, preferred, st.isr, batch, reason=reason, event="leader_elected",
+                extra={"election": "preferred"},
+            ):  # fmt: skip
+                out[tp] = NO_ERROR
+            else:
+                out[tp] = PreferredLeaderNotAvailableError.code
+        return out
+
+    def _elect_leaders(self, req: ElectLeadersRequest) -> ElectLeadersResponse:
+        ctx = self.ctx
+        assert ctx is not None
+        tps = [tp for tp, _ in ctx.partitions()] if req.partitions is None else list(req.partitions)
+        batch = _Batch()
+        if req.election_type == PREFERRED:
+            codes = self.elect_preferred(tps, batch, reason="elect_leaders")
+        elif req.election_type == UNCLEAN:
+            codes = {}
+            for tp in tps:
+                info = ctx.info(tp)
+                if info is None or info.state is None:
+                    codes[tp] = UnknownTopicOrPartitionError.code
+                    continue
+                if info.state.leader in ctx.live_brokers:
+                    codes[tp] = ElectionNotNeededError.code
+                    continue
+                choice = self.elect_leader(info, ctx.live_brokers, unclean=True)
+                if choice is None:
+                    codes[tp] = EligibleLeadersNotAvailableError.code
+                    continue
+                leader, isr, how = choice
+                self._change_state(
+                    tp, info, leader, isr, batch, reason="elect_leaders", event="leader_elected",
+                    extra={"election": how},
+                )  # fmt: skip
+                codes[tp] = NO_ERROR
+        else:
+            return ElectLeadersResponse(error_code=InvalidRequestError.code)
+        self._send_batch(batch)
+        return ElectLeadersResponse(results=tuple(ElectionResult(tp=tp, error_code=codes[tp]) for tp in tps))
+
+    def _watch_preferred_election(self) -> None:
+        if self.zk.exists(paths.PREFERRED_REPLICA_ELECTION, watch=self._on_preferred_znode) is not None:
+            self._preferred_znode()
+
+    def _on_preferred_znode(self, event: WatchedEvent) -> None:
+        if self.ctx is not None:
+            self._guard("preferred_replica_election", self._watch_preferred_election)
+
+    def _preferred_znode(self) -> None:
+        try:
+            data, _ = self.zk.get(paths.PREFERRED_REPLICA_ELECTION)
+        except NoNode:
+            return
+        tps = [TopicPartition(t, p) for t, p in paths.decode_partition_list(data)]
+        batch = _Batch()
+        self.elect_preferred(tps, batch, reason="admin_preferred_replica_election")
+        self._send_batch(batch)
+        with contextlib.suppress(NoNode):
+            self._write([Delete(paths.PREFERRED_REPLICA_ELECTION)])
+
+    def _arm_rebalance(self) -> None:
+        interval = int(self.config["leader.imbalance.check.interval.seconds"]) * 1000
+        self._rebalance_timer = self._set_timer(interval, self._on_rebalance_timer)
+
+    def _on_rebalance_timer(self, now_ms: int) -> None:
+        self._rebalance_timer = None
+        if self.ctx is None:
+            return
+        self._guard("auto_leader_rebalance", self.check_leader_imbalance)
+        if self.ctx is not None:
+            self._arm_rebalance()
+
+    def check_leader_imbalance(self) -> None:
+        """Kafka's auto leader rebalance: per preferred broker, act when the share of its partitions led
+        by another broker exceeds ``leader.imbalance.per.broker.percentage``."""
+        ctx = self.ctx
+        assert ctx is not None
+        pct = float(self.config["leader.imbalance.per.broker.percentage"])
+        by_preferred: dict[int, list[TopicPartition]] = {}
+        for tp, info in ctx.partitions():
+            if info.state is not None and tp not in ctx.reassigning:
+                by_preferred.setdefault(info.replicas[0], []).append(tp)
+        batch = _Batch()
+        for broker, tps in sorted(by_preferred.items()):
+            not_led = [tp for tp in tps if ctx.info(tp).state.leader != broker]  # type: ignore[union-attr]
+            ratio = len(not_led) / len(tps)
+            if ratio * 100 <= pct or broker not in ctx.live_brokers:
+                continue
+            self._log("leader_imbalance", broker=broker, ratio=round(ratio, 4), partitions=len(tps))
+            self.elect_preferred(not_led, batch, reason="auto_leader_rebalance")
+        self._send_batch(batch)
+
+    # ------------------------------------------------------------------------------ reassignment
+
+    def _alter_reassignments(
+        self, req: AlterPartitionReassignmentsRequest
+    ) -> AlterPartitionReassignmentsResponse:
+        ctx = self.ctx
+        assert ctx is not None
+        results = []
+        for r in req.reassignments:
+            code, message = NO_ERROR, None
+            try:
+                if r.replicas is None:
+                    self._cancel_reassignment(r.tp)
+                else:
+                    self._start_reassignment(r.tp, tuple(r.replicas))
+            except KafkaError as exc:
+                code, message = exc.code, str(exc)
+            except _InvalidAssignment as exc:
+                code, message = INVALID_REPLICA_ASSIGNMENT, str(exc)
+            results.append(ReassignmentResult(tp=r.tp, error_code=code, error_message=message))
+        return AlterPartitionReassignmentsResponse(results=tuple(results))
+
+    def _watch_admin_reassign(self, into: dict[TopicPartition, tuple[int, ...]] | None = None) -> None:
+        if self.zk.exists(paths.REASSIGN_PARTITIONS, watch=self._on_admin_reassign) is None:
+            return
+        try:
+            data, _ = self.zk.get(paths.REASSIGN_PARTITIONS)
+        except NoNode:
+            return
+        for (t, p), replicas in paths.decode_reassignment(data).items():
+            tp = TopicPartition(t, p)
+            if into is not None:
+                into[tp] = replicas
+            elif self.ctx is not None and self.ctx.reassigning.get(tp) != replicas:
+                try:
+                    self._start_reassignment(tp, replicas)
+                except (KafkaError, _InvalidAssignment) as exc:
+                    self._log("reassignment_rejected", tp=str(tp), error=str(exc))
+
+    def _on_admin_reassign(self, event: WatchedEvent) -> None:
+        if self.ctx is not None:
+            self._guard("reassign_partitions", self._watch_admin_reassign)
+
+    def _start_reassignment(self, tp: TopicPartition, target: tuple[int, ...]) -> None:
+        ctx = self.ctx
+        assert ctx is not None
+        info = ctx.info(tp)
+        if info is None or info.state is None:
+            raise UnknownTopicOrPartitionError(f"{tp} does not exist")
+        if not target or len(set(target)) != len(target):
+            raise _InvalidAssignment(f"replica list {list(target)} is empty or has duplicates")
+        unknown = [b for b in target if b not in ctx.live_brokers]
+        if unknown:
+            raise _InvalidAssignment(f"brokers {unknown} are not alive")
+        origin = tuple(r for r in info.replicas if r not in info.adding)
+        if target == origin and not info.adding and not info.removing:
+            return
+        full = tuple(dict.fromkeys(target + origin))
+        info.replicas = full
+        info.adding = tuple(r for r in target if r not in origin)
+        info.removing = tuple(r for r in origin if r not in target)
+        ctx.reassigning[tp] = target
+        self._write_assignment(tp.topic)
+        self._log(
+            "reassignment_started", tp=str(tp), target=target, replicas=full,
+            adding=info.adding, removing=info.removing,
+        )  # fmt: skip
+        batch = _Batch()
+        st = info.state
+        self._change_state(
+            tp, info, st.leader, st.isr, batch, reason="reassignment", event="leader_epoch_bumped"
+        )
+        self._send_batch(batch)
+        self._check_reassignment(tp)
+
+    def _cancel_reassignment(self, tp: TopicPartition) -> None:
+        ctx = self.ctx
+        assert ctx is not None
+        info = ctx.info(tp)
+        if info is None or tp not in ctx.reassigning:
+            raise NoReassignmentInProgressError(f"no reassignment of {tp} in progress")
+        origin = tuple(r for r in info.replicas if r not in info.adding)
+        ctx.reassigning[tp] = origin  # complete back to the original replicas
+        self._check_reassignment(tp)
+
+    def _check_reassignment(self, tp: TopicPartition) -> None:
+        """Finish the reassignment once every target replica is in the ISR."""
+        ctx = self.ctx
+        assert ctx is not None
+        target = ctx.reassigning.get(tp)
+        info = ctx.info(tp)
+        if target is None or info is None or info.state is None:
+            return
+        st = info.state
+        if not all(r in st.isr for r in target):
+            return
+        removed = tuple(r for r in info.replicas if r not in target)
+        isr = tuple(r for r in st.isr if r in target)
+        leader = st.leader
+        if leader not in target or leader not in ctx.live_brokers:
+            leader = next((r for r in target if r in ctx.live_brokers and r in isr), NO_LEADER)
+        info.replicas, info.adding, info.removing = target, (), ()
+        batch = _Batch()
+        self._write_assignment(tp.topic)
+        self._change_state(
+            tp, info, leader, isr, batch, reason="reassignment",
+            event="leader_elected" if leader != st.leader else "isr_changed",
+        )  # fmt: skip
+        for r in removed:
+            if r in ctx.live_brokers:
+                batch.stop_replica.setdefault(r, {})[tp] = StopReplicaPartitionState(
+                    tp=tp, leader_epoch=info.state.leader_epoch, delete_partition=True
+                )
+        del ctx.reassigning[tp]
+        self._send_batch(batch)
+        self._log("reassignment_completed", tp=str(tp), replicas=target, removed=removed)
+        self._remove_from_admin_znode(tp)
+
+    def _remove_from_admin_znode(self, tp: TopicPartition) -> None:
+        try:
+            data, st = self.zk.get(paths.REASSIGN_PARTITIONS)
+        except NoNode:
+            return
+        pending = paths.decode_reassignment(data)
+        pending.pop((tp.topic, tp.partition), None)
+        if pending:
+            self._write([SetData(paths.REASSIGN_PARTITIONS, paths.encode_reassignment(pending), st.version)])
+        else:
+            self._write([Delete(paths.REASSIGN_PARTITIONS, st.version)])
+
+
+class _InvalidAssignment(Exception):
+    """INVALID_REPLICA_ASSIGNMENT (39), which ``kafkalite.errors`` does not define yet."""
+
+
+__all__ = [
+    "CONTROLLER_CORRELATION_BASE",
+    "Controller",
+    "ControllerContext",
+    "ControllerMovedError",
+    "PartitionInfo",
+    "STALE_BROKER_EPOCH",
+    "StaleControllerEpochError",
+]

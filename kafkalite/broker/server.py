@@ -1,0 +1,382 @@
+"""``KafkaBroker``: one broker as a node of the simulated network (Kafka's ``KafkaServer`` in ZooKeeper mode).
+
+It owns a ZooKeeper session (``ZkLink``), its registration ``/brokers/ids/<id>`` (ephemeral, so it vanishes
+when the session expires), a ``Controller`` component (active only on the elected broker) and a
+``ReplicaManager`` (partitions, logs, replication). It routes every envelope to one of them, answers
+Metadata from the cache the controller keeps current with UpdateMetadata, and fences controller requests
+carrying an older controller epoch than the newest it has seen (STALE_CONTROLLER_EPOCH) or an older broker
+epoch than its current registration (STALE_BROKER_EPOCH, KIP-380).
+
+Crash and restart: a crash drops everything in memory (and, if asked, log bytes never fsynced); restart opens
+the logs again (recovery), opens a new session, registers and runs for controller, as a restarted process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from kafkalite.broker.controller import STALE_BROKER_EPOCH, Controller, decode_topic_config
+from kafkalite.coordination import paths
+from kafkalite.coordination.store import NodeExists, NoNode, SessionExpired
+from kafkalite.coordination.zk_node import ZK_NODE_ID, ConnectionLossError, ZkLink
+from kafkalite.errors import (
+    LeaderNotAvailableError,
+    StaleControllerEpochError,
+    UnknownTopicOrPartitionError,
+)
+from kafkalite.net.sim import BaseNode
+from kafkalite.protocol import (
+    NO_ERROR,
+    NO_LEADER,
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionRequest,
+    BrokerEndpoint,
+    CreateTopicsRequest,
+    ElectLeadersRequest,
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    MetadataRequest,
+    MetadataResponse,
+    PartitionMetadata,
+    RequestEnvelope,
+    ResponseEnvelope,
+    StopReplicaRequest,
+    StopReplicaResponse,
+    TopicMetadata,
+    TopicPartition,
+    UpdateMetadataPartitionState,
+    UpdateMetadataRequest,
+    UpdateMetadataResponse,
+)
+
+CONTROLLER_APIS = (
+    CreateTopicsRequest,
+    AlterPartitionRequest,
+    ElectLeadersRequest,
+    AlterPartitionReassignmentsRequest,
+)
+FROM_CONTROLLER = (LeaderAndIsrRequest, UpdateMetadataRequest, StopReplicaRequest)
+REGISTRATION_RETRY_MS = 1000
+
+ReplicaManagerFactory = Callable[..., Any]
+
+
+class MetadataCache:
+    """What UpdateMetadata told this broker: partition states, live brokers, the controller's id."""
+
+    def __init__(self) -> None:
+        self.partitions: dict[TopicPartition, UpdateMetadataPartitionState] = {}
+        self.live_brokers: dict[int, BrokerEndpoint] = {}
+        self.controller_id: int = -1
+
+    def update(self, req: UpdateMetadataRequest) -> None:
+        self.controller_id = req.controller_id
+        self.live_brokers = {b.node_id: b for b in req.live_brokers}
+        for st in req.partition_states:
+            self.partitions[st.tp] = st
+
+    def remove(self, tp: TopicPartition) -> None:
+        self.partitions.pop(tp, None)
+
+    def topics(self) -> list[str]:
+        return sorted({tp.topic for tp in self.partitions})
+
+    def metadata(self, req: MetadataRequest) -> MetadataResponse:
+        names = self.topics() if req.topics is None else list(req.topics)
+        topics = []
+        for name in names:
+            parts = sorted((tp.partition, st) for tp, st in self.partitions.items() if tp.topic == name)
+            if not parts:
+                topics.append(TopicMetadata(name=name, error_code=UnknownTopicOrPartitionError.code))
+                continue
+            pms = []
+            for p, st in parts:
+                leader_ok = st.leader != NO_LEADER and st.leader in self.live_brokers
+                pms.append(
+                    PartitionMetadata(
+                        partition=p,
+                        error_code=NO_ERROR if leader_ok else LeaderNotAvailableError.code,
+                        leader_id=st.leader if leader_ok else NO_LEADER,
+                        leader_epoch=st.leader_epoch,
+                        replicas=st.replicas,
+                        isr=st.isr,
+                        offline_replicas=st.offline_replicas,
+                    )
+                )
+            topics.append(TopicMetadata(name=name, partitions=tuple(pms)))
+        return MetadataResponse(
+            brokers=tuple(self.live_brokers[b] for b in sorted(self.live_brokers)),
+            cluster_id="kafkalite",
+            controller_id=self.controller_id,
+            topics=tuple(topics),
+        )
+
+
+def _default_replica_manager_factory(**kwargs: Any) -> Any:
+    from kafkalite.broker.replica_manager import ReplicaManager  # C1's module
+
+    return ReplicaManager(**kwargs)
+
+
+class KafkaBroker(BaseNode):
+    """A broker node. Add it to a ``SimNetwork`` next to a ``ZkNode``; it starts by itself."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        log_dir: str | Path,
+        config: Mapping[str, Any] | Any | None = None,
+        *,
+        zk_id: Any = ZK_NODE_ID,
+        host: str | None = None,
+        port: int = 9092,
+        replica_manager_factory: ReplicaManagerFactory | None = None,
+        auto_start: bool = True,
+    ) -> None:
+        from kafkalite.broker.config import BrokerConfig
+
+        self.broker_id = broker_id
+        self.log_dir = Path(log_dir)
+        self.config = BrokerConfig.coerce(config)
+        self.props = self.config.to_props()
+        self.zk_id = zk_id
+        self.host = host or f"broker{broker_id}"
+        self.port = port
+        self._rm_factory = replica_manager_factory or _default_replica_manager_factory
+        self.auto_start = auto_start
+        self.lose_unflushed_on_crash = False
+        self.rm: Any = None
+        self.zk: ZkLink | None = None
+        self.controller: Controller | None = None
+        self.cache = MetadataCache()
+        self.controller_epoch_seen = -1
+        self.broker_epoch = -1
+        self.registered = False
+        self._registration_timer: int | None = None
+
+    # ------------------------------------------------------------------------------------ lifecycle
+
+    def bind(self, net: Any, node_id: Any) -> None:
+        super().bind(net, node_id)
+        if self.auto_start:
+            net.after(0, self._start_if_up)
+
+    def _start_if_up(self) -> None:
+        if self.net.is_up(self.node_id) and self.rm is None:
+            self.startup()
+
+    def startup(self) -> None:
+        """Open the logs, open a ZooKeeper session, register, run for controller."""
+        net = self.net
+        self.cache = MetadataCache()
+        self.controller_epoch_seen = -1
+        self._configured_topics: set[str] = set()
+        self.rm = self._rm_factory(
+            broker_id=self.broker_id,
+            log_dir=self.log_dir,
+            config=self.config,
+            clock=net.clock,
+            send=self.send,
+            set_timer=self.set_timer,
+            cancel_timer=self.cancel_timer,
+            controller_id=self.controller_id,
+            log_event=self.log,
+        )
+        self.zk = ZkLink(
+            net,
+            self.node_id,
+            session_timeout_ms=self.config.zookeeper_session_timeout_ms,
+            zk_id=self.zk_id,
+            on_expired=self._on_session_expired,
+        )
+        self.controller = Controller(
+            self.broker_id,
+            self.zk,
+            self.props,
+            send=self.send,
+            set_timer=self.set_timer,
+            cancel_timer=self.cancel_timer,
+            log=self.log,
+            now_ms=self.now_ms,
+            rng=net.node_rng(self.node_id),
+        )
+        self.log("broker_starting", broker=self.broker_id)
+        self._register()
+
+    def _register(self, now_ms: int | None = None) -> None:
+        """Open a session if needed, create ``/brokers/ids/<id>`` and run for controller; retried."""
+        self._registration_timer = None
+        zk = self.zk
+        assert zk is not None and self.controller is not None
+        try:
+            if zk.session_id is None:
+                zk.connect()
+            paths.ensure_persistent_paths(zk)
+            reg = paths.BrokerRegistration(
+                self.broker_id, (f"PLAINTEXT://{self.host}:{self.port}",), timestamp=self.now_ms()
+            )
+            zk.create(paths.broker_path(self.broker_id), reg.encode(), ephemeral=True)
+            stat = zk.exists(paths.broker_path(self.broker_id))
+            assert stat is not None
+            self.broker_epoch = stat.czxid
+            self.registered = True
+            self.log("broker_registered", broker=self.broker_id, broker_epoch=self.broker_epoch)
+        except NodeExists:
+            # The previous incarnation's session has not expired yet: wait for its ephemeral to go.
+            self.log("broker_registration_retry", broker=self.broker_id, reason="NodeExists")
+            self._registration_timer = self.set_timer(REGISTRATION_RETRY_MS, self._register)
+            return
+        except (ConnectionLossError, SessionExpired) as exc:
+            if isinstance(exc, SessionExpired):
+                zk.stop()
+            self.log("broker_registration_retry", broker=self.broker_id, reason=type(exc).__name__)
+            self._registration_timer = self.set_timer(REGISTRATION_RETRY_MS, self._register)
+            return
+        self.controller.startup()
+
+    def _on_session_expired(self) -> None:
+        """ZooKeeper said our session is gone: resign, then register again with a new session."""
+        self.log("broker_session_expired", broker=self.broker_id)
+        self.registered = False
+        if self.controller is not None:
+            self.controller.on_session_lost()
+        if self._registration_timer is None:
+            self._register()
+
+    def shutdown(self) -> None:
+        """Clean shutdown: close the session (ephemerals go at once) and the logs."""
+        if self.controller is not None:
+            self.controller.resign("shutdown")
+        if self.zk is not None:
+            self.zk.close()
+        if self.rm is not None:
+            self.rm.shutdown()
+        self.rm = None
+
+    def on_crash(self) -> None:
+        if self.rm is not None:
+            self.rm.crash(self.lose_unflushed_on_crash)
+        if self.controller is not None:
+            self.controller.crash()
+        if self.zk is not None:
+            self.zk.session_id = None  # the timers died with the node; the ensemble expires the session
+        self.rm = None
+        self.registered = False
+        self._registration_timer = None
+
+    def on_restart(self, now_ms: int) -> None:
+        self.startup()
+
+    def on_tick(self, now_ms: int) -> None:
+        if self.rm is not None:
+            self.rm.tick(now_ms)
+
+    # -------------------------------------------------------------------------------------- state
+
+    def controller_id(self) -> int | None:
+        """The controller this broker believes in (for AlterPartition): metadata cache, else /controller."""
+        if self.cache.controller_id >= 0:
+            return self.cache.controller_id
+        if self.controller is not None and self.controller.active_controller_id >= 0:
+            return self.controller.active_controller_id
+        return None
+
+    @property
+    def is_controller(self) -> bool:
+        return self.controller is not None and self.controller.is_active
+
+    # ----------------------------------------------------------------------------------- messages
+
+    def on_message(self, src: Any, msg: Any, now_ms: int) -> None:
+        if src == self.zk_id and self.zk is not None and self.zk.on_message(msg):
+            return
+        if self.rm is None:
+            return  # still starting
+        if isinstance(msg, ResponseEnvelope):
+            if self.controller is not None and self.controller.on_response(src, msg):
+                return
+            self.rm.on_response(src, msg)
+            return
+        if not isinstance(msg, RequestEnvelope):
+            return
+        req = msg.request
+        if isinstance(req, FROM_CONTROLLER):
+            self._from_controller(src, msg)
+        elif isinstance(req, CONTROLLER_APIS):
+            assert self.controller is not None
+            self.controller.handle_request(src, msg)
+        elif isinstance(req, MetadataRequest):
+            self.send(src, msg.reply(self.cache.metadata(req)))
+        else:
+            handler = _RM_HANDLERS.get(type(req).__name__)
+            if handler is None:
+                self.log("unsupported_request", api=type(req).__name__, src=src)
+                return
+            getattr(self.rm, handler)(msg, src)
+
+    def _from_controller(self, src: Any, env: RequestEnvelope) -> None:
+        req = env.request
+        if req.controller_epoch < self.controller_epoch_seen:
+            self.log(
+                "stale_request_fenced",
+                api=type(req).__name__,
+                controller=req.controller_id,
+                epoch=req.controller_epoch,
+                current_epoch=self.controller_epoch_seen,
+            )
+            self.send(src, env.reply(req.response_type(error_code=StaleControllerEpochError.code)))
+            return
+        if req.broker_epoch != -1 and req.broker_epoch < self.broker_epoch:
+            self.log("stale_broker_epoch_fenced", api=type(req).__name__, epoch=req.broker_epoch)
+            self.send(src, env.reply(req.response_type(error_code=STALE_BROKER_EPOCH)))
+            return
+        self.controller_epoch_seen = req.controller_epoch
+        if isinstance(req, UpdateMetadataRequest):
+            self.cache.update(req)
+            self.rm.handle_update_metadata(req)
+            response: Any = UpdateMetadataResponse()
+        elif isinstance(req, LeaderAndIsrRequest):
+            self._load_topic_configs({st.tp.topic for st in req.partition_states})
+            response = self.rm.handle_leader_and_isr(req)
+            if not isinstance(response, LeaderAndIsrResponse):
+                response = LeaderAndIsrResponse()
+        else:
+            for st in req.partition_states:
+                if st.delete_partition:
+                    self.cache.remove(st.tp)
+            response = self.rm.handle_stop_replica(req)
+            if not isinstance(response, StopReplicaResponse):
+                response = StopReplicaResponse()
+        self.send(src, env.reply(response))
+
+    def _load_topic_configs(self, topics: set[str]) -> None:
+        """Topic overrides from ``/config/topics/<t>`` (read once per topic, before its replicas open)."""
+        setter = getattr(self.rm, "set_topic_config", None)
+        if setter is None or self.zk is None:
+            return
+        for topic in sorted(topics - self._configured_topics):
+            try:
+                data, _ = self.zk.get(f"{paths.CONFIG_TOPICS}/{topic}")
+            except NoNode:
+                config: dict[str, str] = {}
+            except (ConnectionLossError, SessionExpired):
+                continue
+            else:
+                config = decode_topic_config(data)
+            setter(topic, config)
+            self._configured_topics.add(topic)
+
+    def __repr__(self) -> str:
+        return f"KafkaBroker({self.broker_id}, controller={self.is_controller})"
+
+
+_RM_HANDLERS = {
+    "ProduceRequest": "handle_produce",
+    "FetchRequest": "handle_fetch",
+    "ListOffsetsRequest": "handle_list_offsets",
+    "OffsetForLeaderEpochRequest": "handle_offset_for_leader_epoch",
+}
+
+__all__ = ["KafkaBroker", "MetadataCache"]

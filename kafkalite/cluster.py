@@ -1,0 +1,286 @@
+"""``Cluster``: N kafkalite brokers and a ZooKeeper node on one ``SimNetwork``, for notebooks and tests.
+
+Everything runs in virtual time: ``create_topic`` sends CreateTopics to the controller and runs the simulation
+until every partition has a leader that knows it; faults (crash, pause, cut) are the network's; readers
+(``leader``, ``isr``, ``partition_state``) look at ZooKeeper, the source of truth for the controller's
+decisions, while ``high_watermark``, ``log_end_offsets`` and ``read_all`` look at the brokers' replicas.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Collection, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from kafkalite.broker.server import KafkaBroker
+from kafkalite.coordination import paths
+from kafkalite.coordination.store import NoNode
+from kafkalite.coordination.zk_node import ZK_NODE_ID, ZkNode
+from kafkalite.errors import KafkaError, RequestTimedOutError, error_for_code
+from kafkalite.net.sim import BaseNode, Event, SimNetwork
+from kafkalite.protocol import (
+    CreatableTopic,
+    CreateTopicsRequest,
+    RequestEnvelope,
+    TopicPartition,
+)
+
+BROKER_TICK_MS = 100
+ZK_TICK_MS = 100
+
+
+class _Admin(BaseNode):
+    """The facade's own client on the network (Kafka's AdminClient, reduced to request/answer)."""
+
+    def __init__(self) -> None:
+        self.answers: dict[int, Any] = {}
+        self._cid = 0
+
+    def request(self, dst: Any, req: Any) -> int:
+        self._cid += 1
+        self.send(dst, RequestEnvelope(self._cid, "admin", req))
+        return self._cid
+
+    def on_message(self, src: Any, msg: Any, now_ms: int) -> None:
+        cid = getattr(msg, "correlation_id", None)
+        if cid is not None:
+            self.answers[cid] = msg.response
+
+
+class Cluster:
+    """A simulated Kafka cluster (ZooKeeper mode): brokers 1..N, the node ``"zk"``, clients you add."""
+
+    def __init__(
+        self,
+        brokers: int = 3,
+        seed: int = 0,
+        dir: str | Path | None = None,
+        config: Mapping[str, Any] | None = None,
+        topic_defaults: Mapping[str, Any] | None = None,
+        latency_ms: int = 1,
+        *,
+        log_messages: str = "none",
+    ) -> None:
+        self.net = SimNetwork(seed, latency_ms=latency_ms, log_messages=log_messages)  # type: ignore[arg-type]
+        self._tmp = tempfile.TemporaryDirectory(prefix="kafkalite-") if dir is None else None
+        self.dir = Path(self._tmp.name if self._tmp is not None else dir)  # type: ignore[arg-type]
+        self.topic_defaults = dict(topic_defaults or {})
+        self.zk: ZkNode = self.net.add_node(ZK_NODE_ID, ZkNode(), tick_ms=ZK_TICK_MS)
+        self.brokers: dict[int, KafkaBroker] = {}
+        for b in range(1, brokers + 1):
+            node = KafkaBroker(b, self.dir / f"broker-{b}", dict(config or {}))
+            self.brokers[b] = self.net.add_node(b, node, tick_ms=BROKER_TICK_MS)
+        self._admin: _Admin = self.net.add_node("admin", _Admin())
+        self._clients = 0
+        ok = self.run_until(
+            lambda: self.controller() is not None and all(x.registered for x in self.brokers.values()), 10_000
+        )
+        if not ok:
+            raise RuntimeError("the cluster did not elect a controller")
+
+    # ----------------------------------------------------------------------------------- admin
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int = 1,
+        config: Mapping[str, Any] | None = None,
+        *,
+        timeout_ms: int = 30_000,
+    ) -> dict[int, tuple[int, ...]]:
+        """Create a topic through the controller and wait until every partition has a working leader.
+        Returns the assignment; raises the Kafka error (e.g. INVALID_REPLICATION_FACTOR) on failure."""
+        merged = {**self.topic_defaults, **(config or {})}
+        topic = CreatableTopic(
+            name=name,
+            num_partitions=partitions,
+            replication_factor=replication_factor,
+            configs=tuple((k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in merged.items()),
+        )
+        resp = self.request(self.controller(), CreateTopicsRequest(topics=(topic,)), timeout_ms)
+        result = resp.topics[0]
+        if result.error_code:
+            cls = error_for_code(result.error_code) or KafkaError
+            raise cls(result.error_message or "")
+        ok = self.run_until(
+            lambda: all(self._partition_ready(name, p) for p in range(partitions)), timeout_ms
+        )
+        if not ok:
+            raise RequestTimedOutError(
+                f"topic {name} has no leader for every partition after {timeout_ms} ms"
+            )
+        return {p: self.replicas(name, p) for p in range(partitions)}
+
+    def request(self, broker: int | None, req: Any, timeout_ms: int = 30_000) -> Any:
+        """Send ``req`` to ``broker`` from the admin client and run until the answer arrives."""
+        if broker is None:
+            raise RequestTimedOutError("no controller")
+        cid = self._admin.request(broker, req)
+        if not self.run_until(lambda: cid in self._admin.answers, timeout_ms):
+            raise RequestTimedOutError(f"no answer from broker {broker} to {type(req).__name__}")
+        return self._admin.answers.pop(cid)
+
+    def _partition_ready(self, topic: str, p: int) -> bool:
+        st = self.partition_state(topic, p)
+        if st is None or st.leader < 0:
+            return False
+        tp = TopicPartition(topic, p)
+        leader = self.brokers[st.leader]
+        if leader.rm is None or not self.net.is_up(st.leader):
+            return False
+        part = leader.rm.partition_or_none(tp)
+        if part is None or not part.is_leader or part.leader_epoch != st.leader_epoch:
+            return False
+        return all(
+            b.cache.partitions.get(tp) is not None
+            for bid, b in self.brokers.items()
+            if self.net.is_up(bid) and b.registered
+        )
+
+    def producer(
+        self, client_id: str | None = None, config: Mapping[str, Any] | None = None, **kafka_config: Any
+    ):
+        """A ``Producer`` on the network; config by Kafka names (``config={"acks": "all"}``) or keywords with
+        underscores for dots (``linger_ms=0``)."""
+        from kafkalite.client.producer import Producer  # C3's module
+
+        self._clients += 1
+        cid = client_id or f"producer-{self._clients}"
+        props = {**{k.replace("_", "."): v for k, v in kafka_config.items()}, **(config or {})}
+        return self.net.add_node(cid, Producer(cid, sorted(self.brokers), props))
+
+    # ----------------------------------------------------------------------------------- faults
+
+    def crash(self, broker: int, lose_unflushed: bool = False) -> None:
+        self.brokers[broker].lose_unflushed_on_crash = lose_unflushed
+        self.net.crash(broker)
+
+    def restart(self, broker: int) -> None:
+        self.net.restart(broker)
+
+    def pause(self, node: Any, ms: int | None = None) -> None:
+        self.net.pause(node, ms)
+
+    def resume(self, node: Any) -> None:
+        self.net.resume(node)
+
+    def cut(self, a: Any, b: Any, one_way: bool = False) -> None:
+        self.net.cut(a, b, one_way)
+
+    def heal(self, a: Any, b: Any) -> None:
+        self.net.heal(a, b)
+
+    def partition(self, groups: Iterable[Iterable[Any]]) -> None:
+        self.net.partition(groups)
+
+    def heal_all(self) -> None:
+        self.net.heal_all()
+
+    def run_for(self, ms: int) -> None:
+        self.net.run_for(ms)
+
+    def run_until(self, predicate: Callable[[], bool], timeout_ms: int = 30_000) -> bool:
+        return self.net.run_until(predicate, timeout_ms)
+
+    # ---------------------------------------------------------------------------------- readers
+
+    @property
+    def store(self):  # noqa: ANN201 - CoordinationStore
+        return self.zk.store
+
+    def controller(self) -> int | None:
+        """The broker id in ``/controller`` (None while there is none)."""
+        try:
+            data, _ = self.store.get(paths.CONTROLLER)
+        except NoNode:
+            return None
+        return paths.ControllerRegistration.decode(data).broker_id
+
+    def controller_epoch(self) -> int:
+        try:
+            return paths.decode_controller_epoch(self.store.get(paths.CONTROLLER_EPOCH)[0])
+        except NoNode:
+            return 0
+
+    def partition_state(self, topic: str, partition: int) -> paths.PartitionState | None:
+        """The state znode (leader, leader epoch, ISR, controller epoch), None before it exists."""
+        try:
+            data, _ = self.store.get(paths.partition_state_path(topic, partition))
+        except NoNode:
+            return None
+        return paths.PartitionState.decode(data)
+
+    def replicas(self, topic: str, partition: int) -> tuple[int, ...]:
+        data, _ = self.store.get(paths.topic_path(topic))
+        return tuple(paths.TopicAssignment.decode(data).partitions[partition])
+
+    def leader(self, topic: str, partition: int) -> int | None:
+        st = self.partition_state(topic, partition)
+        return None if st is None or st.leader < 0 else st.leader
+
+    def isr(self, topic: str, partition: int) -> tuple[int, ...]:
+        st = self.partition_state(topic, partition)
+        return () if st is None else st.isr
+
+    def _replica(self, broker: int, topic: str, partition: int) -> Any:
+        b = self.brokers[broker]
+        if b.rm is None or not self.net.is_up(broker):
+            return None
+        return b.rm.partition_or_none(TopicPartition(topic, partition))
+
+    def high_watermark(self, topic: str, partition: int) -> int | None:
+        """The leader's high watermark (None without a live leader)."""
+        leader = self.leader(topic, partition)
+        part = None if leader is None else self._replica(leader, topic, partition)
+        return None if part is None else part.high_watermark
+
+    def log_end_offsets(self, topic: str, partition: int) -> dict[int, int]:
+        """LEO of each live replica."""
+        out = {}
+        for b in self.replicas(topic, partition):
+            part = self._replica(b, topic, partition)
+            if part is not None:
+                out[b] = part.log_end_offset
+        return out
+
+    def read_all(self, topic: str) -> dict[int, list[Any]]:
+        """Committed records (below the HW) of every partition, read from the leader's log."""
+        data, _ = self.store.get(paths.topic_path(topic))
+        out: dict[int, list[Any]] = {}
+        for p in sorted(paths.TopicAssignment.decode(data).partitions):
+            leader = self.leader(topic, p)
+            part = None if leader is None else self._replica(leader, topic, p)
+            out[p] = [] if part is None else list(part.log.iter_records(None, part.high_watermark))
+        return out
+
+    def replica_logs(self, topic: str, partition: int) -> dict[int, list[Any]]:
+        """Every live replica's whole log (records), for the checker's divergence test."""
+        out = {}
+        for b in self.replicas(topic, partition):
+            part = self._replica(b, topic, partition)
+            if part is not None:
+                out[b] = list(part.log.iter_records())
+        return out
+
+    def events(self, kind: str | Collection[str] | None = None, node: Any = None) -> list[Event]:
+        return self.net.events(kind, node)
+
+    def format_log(self, kind: str | Collection[str] | None = None, node: Any = None) -> str:
+        return self.net.format_log(kind, node)
+
+    def close(self) -> None:
+        """Shut every live broker down cleanly and remove the temporary directory."""
+        for bid, b in self.brokers.items():
+            if self.net.is_up(bid) and b.rm is not None:
+                b.shutdown()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
