@@ -38,7 +38,7 @@ def dump_log(files: tuple[str, ...], print_data_log: bool, deep_iteration: bool)
 
 @kafkalite.group()
 def bench() -> None:
-    """Benchmarks against the raw file system."""
+    """Benchmarks: storage against the raw file system, the produce path, fault runs."""
 
 
 @bench.command("storage")
@@ -63,6 +63,30 @@ def bench_storage(
 
     result = run_storage_bench(mb, record_size, batch_bytes, directory, repeats=repeats)
     click.echo(result.to_json() if as_json else result.table())
+
+
+@bench.command("produce")
+@click.option("--records", default=1_000_000, show_default=True, help="Records to produce in each case.")
+@click.option("--record-size", default=100, show_default=True, help="Value bytes per record.")
+@click.option("--seed", default=0, show_default=True, help="Simulation seed.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def bench_produce(records: int, record_size: int, seed: int, as_json: bool) -> None:
+    """One producer against a simulated cluster: 1 broker acks=1, and 3 brokers RF=3 acks=all."""
+    from kafkalite.bench.produce import run_produce_bench
+
+    result = run_produce_bench(records, record_size, seed=seed)
+    click.echo(result.to_json() if as_json else result.table())
+
+
+@bench.command("faults")
+@click.option("--seeds", default=20, show_default=True, help="How many seeds to run.")
+@click.option("--start", default=0, show_default=True, help="First seed.")
+def bench_faults(seeds: int, start: int) -> None:
+    """Random fault schedules against the cluster, checked by the history checker."""
+    # Imported here: the CLI must work whatever state the faults module is in.
+    from kafkalite.bench.faults import format_summary, run_faults
+
+    click.echo(format_summary(run_faults(seeds, start)))
 
 
 def main() -> None:

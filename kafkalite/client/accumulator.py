@@ -345,7 +345,9 @@ class RecordAccumulator:
         limit = self.delivery_timeout_ms
         for dq in self.batches.values():
             while dq and now_ms - dq[0].created_ms >= limit:
-                out.append(dq.popleft())
+                batch = dq.popleft()
+                batch.full = True  # out of the queue: nothing may append to it any more
+                out.append(batch)
             # Later batches are younger except retried/split ones at the head; those were handled above.
         return out
 
@@ -355,6 +357,8 @@ class RecordAccumulator:
 
     def abort_all(self) -> list[ProducerBatch]:
         out = [b for dq in self.batches.values() for b in dq]
+        for b in out:
+            b.full = True  # out of the queue: nothing may append to it any more
         for dq in self.batches.values():
             dq.clear()
         return out

@@ -133,6 +133,9 @@ class Producer(BaseNode):
         self._seq = 0
         self._corr = 0
         self._cache: dict[str, _TopicCache] = {}
+        # Per topic: (open batch, sticky state, metadata version) for send()'s fast path.
+        self._hot: dict[str, tuple[ProducerBatch, Any, int]] = {}
+        self._fast_max_size = self._max_record - BATCH_HEADER_SIZE
         self._inflight: dict[int, _InFlight] = {}
         self._node_inflight: dict[int, int] = {}
         self._node_backoff: dict[int, int] = {}
@@ -145,7 +148,7 @@ class Producer(BaseNode):
         self._early: list[SendRecord] = []  # sends that failed before reaching a batch
         self._closing = False
         self._closed = False
-        self.metrics: dict[str, int] = dict.fromkeys(
+        self._metrics: dict[str, int] = dict.fromkeys(
             (
                 "record-send-total",
                 "record-error-total",
@@ -162,6 +165,12 @@ class Producer(BaseNode):
             ),
             0,
         )
+
+    @property
+    def metrics(self) -> dict[str, int]:
+        """Kafka-named counters. ``record-send-total`` is every ``send()`` call, i.e. the send counter."""
+        self._metrics["record-send-total"] = self._seq
+        return self._metrics
 
     # ---------------------------------------------------------------------------------- node hooks
 
@@ -225,6 +234,39 @@ class Producer(BaseNode):
         callback: Callback | None = None,
     ) -> FutureRecordMetadata:
         """Queue one record; the future (and ``callback(metadata, error)``) completes when it is acked."""
+        if (
+            key is None
+            and value.__class__ is bytes
+            and partition is None
+            and headers is None
+            and timestamp is None
+            and callback is None
+        ):
+            # Fast path for the common send (no key, sticky partition, the open batch has room): what
+            # _append would do, minus the checks that cannot fail here. Anything else takes the full path.
+            hot = self._hot.get(topic)
+            if hot is not None:
+                batch, sticky, version = hot
+                size = 11 + len(value)  # estimate_record_size
+                if (
+                    not batch.full
+                    and batch.size + size < self._batch_size  # stays open: no scheduling needed
+                    and size <= self._fast_max_size
+                    and sticky._produced_bytes + size < 2 * sticky.sticky_batch_size  # no forced switch
+                    and sticky._current == batch.tp.partition
+                    and version == self.metadata.version
+                    and not self._closing
+                ):
+                    seq = self._seq
+                    self._seq = seq + 1
+                    records = batch.records
+                    index = len(records)
+                    records.append((None, value, None))
+                    batch.timestamps.append(self.net._now)
+                    batch.seqs.append(seq)
+                    batch.size += size
+                    sticky._produced_bytes += size
+                    return FutureRecordMetadata(batch, index, topic)
         if self._closing:
             raise ProducerClosedError("Cannot perform operation after producer has been closed")
         if value is not None and value.__class__ is not bytes:
@@ -235,7 +277,6 @@ class Producer(BaseNode):
         self._seq = seq + 1
         now = self.net._now
         ts = now if timestamp is None else timestamp
-        self.metrics["record-send-total"] += 1
         if headers:
             size = estimate_record_size(key, value, headers)
         else:  # estimate_record_size inlined: this is the per-record hot path
@@ -383,6 +424,8 @@ class Producer(BaseNode):
             self._schedule(now)
         if sticky is not None:
             sticky.update_partition_info(size, cache.n, cache.available, enable_switch=batch.full)
+            if not batch.full:
+                self._hot[topic] = (batch, sticky, cache.version)  # send()'s fast path appends here next
         if fut is None:
             return FutureRecordMetadata(batch, index, topic)
         fut.batch, fut.index = batch, index

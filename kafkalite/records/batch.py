@@ -24,7 +24,14 @@ from crc32c import crc32c
 
 from kafkalite.errors import CorruptRecordError, InvalidRecordError, MessageTooLargeError
 from kafkalite.records.compression import Compression, compress, decompress
-from kafkalite.records.record import Header, Record, decode_record_tuples, decode_records, encode_record
+from kafkalite.records.record import (
+    Header,
+    Record,
+    decode_record_tuples,
+    decode_records,
+    encode_plain_records,
+    encode_record,
+)
 
 MAGIC_V2 = 2
 BATCH_HEADER_SIZE = 61
@@ -336,8 +343,27 @@ def build_batch(
     computed maximum (LOG_APPEND_TIME). ``delete_horizon_ms`` sets attribute bit 6 and stores the horizon
     in baseTimestamp, as a compacted batch holding tombstones does.
     """
+    records = records if isinstance(records, list | tuple) else list(records)
+    n = len(records)
+    body = None
+    if offset_deltas is None and timestamp is not None:
+        # Fast path for plain (key, value[, headers]) tuples: no per-record split or encode_record call.
+        if isinstance(timestamp, int):
+            stamps = [timestamp] * n
+        else:
+            stamps = list(timestamp)
+            if len(stamps) != n:
+                raise InvalidRecordError(f"got {len(stamps)} timestamps for {n} records")
+        fast_base = delete_horizon_ms if delete_horizon_ms is not None else (stamps[0] if n else None)
+        if fast_base is not None and fast_base.__class__ is int:
+            body = encode_plain_records(records, stamps, fast_base)
+    if body is not None:
+        return _finish_batch(
+            body, n, stamps, range(n), base_offset, compression, timestamp_type, producer_id,
+            producer_epoch, base_sequence, partition_leader_epoch, is_transactional, is_control,
+            last_offset_delta, max_timestamp, delete_horizon_ms,
+        )  # fmt: skip
     items = [_split(r) for r in records]
-    n = len(items)
     if isinstance(timestamp, int):
         stamps = [timestamp] * n
     elif timestamp is None:
@@ -360,23 +386,52 @@ def build_batch(
         deltas = list(offset_deltas)
         if len(deltas) != n:
             raise InvalidRecordError(f"got {len(deltas)} offset deltas for {n} records")
+    if n and last_offset_delta is not None and last_offset_delta < deltas[-1]:
+        raise InvalidRecordError(
+            f"last_offset_delta {last_offset_delta} is below the last record's {deltas[-1]}"
+        )
+    base_ts = delete_horizon_ms if delete_horizon_ms is not None else (stamps[0] if n else 0)
+    body = bytearray()
+    for (key, value, headers, _ts), ts, od in zip(items, stamps, deltas, strict=True):
+        encode_record(body, od, ts - base_ts, key, value, headers)
+    return _finish_batch(
+        body, n, stamps, deltas, base_offset, compression, timestamp_type, producer_id, producer_epoch,
+        base_sequence, partition_leader_epoch, is_transactional, is_control, last_offset_delta,
+        max_timestamp, delete_horizon_ms,
+    )  # fmt: skip
+
+
+def _finish_batch(
+    body: bytes | bytearray,
+    n: int,
+    stamps: list[int],
+    deltas: Sequence[int],
+    base_offset: int,
+    compression: int,
+    timestamp_type: int,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    partition_leader_epoch: int,
+    is_transactional: bool,
+    is_control: bool,
+    last_offset_delta: int | None,
+    max_timestamp: int | None,
+    delete_horizon_ms: int | None,
+) -> bytes:
+    """Header, compression and CRC around an encoded records body."""
     if last_offset_delta is None:
         last_offset_delta = deltas[-1] if n else 0
     elif n and last_offset_delta < deltas[-1]:
         raise InvalidRecordError(
             f"last_offset_delta {last_offset_delta} is below the last record's {deltas[-1]}"
         )
-
     if delete_horizon_ms is not None:
         base_ts = delete_horizon_ms
     else:
         base_ts = stamps[0] if n else (max_timestamp if max_timestamp is not None else NO_TIMESTAMP)
     if max_timestamp is None:
         max_timestamp = max(stamps) if n else NO_TIMESTAMP
-
-    body = bytearray()
-    for (key, value, headers, _ts), ts, od in zip(items, stamps, deltas, strict=True):
-        encode_record(body, od, ts - base_ts, key, value, headers)
     payload = body if compression == Compression.NONE else compress(compression, bytes(body))
 
     attrs = _attributes(compression, timestamp_type, is_transactional, is_control)

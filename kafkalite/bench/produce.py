@@ -1,0 +1,242 @@
+"""How fast does the whole produce path run: ``Producer.send`` -> accumulator -> batch encoding ->
+simulated network -> broker -> ``Log.append`` (-> followers' fetches) -> response -> producer?
+
+Two cases on an in-process ``Cluster`` (no sockets, virtual time):
+
+(a) 1 broker, a topic with 1 partition, ``acks=1``;
+(b) 3 brokers, replication factor 3, ``min.insync.replicas=2``, ``acks=all``.
+
+The producer keeps Kafka's defaults for ``batch.size`` (16384) and ``linger.ms`` (5, Kafka 4.0; KIP-1030)
+and turns off kafkalite's per-send history, which a real producer does not keep. The application offers
+``offer_per_ms`` records per simulated millisecond (1000: a virtual 1M records/s) and, like
+``KafkaProducer.send`` blocking on a full ``buffer.memory``, waits (runs the simulation) while more than
+``buffer.memory`` bytes of records are unacknowledged. The clock is wall time from the first timed send
+until every record is acknowledged; topic creation and a warm-up send (metadata) are not timed.
+Everything but the wall-clock readings is deterministic for a given seed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+MB = 1_000_000
+TARGET_RATIO = 0.6
+TOPIC = "bench"
+# Jay Kreps, "Benchmarking Apache Kafka: 2 Million Writes Per Second (On Three Cheap Machines)", 2014:
+# one producer thread, no replication, 100-byte records.
+KAFKA_2014_RECORDS_PER_S = 821_557
+KAFKA_2014_MB_PER_S = 78.3
+
+PRODUCER_CONFIG: dict[str, Any] = {
+    "batch.size": 16384,  # Kafka's default
+    "linger.ms": 5,  # Kafka 4.0's default
+    "buffer.memory": 33_554_432,  # Kafka's default: how far the application may run ahead
+    "kafkalite.history.enabled": False,
+}
+
+
+@dataclass
+class CaseResult:
+    """One timed run: ``records`` records of ``record_size`` bytes, all acknowledged or not."""
+
+    name: str
+    brokers: int
+    replication_factor: int
+    acks: str
+    records: int
+    record_size: int
+    seconds: float
+    acknowledged: int
+    errors: int
+    high_watermark: int
+    sim_events: int
+    sim_ms: int
+    batches: int
+    requests: int
+
+    @property
+    def records_per_s(self) -> float:
+        return self.records / self.seconds if self.seconds > 0 else float("inf")
+
+    @property
+    def mb_per_s(self) -> float:
+        """Value bytes per second, in MB (10^6), as Kafka's benchmark counts them."""
+        return self.records * self.record_size / MB / self.seconds if self.seconds > 0 else float("inf")
+
+    @property
+    def events_per_s(self) -> float:
+        return self.sim_events / self.seconds if self.seconds > 0 else float("inf")
+
+    @property
+    def all_acknowledged(self) -> bool:
+        return self.acknowledged == self.records and self.errors == 0
+
+    def to_dict(self) -> dict:
+        return {
+            **asdict(self),
+            "records_per_s": self.records_per_s,
+            "mb_per_s": self.mb_per_s,
+            "events_per_s": self.events_per_s,
+            "all_acknowledged": self.all_acknowledged,
+        }
+
+
+@dataclass
+class ProduceBenchResult:
+    single: CaseResult
+    replicated: CaseResult
+    producer_config: dict[str, Any]
+    offer_per_ms: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ratio(self) -> float:
+        """acks=all (3 replicas) throughput over acks=1 (1 broker)."""
+        return self.replicated.records_per_s / self.single.records_per_s
+
+    def to_dict(self) -> dict:
+        return {
+            "single": self.single.to_dict(),
+            "replicated": self.replicated.to_dict(),
+            "ratio": self.ratio,
+            "target_ratio": TARGET_RATIO,
+            "producer_config": self.producer_config,
+            "offer_per_ms": self.offer_per_ms,
+            "kafka_2014": {"records_per_s": KAFKA_2014_RECORDS_PER_S, "mb_per_s": KAFKA_2014_MB_PER_S},
+            "notes": self.notes,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def table(self) -> str:
+        s = self.single
+        cfg = self.producer_config
+        lines = [
+            f"kafkalite produce benchmark: {s.records:,} records of {s.record_size} B, one producer, "
+            f"in-process simulated cluster",
+            f"producer: batch.size={cfg['batch.size']} linger.ms={cfg['linger.ms']} "
+            f"buffer.memory={cfg['buffer.memory']}; offered {self.offer_per_ms} records per simulated ms",
+            f"{'case':<28} {'seconds':>8} {'records/s':>11} {'MB/s':>7} {'sim events/s':>13} {'acked':>9}",
+        ]
+        for c in (self.single, self.replicated):
+            acked = "all" if c.all_acknowledged else f"{c.acknowledged}"
+            lines.append(
+                f"{c.name:<28} {c.seconds:>8.3f} {c.records_per_s:>11,.0f} {c.mb_per_s:>7.1f} "
+                f"{c.events_per_s:>13,.0f} {acked:>9}"
+            )
+        verdict = "ok" if self.ratio >= TARGET_RATIO else "below target"
+        lines.append(f"acks=all / acks=1  {self.ratio:5.2f}  (target >= {TARGET_RATIO}: {verdict})")
+        lines.append(
+            f"context: Kafka 2014 benchmark, one producer thread, no replication: "
+            f"{KAFKA_2014_RECORDS_PER_S:,} records/s ({KAFKA_2014_MB_PER_S} MB/s) over real sockets and disks"
+        )
+        lines.extend(f"note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+
+def run_case(
+    records: int = 100_000,
+    record_size: int = 100,
+    *,
+    brokers: int = 1,
+    replication_factor: int = 1,
+    acks: str = "1",
+    min_insync_replicas: int = 1,
+    producer_config: dict[str, Any] | None = None,
+    offer_per_ms: int = 1000,
+    seed: int = 0,
+    name: str | None = None,
+) -> CaseResult:
+    """Produce ``records`` records to a fresh cluster and time it until every one is acknowledged."""
+    from kafkalite.cluster import Cluster
+    from kafkalite.protocol import TopicPartition
+
+    if records < 1 or record_size < 0 or offer_per_ms < 1:
+        raise ValueError("records and offer_per_ms must be >= 1, record_size >= 0")
+    cfg = {**PRODUCER_CONFIG, **(producer_config or {}), "acks": acks}
+    value = bytes(i & 0xFF for i in range(record_size))
+    with Cluster(brokers=brokers, seed=seed) as cluster:
+        cluster.create_topic(
+            TOPIC, 1, replication_factor, config={"min.insync.replicas": min_insync_replicas}
+        )
+        producer = cluster.producer("bench-producer", config=cfg)
+        net = cluster.net
+        warm = producer.send(TOPIC, value)  # metadata round trip, not timed
+        if not cluster.run_until(warm.done, 30_000) or warm.exception() is not None:
+            raise RuntimeError(f"warm-up send failed: {warm!r}")
+        leader = cluster.brokers[cluster.leader(TOPIC, 0)]
+        part = leader.rm.partition(TopicPartition(TOPIC, 0))
+        # Unacknowledged records allowed before send() "blocks", from buffer.memory and the record size.
+        window = max(1, cfg["buffer.memory"] // (record_size + 11))  # 11: the producer's per-record estimate
+        base = part.log_end_offset
+        events0, sim0 = net.stats.events, net._now
+        send = producer.send
+        t0 = time.perf_counter()
+        sent = 0
+        while sent < records:
+            # Block like a full buffer.memory: wait until the leader has taken enough of the backlog.
+            while sent - (part.log_end_offset - base) > window:
+                net.run_for(1)
+            n = min(offer_per_ms, records - sent)
+            for _ in range(n):
+                send(TOPIC, value)
+            sent += n
+            net.run_for(1)
+        producer.flush()
+        done = cluster.run_until(producer.idle, 600_000)
+        seconds = time.perf_counter() - t0
+        if not done:
+            raise RuntimeError("the producer did not finish within 600 simulated seconds")
+        errors = producer.metrics["record-error-total"]
+        return CaseResult(
+            name=name or f"{brokers} broker(s) RF={replication_factor} acks={acks}",
+            brokers=brokers,
+            replication_factor=replication_factor,
+            acks=acks,
+            records=records,
+            record_size=record_size,
+            seconds=seconds,
+            # Idle means every batch completed; a batch either succeeded or counted its records as errors.
+            acknowledged=producer.metrics["record-send-total"] - 1 - errors,
+            errors=errors,
+            high_watermark=part.high_watermark - base,
+            sim_events=net.stats.events - events0,
+            sim_ms=net._now - sim0,
+            batches=producer.metrics["batch-total"] - 1,
+            requests=producer.metrics["request-total"],
+        )
+
+
+def run_produce_bench(
+    records: int = 1_000_000,
+    record_size: int = 100,
+    *,
+    producer_config: dict[str, Any] | None = None,
+    offer_per_ms: int = 1000,
+    seed: int = 0,
+) -> ProduceBenchResult:
+    """Case (a) 1 broker acks=1 and case (b) 3 brokers RF=3 acks=all (min.insync.replicas=2)."""
+    cfg = {**PRODUCER_CONFIG, **(producer_config or {})}
+    single = run_case(
+        records, record_size, producer_config=cfg, offer_per_ms=offer_per_ms, seed=seed,
+        name="(a) 1 broker, acks=1",
+    )  # fmt: skip
+    replicated = run_case(
+        records, record_size, brokers=3, replication_factor=3, acks="all", min_insync_replicas=2,
+        producer_config=cfg, offer_per_ms=offer_per_ms, seed=seed, name="(b) 3 brokers RF=3, acks=all",
+    )  # fmt: skip
+    notes = [
+        "wall time from the first timed send until every record is acknowledged; includes the simulated "
+        "brokers' work (Log.append on real files, replication fetches), not socket or disk latency",
+    ]
+    for c in (single, replicated):
+        if not c.all_acknowledged or c.high_watermark != c.records:
+            notes.append(
+                f"{c.name}: {c.acknowledged} acknowledged, {c.errors} errors, "
+                f"{c.high_watermark} in the log (expected {c.records})"
+            )
+    return ProduceBenchResult(single, replicated, cfg, offer_per_ms, notes)
