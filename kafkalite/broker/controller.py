@@ -246,7 +246,7 @@ class Controller:
         except ControllerMovedError:
             self.resign("controller moved")
         except (ConnectionLossError, SessionExpired) as exc:
-            self._log("controller_zk_error", event=what, error=type(exc).__name__)
+            self._log("controller_zk_error", during=what, error=type(exc).__name__)
         return None
 
     # ----------------------------------------------------------------------------------- election

@@ -264,6 +264,7 @@ class KafkaBroker(BaseNode):
             self.zk.session_id = None  # the timers died with the node; the ensemble expires the session
         self.rm = None
         self.registered = False
+        self.broker_epoch = -1  # in-memory: the next incarnation gets a new one when it registers
         self._registration_timer = None
 
     def on_restart(self, now_ms: int) -> None:
@@ -328,7 +329,10 @@ class KafkaBroker(BaseNode):
             )
             self.send(src, env.reply(req.response_type(error_code=StaleControllerEpochError.code)))
             return
-        if req.broker_epoch != -1 and req.broker_epoch < self.broker_epoch:
+        # Until this incarnation has registered, a controller request was addressed to a previous one
+        # (the controller still sees the old ephemeral): acting on it would let a broker that restarted
+        # without its unflushed tail lead from a stale ISR. Kafka only serves requests after registering.
+        if not self.registered or (req.broker_epoch != -1 and req.broker_epoch < self.broker_epoch):
             self.log("stale_broker_epoch_fenced", api=type(req).__name__, epoch=req.broker_epoch)
             self.send(src, env.reply(req.response_type(error_code=STALE_BROKER_EPOCH)))
             return

@@ -9,7 +9,10 @@ crashed, paused or cut-off broker loses its ephemeral znodes (``/brokers/ids/<id
 Reads and writes are in-process calls, to keep the controller synchronous, but each is gated by reachability:
 ``ZkLink`` raises ``ConnectionLossError`` (ZooKeeper's CONNECTIONLOSS) when its owner could not have talked
 to ``"zk"`` at this instant (either node down or paused, or the link cut). Watch events are *not* in-process:
-the node sends each one as a ``ZkWatchEvent`` message, so they are delayed and lost like any other message.
+the node sends each one as a ``ZkWatchEvent`` message, so they are delayed like any other message. As with a
+real ensemble they are not lost while the session lives (ZooKeeper re-fires them after a reconnect): the node
+keeps each event until the client acknowledges it in a later ping, and resends the unacknowledged ones on
+every ping. Events die with their session.
 """
 
 from __future__ import annotations
@@ -42,9 +45,10 @@ class ConnectionLossError(CoordinationError):
 
 @dataclass(frozen=True, slots=True)
 class ZkPing:
-    """Client -> zk: keep ``session_id`` alive."""
+    """Client -> zk: keep ``session_id`` alive; ``acks`` are the watch tokens received since the last ping."""
 
     session_id: int
+    acks: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +83,8 @@ class ZkNode:
         self._store = store
         self.net: Any = None
         self.node_id: Any = None
+        # session -> token -> (owner, event): fired watches not yet acknowledged by the client
+        self._pending: dict[int, dict[int, tuple[Any, WatchedEvent]]] = {}
 
     def bind(self, net: Any, node_id: Any) -> None:
         self.net = net
@@ -96,19 +102,30 @@ class ZkNode:
             try:
                 self.store.heartbeat(msg.session_id)
             except SessionExpired:
+                self._pending.pop(msg.session_id, None)
                 self.net.send(self.node_id, src, ZkSessionExpired(msg.session_id))
                 return
             self.net.send(self.node_id, src, ZkPong(msg.session_id))
+            pending = self._pending.get(msg.session_id)
+            if pending:
+                for token in msg.acks:
+                    pending.pop(token, None)
+                # The link works again (this ping came through): re-fire what may have been lost.
+                for token, (owner, event) in sorted(pending.items()):
+                    self.net.send(self.node_id, owner, ZkWatchEvent(token, event))
 
     def on_tick(self, now_ms: int) -> None:
         for sid in self.store.tick(now_ms):
+            self._pending.pop(sid, None)
             self.net.log(self.node_id, "zk_session_expired", session=sid)
 
     def on_crash(self) -> None:  # pragma: no cover - the ensemble is assumed highly available
         pass
 
-    def deliver_watch(self, owner: Any, token: int, event: WatchedEvent) -> None:
+    def deliver_watch(self, owner: Any, token: int, event: WatchedEvent, session: int | None = None) -> None:
         """Called by the store (after the operation) when a client's watch fires."""
+        if session is not None and self.store.session_alive(session):
+            self._pending.setdefault(session, {})[token] = (owner, event)
         if self.net.is_up(self.node_id):
             self.net.send(self.node_id, owner, ZkWatchEvent(token, event))
 
@@ -142,6 +159,7 @@ class ZkLink:
         self._handlers: dict[int, Callable[[WatchedEvent], None]] = {}
         self._next_token = 0
         self._ping_timer: int | None = None
+        self._acks: list[int] = []  # watch tokens received, to acknowledge in the next ping
 
     # ------------------------------------------------------------------------------------ session
 
@@ -166,6 +184,7 @@ class ZkLink:
         self._check()
         self.session_id = self.store.connect(self.session_timeout_ms)
         self._handlers.clear()
+        self._acks.clear()
         self._arm_ping()
         return self.session_id
 
@@ -178,6 +197,7 @@ class ZkLink:
         """Forget the session without closing it (a crash: the ensemble expires it later)."""
         self.session_id = None
         self._handlers.clear()
+        self._acks.clear()
         if self._ping_timer is not None:
             self.net.cancel_timer(self._ping_timer)
             self._ping_timer = None
@@ -199,12 +219,19 @@ class ZkLink:
         self._ping_timer = None
         if self.session_id is None:
             return
-        self.net.send(self.owner, self.zk_id, ZkPing(self.session_id))
+        self._send_ping()
         self._arm_ping()
+
+    def _send_ping(self) -> None:
+        assert self.session_id is not None
+        self.net.send(self.owner, self.zk_id, ZkPing(self.session_id, tuple(self._acks)))
+        self._acks.clear()  # a lost ping only means a duplicate event later, which is ignored
 
     def on_message(self, msg: Any) -> bool:
         """Handle a message from zk; False if it is not a ZooKeeper message."""
         if isinstance(msg, ZkWatchEvent):
+            if self.session_id is not None:
+                self._acks.append(msg.token)
             handler = self._handlers.pop(msg.token, None)
             if handler is not None:
                 handler(msg.event)
@@ -235,8 +262,8 @@ class ZkLink:
         self._next_token += 1
         token = self._next_token
         self._handlers[token] = watch
-        zk, owner = self.zk, self.owner
-        return lambda event: zk.deliver_watch(owner, token, event)
+        zk, owner, sid = self.zk, self.owner, self.session_id
+        return lambda event: zk.deliver_watch(owner, token, event, sid)
 
     def create(
         self,
@@ -278,4 +305,4 @@ class ZkLink:
 
     def heartbeat(self) -> None:
         self._sid()
-        self.net.send(self.owner, self.zk_id, ZkPing(self.session_id))
+        self._send_ping()
