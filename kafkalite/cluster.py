@@ -224,7 +224,9 @@ class Cluster:
         st = self.partition_state(topic, partition)
         return () if st is None else st.isr
 
-    def _replica(self, broker: int, topic: str, partition: int) -> Any:
+    def replica(self, broker: int, topic: str, partition: int) -> Any:
+        """``broker``'s ``Partition`` object for the partition (its log, HW, ISR view), or None while the
+        broker is down or holds no replica of it."""
         b = self.brokers[broker]
         if b.rm is None or not self.net.is_up(broker):
             return None
@@ -233,14 +235,14 @@ class Cluster:
     def high_watermark(self, topic: str, partition: int) -> int | None:
         """The leader's high watermark (None without a live leader)."""
         leader = self.leader(topic, partition)
-        part = None if leader is None else self._replica(leader, topic, partition)
+        part = None if leader is None else self.replica(leader, topic, partition)
         return None if part is None else part.high_watermark
 
     def log_end_offsets(self, topic: str, partition: int) -> dict[int, int]:
         """LEO of each live replica."""
         out = {}
         for b in self.replicas(topic, partition):
-            part = self._replica(b, topic, partition)
+            part = self.replica(b, topic, partition)
             if part is not None:
                 out[b] = part.log_end_offset
         return out
@@ -251,7 +253,7 @@ class Cluster:
         out: dict[int, list[Any]] = {}
         for p in sorted(paths.TopicAssignment.decode(data).partitions):
             leader = self.leader(topic, p)
-            part = None if leader is None else self._replica(leader, topic, p)
+            part = None if leader is None else self.replica(leader, topic, p)
             out[p] = [] if part is None else list(part.log.iter_records(None, part.high_watermark))
         return out
 
@@ -259,7 +261,7 @@ class Cluster:
         """Every live replica's whole log (records), for the checker's divergence test."""
         out = {}
         for b in self.replicas(topic, partition):
-            part = self._replica(b, topic, partition)
+            part = self.replica(b, topic, partition)
             if part is not None:
                 out[b] = list(part.log.iter_records())
         return out
