@@ -122,6 +122,8 @@ CONTROLLER_DEFAULTS: dict[str, Any] = {
 # Controller requests use correlation ids from a range of their own, so a broker can route an answer to its
 # controller or to its replica manager without a shared counter.
 CONTROLLER_CORRELATION_BASE = 1 << 40
+# How soon a watch-triggered event aborted by a ZooKeeper connection loss runs again.
+ZK_EVENT_RETRY_MS = 100
 
 
 def _bool(value: Any) -> bool:
@@ -143,6 +145,7 @@ class PartitionInfo:
     removing: tuple[int, ...] = ()
     state: paths.PartitionState | None = None
     zk_version: int = -1
+    mzxid: int = -1  # zxid of the state znode's last write, as loaded or written by this controller
 
 
 @dataclass
@@ -227,6 +230,7 @@ class Controller:
         self._next_cid = CONTROLLER_CORRELATION_BASE
         self._pending: dict[tuple[Any, int], tuple[Any, int]] = {}  # (dst, cid) -> (request, timer)
         self._rebalance_timer: int | None = None
+        self._failover_done = False  # False while a failover aborted by ZooKeeper trouble must be redone
         self.rejections: list[tuple[Any, str, int]] = []  # (broker, api, error_code) answers refusing us
 
     # ------------------------------------------------------------------------------------- status
@@ -249,14 +253,46 @@ class Controller:
             self._log("controller_zk_error", during=what, error=type(exc).__name__)
         return None
 
+    def _watch_event(self, what: str, fn: Callable[[], Any], *, active_only: bool = True) -> None:
+        """Run a watch-triggered event; retried while ZooKeeper is unreachable.
+
+        Watches are one-shot and each event re-arms its own by reading, so an event dropped on a
+        connection loss would leave the controller deaf to that znode for good (e.g. a broker's failure
+        and return never handled). Kafka's ZooKeeper client holds requests until it reconnects; here the
+        event runs again after a short delay, as long as this controller (or, for ``/controller``, this
+        broker's session) is still the one that saw it. A session expiry needs no retry: the broker
+        registers again and re-runs for controller, which reloads everything.
+        """
+        ctx = self.ctx
+        try:
+            fn()
+        except ControllerMovedError:
+            self.resign("controller moved")
+        except SessionExpired as exc:
+            self._log("controller_zk_error", during=what, error=type(exc).__name__)
+        except ConnectionLossError as exc:
+            self._log(
+                "controller_zk_error", during=what, error=type(exc).__name__, retry_ms=ZK_EVENT_RETRY_MS
+            )
+            session = self.zk.session_id
+
+            def again(_now_ms: int) -> None:
+                if active_only and (self.ctx is None or self.ctx is not ctx):
+                    return  # resigned or re-elected since: a failover reloads everything
+                if self.zk.session_id is None or self.zk.session_id != session:
+                    return  # new session: registration re-ran the election
+                self._watch_event(what, fn, active_only=active_only)
+
+            self._set_timer(ZK_EVENT_RETRY_MS, again)
+
     # ----------------------------------------------------------------------------------- election
 
     def startup(self) -> None:
         """Watch ``/controller`` and run for controller (Kafka's ``elect`` on startup)."""
-        self._guard("startup", self._elect)
+        self._watch_event("startup", self._elect, active_only=False)
 
     def _on_controller_change(self, event: WatchedEvent) -> None:
-        self._guard("controller_change", self._elect)
+        self._watch_event("controller_change", self._elect, active_only=False)
 
     def _elect(self) -> None:
         zk = self.zk
@@ -269,6 +305,9 @@ class Controller:
                 self.active_controller_id = -1
             if self.active_controller_id != self.broker_id and self.ctx is not None:
                 self.resign("another broker is controller")
+            elif self.ctx is not None and not self._failover_done:
+                self._on_failover()  # our failover was cut short by ZooKeeper trouble: redo it
+                self._failover_done = True
             return
         reg = paths.ControllerRegistration(self.broker_id, self._now_ms())
         try:
@@ -293,7 +332,9 @@ class Controller:
         self.active_controller_id = self.broker_id
         self.ctx = ControllerContext(epoch=epoch, epoch_zk_version=version)
         self._log("controller_elected", broker=self.broker_id, epoch=epoch)
+        self._failover_done = False
         self._on_failover()
+        self._failover_done = True
 
     def resign(self, reason: str) -> None:
         """Stop acting as controller (Kafka's ``onControllerResignation``)."""
@@ -346,6 +387,7 @@ class Controller:
             else:
                 res = self._write([SetData(path, new.encode(), info.zk_version)])
                 version = res[1].version
+                info.mzxid = res[1].mzxid
         except (BadVersion, NodeExists):
             self._load_state(tp, info)
             self._log("partition_state_conflict", tp=str(tp), zk_version=info.zk_version)
@@ -357,8 +399,9 @@ class Controller:
         try:
             data, st = self.zk.get(paths.partition_state_path(*tp))
             info.state, info.zk_version = paths.PartitionState.decode(data), st.version
+            info.mzxid = st.mzxid
         except NoNode:
-            info.state, info.zk_version = None, -1
+            info.state, info.zk_version, info.mzxid = None, -1, -1
 
     def _write_assignment(self, topic: str) -> None:
         assert self.ctx is not None
@@ -387,6 +430,7 @@ class Controller:
         for tp, info in ctx.partitions():
             if info.state is None:
                 self._init_partition(tp, info, batch)
+        self._handle_bounced_on_failover(batch)
         dead = {r for _, i in ctx.partitions() for r in i.replicas if r not in ctx.live_brokers}
         self._handle_dead_replicas(dead, batch, reason="controller_failover")
         self._elect_offline(batch, reason="controller_failover")
@@ -407,6 +451,29 @@ class Controller:
         self._watch_preferred_election()
         if _bool(self.config["auto.leader.rebalance.enable"]):
             self._arm_rebalance()
+
+    def _handle_bounced_on_failover(self, batch: _Batch) -> None:
+        """Leaders and ISR members whose broker registered after the state znode was last written.
+
+        Such a replica got its leadership or ISR seat in an earlier incarnation: it may have restarted
+        without the records it acknowledged (a crash loses the unflushed page cache). A running
+        controller sees the bounce as a broker epoch change and handles the broker as failed first
+        (``_broker_change``); a new controller has no earlier epochs to compare, but the state znode
+        only changes through a controller or the leader, so a registration (czxid) newer than the
+        state's last write (mzxid) means the replica bounced since. Without this, a leader that
+        restarted empty just as the controller moved (often: it was the controller) keeps leading at
+        the same leader epoch and its followers truncate the acked records away to match it.
+        """
+        ctx = self.ctx
+        assert ctx is not None
+        for tp, info in ctx.partitions():
+            st = info.state
+            if st is None:
+                continue
+            members = {st.leader, *st.isr}
+            bounced = {r for r in members if ctx.live_brokers.get(r, -1) > info.mzxid >= 0}
+            if bounced:
+                self._handle_dead_replicas(bounced, batch, reason="controller_failover_bounce", only=tp)
 
     def _read_brokers(self) -> tuple[set[int], set[int]]:
         """Refresh live brokers (with a child watch); returns (dead, new), a bounce counting as both."""
@@ -455,7 +522,7 @@ class Controller:
 
     def _on_brokers_change(self, event: WatchedEvent) -> None:
         if self.ctx is not None:
-            self._guard("broker_change", self._broker_change)
+            self._watch_event("broker_change", self._broker_change)
 
     def _broker_change(self) -> None:
         ctx = self.ctx
@@ -489,7 +556,7 @@ class Controller:
 
     def _on_topics_change(self, event: WatchedEvent) -> None:
         if self.ctx is not None:
-            self._guard("topic_change", self._topics_change)
+            self._watch_event("topic_change", self._topics_change)
 
     def _topics_change(self) -> None:
         ctx = self.ctx
@@ -594,13 +661,17 @@ class Controller:
         batch.metadata.add(tp)
         return True
 
-    def _handle_dead_replicas(self, dead: set[int], batch: _Batch, *, reason: str) -> None:
+    def _handle_dead_replicas(
+        self, dead: set[int], batch: _Batch, *, reason: str, only: TopicPartition | None = None
+    ) -> None:
         """Leaders on dead brokers are replaced; dead followers leave the ISR (OfflineReplica)."""
         ctx = self.ctx
         assert ctx is not None
         if not dead:
             return
         for tp, info in ctx.partitions():
+            if only is not None and tp != only:
+                continue
             st = info.state
             if st is None or not (st.leader in dead or any(r in dead for r in st.isr)):
                 continue
@@ -1020,7 +1091,7 @@ class Controller:
 
     def _on_preferred_znode(self, event: WatchedEvent) -> None:
         if self.ctx is not None:
-            self._guard("preferred_replica_election", self._watch_preferred_election)
+            self._watch_event("preferred_replica_election", self._watch_preferred_election)
 
     def _preferred_znode(self) -> None:
         try:
@@ -1107,7 +1178,7 @@ class Controller:
 
     def _on_admin_reassign(self, event: WatchedEvent) -> None:
         if self.ctx is not None:
-            self._guard("reassign_partitions", self._watch_admin_reassign)
+            self._watch_event("reassign_partitions", self._watch_admin_reassign)
 
     def _start_reassignment(self, tp: TopicPartition, target: tuple[int, ...]) -> None:
         ctx = self.ctx

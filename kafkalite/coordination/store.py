@@ -331,6 +331,9 @@ class CoordinationStore:
         self._txn: _Txn | None = None
         self._depth = 0
         self._delivering = False
+        # Called with each session id that ends by expiry, whichever call noticed it (a tick or any
+        # operation's expiry pass): the ensemble's node logs it and forgets the session's watches.
+        self.on_session_expired: Callable[[int], None] | None = None
 
     # -------------------------------------------------------------------------------- sessions
 
@@ -409,6 +412,8 @@ class CoordinationStore:
         )
         for _, sid in due:
             self._end_session(sid, "expire_session")
+            if self.on_session_expired is not None:
+                self.on_session_expired(sid)
         return [sid for _, sid in due]
 
     def _end_session(self, sid: int, op: str) -> None:

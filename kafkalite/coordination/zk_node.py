@@ -91,6 +91,7 @@ class ZkNode:
         self.node_id = node_id
         if self._store is None:
             self._store = CoordinationStore(net.clock)
+        self._store.on_session_expired = self._session_expired
 
     @property
     def store(self) -> CoordinationStore:
@@ -115,9 +116,13 @@ class ZkNode:
                     self.net.send(self.node_id, owner, ZkWatchEvent(token, event))
 
     def on_tick(self, now_ms: int) -> None:
-        for sid in self.store.tick(now_ms):
-            self._pending.pop(sid, None)
-            self.net.log(self.node_id, "zk_session_expired", session=sid)
+        self.store.tick(now_ms)  # expiries are logged by ``_session_expired``
+
+    def _session_expired(self, sid: int) -> None:
+        """The store ended ``sid`` by expiry: on a tick, or in the expiry pass of any store operation
+        (a broker's call, a reader), which would otherwise leave no trace in the event log."""
+        self._pending.pop(sid, None)
+        self.net.log(self.node_id, "zk_session_expired", session=sid)
 
     def on_crash(self) -> None:  # pragma: no cover - the ensemble is assumed highly available
         pass
