@@ -14,7 +14,7 @@ from kafkalite.net.sim import BaseNode, Fault, FaultSchedule, SimNetwork
 from kafkalite.protocol import LeaderAndIsrRequest
 
 # Seeds 0..CI_SEEDS-1 of the default short schedule (3 s of faults, 80 records): ~0.3-0.8 s each.
-CI_SEEDS = 100
+CI_SEEDS = 300
 # Seeds that still fail (liveness: the cluster does not converge, or a loss not yet understood); see
 # the report of the fault-test work. Not strict: a fix elsewhere may shift a timeline and pass them.
 # Empty since the liveness fixes (stale epoch entry at the LEO, controller watch events retried after a
