@@ -3,6 +3,7 @@ tiny broker nodes, a fake controller that accepts every AlterPartition, and hand
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -401,3 +402,64 @@ def test_crash_loses_unflushed_bytes(tmp_path):
     c.net.restart(1)
     c.elect(1, 1, (1,))
     assert c.values(1) == [b"a"]
+
+
+def _tamper_fetch_data(c: Cluster, leader: int, follower: int, change) -> list[int]:
+    """Rewrite the record bytes of fetch answers on the ``leader -> follower`` link with ``change``
+    (until it returns None); returns one entry per answer it changed."""
+    touched = []
+
+    def tamper(msg):
+        resp = getattr(msg, "response", None)
+        if not isinstance(resp, FetchResponse):
+            return msg
+        parts = []
+        for p in resp.partitions:
+            data = p.records if isinstance(p.records, bytes | bytearray) else b""
+            new = change(bytearray(data)) if data else None
+            if new is not None:
+                touched.append(1)
+                p = dataclasses.replace(p, records=bytes(new))
+            parts.append(p)
+        return dataclasses.replace(msg, response=dataclasses.replace(resp, partitions=tuple(parts)))
+
+    c.net.tamper(leader, follower, tamper)
+    return touched
+
+
+def test_corrupt_fetch_data_is_refetched_not_fatal(c3):
+    budget = [1]
+
+    def flip_a_byte(data: bytearray):
+        if not budget[0]:
+            return None
+        budget[0] -= 1
+        data[-1] ^= 0xFF  # inside the CRC-covered records
+        return data
+
+    touched = _tamper_fetch_data(c3, 1, 2, flip_a_byte)
+    cid = c3.produce(1, [b"a", b"b"], acks=1)
+    assert c3.run_until(lambda: c3.answer(cid) is not None)
+    assert c3.run_until(lambda: c3.values(2) == [b"a", b"b"], 10_000)
+    assert touched == [1]
+    assert [e.fields["tp"] for e in c3.net.events("fetch_corrupt", node=2)] == [str(TP)]
+
+
+def test_fetched_data_that_does_not_fit_fails_only_that_partition(c3):
+    budget = [1]
+
+    def shift_base_offset(data: bytearray):
+        if not budget[0]:
+            return None
+        budget[0] -= 1
+        data[0:8] = (5).to_bytes(8, "big")  # a base offset the follower's log end cannot take
+        return data
+
+    _tamper_fetch_data(c3, 1, 2, shift_base_offset)
+    cid = c3.produce(1, [b"a"], acks=1)
+    assert c3.run_until(lambda: c3.answer(cid) is not None)
+    assert c3.run_until(lambda: bool(c3.net.events("partition_failed", node=2)), 5_000)
+    c3.net.run_for(2_000)  # the simulation keeps running; the failed partition stays put
+    assert c3.values(2) == [] and c3.values(3) == [b"a"]
+    c3.elect(1, 1, (1, 3))  # the next LeaderAndIsr restarts replication of the partition
+    assert c3.run_until(lambda: c3.values(2) == [b"a"], 5_000)

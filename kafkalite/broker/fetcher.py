@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kafkalite.errors import (
+    CorruptRecordError,
     FencedLeaderEpochError,
+    KafkaError,
     NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
     UnknownLeaderEpochError,
@@ -43,7 +45,7 @@ from kafkalite.storage.leader_epoch import UNDEFINED_EPOCH
 if TYPE_CHECKING:
     from kafkalite.broker.replica_manager import ReplicaManager
 
-TRUNCATING, FETCHING, RESETTING = "truncating", "fetching", "resetting"
+TRUNCATING, FETCHING, RESETTING, FAILED = "truncating", "fetching", "resetting", "failed"
 
 
 @dataclass
@@ -237,7 +239,22 @@ class ReplicaFetcher:
                     continue
                 data = r.records if isinstance(r.records, bytes | bytearray) else r.records.read()
                 if data:
-                    self.rm._append_as_follower(p, data)
+                    try:
+                        self.rm._append_as_follower(p, data)
+                    except CorruptRecordError as exc:
+                        # Damaged in transit or at the leader: fetch the same offset again later.
+                        self.rm._event("fetch_corrupt", tp=str(r.tp), leader=self.leader_id, error=str(exc))
+                        self._backoff(st)
+                        continue
+                    except KafkaError as exc:
+                        # The leader's data does not fit this log (e.g. a wrong base offset): stop
+                        # replicating this partition until the controller sends a new LeaderAndIsr, as
+                        # Kafka's fetcher marks a partition failed instead of stopping the broker.
+                        st.state = FAILED
+                        self.rm._event(
+                            "partition_failed", tp=str(r.tp), leader=self.leader_id, error=str(exc)
+                        )
+                        continue
                     st.fetch_offset = p.log_end_offset
                 p.update_follower_hw(r.high_watermark)
             elif code == OffsetOutOfRangeError.code:

@@ -189,6 +189,7 @@ class SimNetwork:
         self._cuts: set[tuple[NodeId, NodeId]] = set()
         self._delays: dict[tuple[NodeId, NodeId], int] = {}
         self._drops: dict[tuple[NodeId, NodeId], float] = {}
+        self._tampers: dict[tuple[NodeId, NodeId], Callable[[Any], Any]] = {}
         self._log_traffic = log_messages == "all"
         self._log_drops = log_messages != "none"
         self._events: list[Event] = []
@@ -248,6 +249,13 @@ class SimNetwork:
             p = self._drops.get(link)
             if p and self.rng.random() < p:
                 return self._drop(src, dst, msg, "random")
+        if self._tampers:
+            tamper = self._tampers.get(link)
+            if tamper is not None:
+                changed = tamper(msg)
+                if changed is None:
+                    return self._drop(src, dst, msg, "tampered")
+                msg = changed
         now = self._now
         lat = self._link_latency.get(link) if self._link_latency else None
         base, jitter = (self._latency, self._jitter) if lat is None else lat
@@ -398,6 +406,7 @@ class SimNetwork:
             self._cuts.discard(link)
             self._delays.pop(link, None)
             self._drops.pop(link, None)
+            self._tampers.pop(link, None)
         self._events.append(Event(self._now, a, "heal", {"peer": b}))
 
     def partition(self, groups: Iterable[Iterable[NodeId]]) -> None:
@@ -416,6 +425,7 @@ class SimNetwork:
         self._cuts.clear()
         self._delays.clear()
         self._drops.clear()
+        self._tampers.clear()
         self._events.append(Event(self._now, None, "heal_all", {}))
 
     def delay(self, a: NodeId, b: NodeId, extra_ms: int, one_way: bool = False) -> None:
@@ -441,6 +451,15 @@ class SimNetwork:
             else:
                 self._drops.pop(link, None)
         self._events.append(Event(self._now, a, "lossy", {"peer": b, "p": probability, "one_way": one_way}))
+
+    def tamper(self, a: NodeId, b: NodeId, fn: Callable[[Any], Any] | None) -> None:
+        """Pass every message on ``a -> b`` through ``fn`` as it is sent: it returns the message to
+        deliver (changed or not) or None to drop it. Models corruption in flight; None removes it."""
+        if fn is None:
+            self._tampers.pop((a, b), None)
+        else:
+            self._tampers[(a, b)] = fn
+        self._events.append(Event(self._now, a, "tamper", {"peer": b, "on": fn is not None}))
 
     def set_latency(
         self, a: NodeId, b: NodeId, latency_ms: int, jitter_ms: int = 0, one_way: bool = False
