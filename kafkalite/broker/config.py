@@ -14,11 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkalite.config import parse_bool, parse_int
 from kafkalite.errors import InvalidConfigError
 from kafkalite.storage.config import LogConfig
-
-_BOOL_TRUE = {"true", "1", "yes"}
-_BOOL_FALSE = {"false", "0", "no"}
 
 # Kafka name -> (field, kind, default, minimum)
 _SPECS: dict[str, tuple[str, str, Any, int | None]] = {
@@ -53,29 +51,11 @@ _TOPIC_KEYS = {"min.insync.replicas", "unclean.leader.election.enable"}
 
 
 def _parse(key: str, kind: str, value: Any, minimum: int | None) -> Any:
-    def bad(why: str) -> InvalidConfigError:
-        return InvalidConfigError(f"invalid value {value!r} for {key!r}: {why}")
-
     if kind == "str":
         return str(value)
     if kind == "bool":
-        if isinstance(value, bool):
-            return value
-        text = str(value).strip().lower()
-        if text in _BOOL_TRUE:
-            return True
-        if text in _BOOL_FALSE:
-            return False
-        raise bad("expected true or false")
-    if isinstance(value, bool):
-        raise bad("expected an integer, not a boolean")
-    try:
-        num = int(value.strip()) if isinstance(value, str) else int(value)
-    except (TypeError, ValueError):
-        raise bad("expected an integer") from None
-    if minimum is not None and num < minimum:
-        raise bad(f"must be >= {minimum}")
-    return num
+        return parse_bool(key, value)
+    return parse_int(key, value, low=minimum)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkalite.config import parse_bool, parse_int
 from kafkalite.errors import InvalidConfigError
 from kafkalite.records import Compression
 
@@ -85,28 +86,6 @@ def _normalise_key(key: str) -> str:
     raise InvalidConfigError(f"unknown producer config {key!r}")
 
 
-def _as_int(key: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool):
-        raise InvalidConfigError(f"{key} must be an integer, got {value!r}")
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise InvalidConfigError(f"{key} must be an integer, got {value!r}") from None
-    if isinstance(value, float) and number != value:
-        raise InvalidConfigError(f"{key} must be an integer, got {value!r}")
-    if number < minimum:
-        raise InvalidConfigError(f"{key} must be >= {minimum}, got {value!r}")
-    return number
-
-
-def _as_bool(key: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise InvalidConfigError(f"{key} must be true or false, got {value!r}")
-
-
 def _as_acks(value: Any) -> int:
     if isinstance(value, str):
         text = value.strip().lower()
@@ -152,9 +131,9 @@ class ProducerConfig:
         props = dict(PRODUCER_DEFAULTS)
         props.update(given)
         for key, minimum in _INT_KEYS.items():
-            props[key] = _as_int(key, props[key], minimum)
+            props[key] = parse_int(key, props[key], low=minimum)
         for key in _BOOL_KEYS + _BOOL_KEYS_KL:
-            props[key] = _as_bool(key, props[key])
+            props[key] = parse_bool(key, props[key])
         acks = _as_acks(props["acks"])
         props["acks"] = "all" if acks == -1 else str(acks)
         codec = props["compression.type"]

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from kafkalite.config import invalid, parse_float, parse_int
 from kafkalite.errors import InvalidConfigError
 
 LONG_MAX = (1 << 63) - 1
@@ -121,37 +122,18 @@ class _Spec:
         return f"{what} {' and '.join(p for p in (lo, hi) if p)}".strip()
 
     def parse(self, key: str, value: Any):
-        def bad(why: str) -> InvalidConfigError:
-            return InvalidConfigError(
-                f"invalid value {value!r} for {key!r}: {why}; allowed: {self.allowed()}"
-            )
-
-        if self.kind == "str":
-            text = value.strip() if isinstance(value, str) else None
-            if key == "cleanup.policy" and text is not None:
-                parts = sorted({p.strip() for p in text.split(",") if p.strip()})
-                text = ",".join(parts)
-                if parts == ["compact", "delete"]:
-                    text = "compact,delete"
-            if text not in self.choices:
-                raise bad("not a recognised value")
-            return text
-        if isinstance(value, bool):
-            raise bad("booleans are not numbers here")
-        try:
-            if self.kind == "int":
-                if isinstance(value, float):
-                    if not value.is_integer():
-                        raise ValueError
-                    value = int(value)
-                num = int(value.strip()) if isinstance(value, str) else int(value)
-            else:
-                num = float(value.strip()) if isinstance(value, str) else float(value)
-        except (TypeError, ValueError):
-            raise bad("not a number") from None
-        if (self.low is not None and num < self.low) or (self.high is not None and num > self.high):
-            raise bad("out of range")
-        return num
+        if self.kind == "int":
+            return parse_int(key, value, low=self.low, high=self.high, allowed=self.allowed())
+        if self.kind == "float":
+            return parse_float(key, value, low=self.low, high=self.high, allowed=self.allowed())
+        text = value.strip() if isinstance(value, str) else None
+        if key == "cleanup.policy" and text is not None:
+            # "delete,compact" and "compact, delete" mean the same policy: keep one spelling.
+            parts = sorted({p.strip() for p in text.split(",") if p.strip()})
+            text = "compact,delete" if parts == ["compact", "delete"] else ",".join(parts)
+        if text not in self.choices:
+            raise invalid(key, value, "not a recognised value", self.allowed())
+        return text
 
 
 _SPECS: dict[str, _Spec] = {
