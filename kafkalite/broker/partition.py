@@ -192,16 +192,9 @@ class Partition:
 
     def truncate_to(self, offset: int, reason: str) -> None:
         leo = self.log_end_offset
-        if offset < leo:
-            self.log.truncate_to(offset)
+        if self.log.truncate_to(offset):  # also trims the epoch cache when nothing is cut
             self.event("truncate", reason=reason, from_offset=leo, to_offset=offset)
             self.event("leo", replica=self.broker_id, leo=self.log_end_offset)
-        else:
-            # As Kafka's truncateTo: even a no-op truncation drops epoch entries starting at the LEO. A
-            # replica elected leader that appended nothing before losing leadership keeps an entry
-            # (epoch, LEO) the new leader never had; sent as last_fetched_epoch it makes every fetch
-            # "diverge" back to this very offset, forever.
-            self.log.leader_epoch_cache.truncate_from_end(leo)
         if self.high_watermark > self.log_end_offset:
             self.high_watermark = self.log_end_offset
 

@@ -713,6 +713,10 @@ class Log:
             raise OffsetOutOfRangeError(f"cannot truncate {self.dir.name} to negative offset {offset}")
         with self._lock:
             if offset >= self._leo:
+                # Nothing to cut, but an epoch entry starting at the log end goes, as in Kafka: a
+                # replica elected leader that appended nothing before losing leadership holds an
+                # epoch the new leader never had, and would keep "diverging" at this very offset.
+                self.leader_epoch_cache.truncate_from_end(self._leo)
                 return False
             if offset < self._segments[0].base_offset:
                 doomed = list(self._segments)
@@ -735,10 +739,7 @@ class Log:
                 self._log_start = self._leo
                 self._write_log_start_checkpoint()
             self._recovery_point = min(self._recovery_point, self._leo)
-            kept_epochs = [(e, o) for e, o in self._epochs if o < self._leo]
-            if kept_epochs != self._epochs:
-                self._epochs = kept_epochs
-                self._epoch_checkpoint().write(self._epochs)
+            self.leader_epoch_cache.truncate_from_end(self._leo)
             return True
 
     def delete_records(self, before_offset: int) -> int:
