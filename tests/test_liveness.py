@@ -11,6 +11,7 @@ from kafkalite.coordination.store import CoordinationStore
 from kafkalite.coordination.zk_node import ZK_NODE_ID, ConnectionLossError, ZkNode
 from kafkalite.faults import BROKER_CONFIG
 from kafkalite.net.sim import SimNetwork
+from kafkalite.protocol import AlterPartitionItem, AlterPartitionRequest, TopicPartition
 
 
 def _cluster() -> Cluster:
@@ -154,5 +155,66 @@ def test_controller_failover_cut_short_by_zk_connection_loss_is_redone() -> None
         assert c.run_until(healed, 10_000), [c.partition_state("t", p) for p in range(3)]
         new = c.controller()
         assert new not in (None, old) and failures[new] == 0  # type: ignore[index]
+    finally:
+        c.close()
+
+
+def test_isr_change_committed_with_answer_lost_is_resent_and_adopted() -> None:
+    # Bug (seeds 795, 938): a leader's AlterPartition (shrink) was committed by the controller but the
+    # answer was lost (controller -> leader link cut one way, or the controller paused holding it). On
+    # the request timeout the leader dropped the proposal and kept its old ISR and partition epoch: its
+    # ISR looked full, so it proposed nothing more, while ZooKeeper kept the shrunk ISR forever (or each
+    # later proposal was refused as INVALID_UPDATE_VERSION). As Kafka's AlterPartitionManager, the leader
+    # now sends the unanswered proposal again, and the controller answers a proposal that is already the
+    # committed state with that state (equalsAllowStalePartitionEpoch) instead of fencing it.
+    c = Cluster(brokers=3, seed=0, config=BROKER_CONFIG)
+    try:
+        c.create_topic("t", 3, 3)
+        ctl = c.controller()
+        assert ctl is not None
+        p = next(q for q in range(3) if c.leader("t", q) != ctl)
+        leader = c.leader("t", p)
+        follower = next(b for b in (1, 2, 3) if b not in (ctl, leader))
+        c.cut(ctl, leader, one_way=True)  # leader -> controller works; the answers are lost
+        c.crash(follower)
+        assert c.run_until(lambda: follower not in c.isr("t", p), 5000)
+        assert follower in c.replica(leader, "t", p).isr  # the leader never learnt it
+        c.run_for(BROKER_CONFIG["controller.socket.timeout.ms"] + 500)  # the proposal times out unanswered
+        c.heal(ctl, leader)
+        c.restart(follower)
+
+        def in_sync() -> bool:
+            part = c.replica(leader, "t", p)
+            return (
+                c.leader("t", p) == leader
+                and len(c.isr("t", p)) == 3
+                and part.pending_isr is None
+                and tuple(sorted(part.isr)) == tuple(sorted(c.isr("t", p)))
+            )
+
+        assert c.run_until(in_sync, 15_000), (c.isr("t", p), c.replica(leader, "t", p).isr)
+    finally:
+        c.close()
+
+
+def test_controller_answers_already_committed_isr_proposal_with_committed_state() -> None:
+    c = _cluster()
+    try:
+        ctl = c.controller()
+        leader = c.leader("t", 0)
+        assert ctl is not None and leader is not None
+        st = c.partition_state("t", 0)
+        assert st is not None
+        dropped = next(r for r in st.isr if r != leader)
+        shrunk = tuple(r for r in st.isr if r != dropped)
+        item = AlterPartitionItem(
+            tp=TopicPartition("t", 0), leader_epoch=st.leader_epoch, new_isr=shrunk, partition_epoch=0
+        )
+        controller = c.brokers[ctl].controller
+        first = controller._alter_partition(AlterPartitionRequest(broker_id=leader, partitions=(item,)))
+        again = controller._alter_partition(AlterPartitionRequest(broker_id=leader, partitions=(item,)))
+        assert first.partitions[0].error_code == 0 and first.partitions[0].partition_epoch == 1
+        assert again.partitions[0].error_code == 0  # not INVALID_UPDATE_VERSION: it is the committed state
+        assert again.partitions[0].isr == shrunk and again.partitions[0].partition_epoch == 1
     finally:
         c.close()

@@ -995,9 +995,20 @@ class Controller:
             return reject(FencedLeaderEpochError.code, FencedLeaderEpochError.name)
         if item.leader_epoch > st.leader_epoch:
             return reject(UnknownLeaderEpochError.code, UnknownLeaderEpochError.name)
+        new_isr = tuple(item.new_isr)
+        if new_isr == st.isr and item.partition_epoch <= info.zk_version:
+            # Already the committed state (Kafka's equalsAllowStalePartitionEpoch, checked before the
+            # partition-epoch fence to keep AlterPartition idempotent): a leader sending again a proposal
+            # whose answer it never got learns the committed state and partition epoch.
+            return AlterPartitionResult(
+                tp=tp,
+                leader=st.leader,
+                leader_epoch=st.leader_epoch,
+                isr=st.isr,
+                partition_epoch=info.zk_version,
+            )
         if item.partition_epoch != info.zk_version:
             return reject(INVALID_UPDATE_VERSION, "INVALID_UPDATE_VERSION")
-        new_isr = tuple(item.new_isr)
         if broker not in new_isr or any(r not in info.replicas for r in new_isr):
             return reject(InvalidRequestError.code, InvalidRequestError.name)
         added = [r for r in new_isr if r not in st.isr]

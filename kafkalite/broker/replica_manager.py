@@ -106,6 +106,10 @@ class MetadataCache:
         return [st for tp, st in sorted(self.partitions.items()) if tp.topic == topic]
 
 
+# How soon an AlterPartition proposal left unanswered (timeout, top-level error) is sent again (Kafka: 50 ms).
+ALTER_PARTITION_RETRY_MS = 50
+
+
 class ReplicaManager:
     """All replicas on one broker. See the module docstring and CLUSTER_CONTRACT.md (C1)."""
 
@@ -684,14 +688,41 @@ class ReplicaManager:
             return  # retried on a later tick / fetch
         p.pending_isr = new_isr
         p.pending_since_ms = self.clock.now_ms()
+        p.event("isr_change_proposed", change=why, isr=list(p.isr), new_isr=list(new_isr))
+        self._send_alter_partition(p)
+
+    def _send_alter_partition(self, p: Partition) -> None:
+        """Send (or send again) ``p``'s pending ISR proposal, as of its current leader/partition epochs."""
+        assert p.pending_isr is not None
+        controller = self._controller_id()
+        if controller is None or controller < 0:
+            self._retry_alter_partition(p, p.pending_isr, p.leader_epoch)
+            return
         item = AlterPartitionItem(
-            tp=p.tp, leader_epoch=p.leader_epoch, new_isr=new_isr, partition_epoch=p.partition_epoch
+            tp=p.tp, leader_epoch=p.leader_epoch, new_isr=p.pending_isr, partition_epoch=p.partition_epoch
         )
         req = AlterPartitionRequest(broker_id=self.broker_id, partitions=(item,))
-        p.event("isr_change_proposed", change=why, isr=list(p.isr), new_isr=list(new_isr))
         self._send_request(
             controller, req, _AlterPartitionOwner(self), self.config.controller_socket_timeout_ms
         )
+
+    def _retry_alter_partition(self, p: Partition, new_isr: tuple[int, ...], leader_epoch: int) -> None:
+        """Kafka's AlterPartitionManager keeps an unanswered proposal and sends it again (its controller
+        channel retries until an answer comes). Dropping it instead is unsafe for liveness: the controller
+        may have committed it with the answer lost, and the leader, still on the old ISR and partition
+        epoch, would then never agree with ZooKeeper again (every later proposal is INVALID_UPDATE_VERSION,
+        or none is made since its own ISR already looks full). The controller answers a repeated proposal
+        that is already committed with the committed state."""
+
+        def again(_now_ms: int) -> None:
+            if self._stopped or self._partitions.get(p.tp) is not p:
+                return
+            if not p.is_leader or p.leader_epoch != leader_epoch or p.pending_isr != new_isr:
+                return  # a LeaderAndIsr (or an answer) settled it meanwhile
+            p.event("isr_change_retry", new_isr=list(new_isr), partition_epoch=p.partition_epoch)
+            self._send_alter_partition(p)
+
+        self._set_timer(ALTER_PARTITION_RETRY_MS, again)
 
     def _on_alter_partition_response(
         self, request: AlterPartitionRequest, resp: AlterPartitionResponse
@@ -702,11 +733,18 @@ class ReplicaManager:
             p = self._partitions.get(tp)
             if p is None or not p.is_leader or p.pending_isr != item.new_isr:
                 continue
-            p.pending_isr = None
+            if item.leader_epoch != p.leader_epoch or item.partition_epoch != p.partition_epoch:
+                continue  # answers a proposal a LeaderAndIsr has superseded
             r = results.get(tp)
-            code = resp.error_code if r is None else (r.error_code or resp.error_code)
-            if code != NO_ERROR or r is None:
-                p.event("isr_change_failed", error_code=code, new_isr=list(item.new_isr))
+            if resp.error_code != NO_ERROR or r is None:
+                # Top-level error (not the controller, stale broker epoch, ZooKeeper trouble on its side):
+                # nothing was decided for this partition; keep the proposal and send it again.
+                p.event("isr_change_failed", error_code=resp.error_code, new_isr=list(item.new_isr))
+                self._retry_alter_partition(p, item.new_isr, item.leader_epoch)
+                continue
+            p.pending_isr = None
+            if r.error_code != NO_ERROR:
+                p.event("isr_change_failed", error_code=r.error_code, new_isr=list(item.new_isr))
                 continue
             if r.leader_epoch != p.leader_epoch or r.partition_epoch < p.partition_epoch:
                 continue  # a newer LeaderAndIsr already superseded this
@@ -726,10 +764,19 @@ class ReplicaManager:
             self._try_complete_produces(tp)
 
     def _on_alter_partition_timeout(self, request: AlterPartitionRequest) -> None:
+        """No answer in time: the proposal may or may not be committed, so it stays pending and goes out
+        again (not dropped: see ``_retry_alter_partition``)."""
         for item in request.partitions:
             p = self._partitions.get(item.tp)
-            if p is not None and p.pending_isr == item.new_isr:
-                p.pending_isr = None
+            if (
+                p is not None
+                and p.is_leader
+                and p.pending_isr == item.new_isr
+                and p.leader_epoch == item.leader_epoch
+                and p.partition_epoch == item.partition_epoch
+            ):
+                p.event("isr_change_timeout", new_isr=list(item.new_isr))
+                self._retry_alter_partition(p, item.new_isr, item.leader_epoch)
 
     # ============================================================================= time
     def tick(self, now_ms: int) -> None:
