@@ -517,3 +517,9 @@ def test_runs_are_deterministic():
         return [(h.id, h.partition, h.offset) for h in p.history]
 
     assert run() == run()
+
+
+def test_producer_is_importable_from_the_client_package():
+    from kafkalite.client import Producer as FromPackage
+
+    assert FromPackage is Producer
