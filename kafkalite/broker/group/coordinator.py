@@ -1,0 +1,947 @@
+"""The group coordinator's membership state machine: Kafka's classic group protocol, sans-I/O.
+
+One ``GroupCoordinator`` holds every group a broker coordinates. Handlers take a request and a
+``respond(response)`` callable; JoinGroup and SyncGroup may answer later (they are delayed operations, as in
+Kafka's join purgatory), the others answer before returning. Time comes from ``clock``, waiting from
+``set_timer(delay_ms, callback) -> id`` / ``cancel_timer(id)``; nothing here sleeps or reads the wall clock.
+
+States (Kafka's ``GroupMetadata``): ``Empty`` -> ``PreparingRebalance`` (members (re)join; the join completes
+when every known member has rejoined or the rebalance timeout passes, and those that did not rejoin are
+removed) -> ``CompletingRebalance`` (a new generation: the leader got every member's subscription and computes
+the assignment) -> ``Stable`` (the leader's SyncGroup handed each member its share). A join of a new member, a
+leave, a session expiry or a changed subscription sends the group back to ``PreparingRebalance``.
+``Dead`` is a group this coordinator no longer owns (``unload_group``).
+
+Committed offsets are kept in memory (``offsets``) for now; ``on_commit(group_id, offsets)`` is the hook a
+later piece uses to persist them to ``__consumer_offsets``.
+
+Every state change is logged as ``group_state`` (group, state, generation, plus the reason); membership
+changes as ``group_join`` / ``group_leave`` / ``group_member_expired`` / ``group_member_removed`` /
+``group_member_fenced``; a completed join as ``group_generation`` and a completed sync as ``group_assignment``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kafkalite.broker.group.member import (
+    VALID_PREVIOUS_STATES,
+    GroupMetadata,
+    GroupState,
+    MemberMetadata,
+    OffsetAndMetadata,
+)
+from kafkalite.errors import (
+    CoordinatorNotAvailableError,
+    FencedInstanceIdError,
+    GroupMaxSizeReachedError,
+    IllegalGenerationError,
+    InconsistentGroupProtocolError,
+    InvalidGroupIdError,
+    InvalidSessionTimeoutError,
+    MemberIdRequiredError,
+    NotCoordinatorError,
+    RebalanceInProgressError,
+    UnknownMemberIdError,
+)
+from kafkalite.protocol.api import NO_ERROR, UNKNOWN_EPOCH, UNKNOWN_OFFSET, PartitionError, TopicPartition
+from kafkalite.protocol.group import (
+    DescribedGroup,
+    DescribedGroupMember,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupMember,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupMemberResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    ListedGroup,
+    ListGroupsRequest,
+    ListGroupsResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchPartitionResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+
+NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000  # Kafka's GroupCoordinator.NewMemberJoinTimeoutMs
+UNKNOWN_MEMBER_ID = ""
+
+_NONE = NO_ERROR
+_UNKNOWN_MEMBER = UnknownMemberIdError.code
+_ILLEGAL_GENERATION = IllegalGenerationError.code
+_REBALANCING = RebalanceInProgressError.code
+_FENCED = FencedInstanceIdError.code
+_INCONSISTENT = InconsistentGroupProtocolError.code
+_COORDINATOR_NA = CoordinatorNotAvailableError.code
+
+Respond = Callable[[Any], None]
+
+# Kafka name -> (field, default)
+_CONFIG_KEYS: dict[str, tuple[str, int]] = {
+    "group.initial.rebalance.delay.ms": ("initial_rebalance_delay_ms", 3000),
+    "group.min.session.timeout.ms": ("min_session_timeout_ms", 6000),
+    "group.max.session.timeout.ms": ("max_session_timeout_ms", 1_800_000),
+    "group.max.size": ("max_size", 2**31 - 1),
+}
+
+
+@dataclass(frozen=True)
+class GroupConfig:
+    """The broker keys the classic group coordinator reads, with Kafka's defaults."""
+
+    initial_rebalance_delay_ms: int = 3000
+    min_session_timeout_ms: int = 6000
+    max_session_timeout_ms: int = 1_800_000
+    max_size: int = 2**31 - 1
+
+    @classmethod
+    def coerce(cls, config: Any) -> GroupConfig:
+        """A ``GroupConfig``, a mapping of Kafka keys (or field names), a ``BrokerConfig`` or None."""
+        if isinstance(config, GroupConfig):
+            return config
+        if config is None:
+            return cls()
+        kwargs: dict[str, int] = {}
+        if isinstance(config, Mapping):
+            for key, (fname, _default) in _CONFIG_KEYS.items():
+                if key in config:
+                    kwargs[fname] = int(config[key])
+                elif fname in config:
+                    kwargs[fname] = int(config[fname])
+            return cls(**kwargs)
+        props = config.to_props() if hasattr(config, "to_props") else {}
+        return cls.coerce(props)
+
+
+class GroupCoordinator:
+    """Every group one broker coordinates. See the module docstring."""
+
+    def __init__(
+        self,
+        clock: Any,
+        set_timer: Callable[[int, Callable[[int], None]], int],
+        cancel_timer: Callable[[int], Any],
+        log_event: Callable[..., None],
+        config: Any = None,
+        *,
+        on_commit: Callable[[str, dict[TopicPartition, OffsetAndMetadata]], None] | None = None,
+        member_id_seed: int = 0,
+    ) -> None:
+        self.clock = clock
+        self._set_timer_fn = set_timer
+        self._cancel_timer_fn = cancel_timer
+        self._log_event = log_event
+        self.config = GroupConfig.coerce(config)
+        self.on_commit = on_commit
+        self.groups: dict[str, GroupMetadata] = {}
+        self._timers: set[int] = set()
+        self._pending_timers: dict[tuple[str, str], int] = {}
+        """(group, member id) -> expiry timer of a member id handed out with MEMBER_ID_REQUIRED."""
+        self._rng = random.Random(member_id_seed)
+
+    # ============================================================================= plumbing
+    @property
+    def offsets(self) -> dict[str, dict[TopicPartition, OffsetAndMetadata]]:
+        """Committed offsets by group id (a view built from the groups)."""
+        return {gid: dict(g.offsets) for gid, g in self.groups.items() if g.offsets}
+
+    def _event(self, event: str, **fields: Any) -> None:
+        self._log_event(event, **fields)
+
+    def _set_timer(self, delay_ms: int, callback: Callable[[], None]) -> int:
+        holder: list[int] = []
+
+        def fire(_now_ms: int) -> None:
+            if holder[0] in self._timers:
+                self._timers.discard(holder[0])
+                callback()
+
+        tid = self._set_timer_fn(max(0, delay_ms), fire)
+        holder.append(tid)
+        self._timers.add(tid)
+        return tid
+
+    def _cancel_timer(self, tid: int | None) -> None:
+        if tid is not None and tid in self._timers:
+            self._timers.discard(tid)
+            self._cancel_timer_fn(tid)
+
+    def _new_member_id(self, group: GroupMetadata, client_id: str) -> str:
+        while True:
+            mid = f"{client_id or 'member'}-{uuid.UUID(int=self._rng.getrandbits(128), version=4)}"
+            if mid not in group.members and mid not in group.pending_members:
+                return mid
+
+    def _transition(self, group: GroupMetadata, state: GroupState, reason: str = "") -> None:
+        if group.state not in VALID_PREVIOUS_STATES[state]:
+            raise AssertionError(
+                f"group {group.group_id}: illegal transition {group.state.value} -> {state.value}"
+            )
+        group.state = state
+        self._event(
+            "group_state",
+            group=group.group_id,
+            state=state.value,
+            generation=group.generation_id,
+            reason=reason,
+            members=len(group.members),
+        )
+
+    def group_state(self, group_id: str) -> str:
+        g = self.groups.get(group_id)
+        return GroupState.DEAD.value if g is None else g.state.value
+
+    # ============================================================================= JoinGroup
+    def handle_join_group(
+        self, req: JoinGroupRequest, respond: Respond, *, client_id: str = "", client_host: str = ""
+    ) -> None:
+        def error(code: int, member_id: str = req.member_id) -> None:
+            respond(JoinGroupResponse(error_code=code, member_id=member_id))
+
+        if not req.group_id:
+            return error(InvalidGroupIdError.code)
+        if not (
+            self.config.min_session_timeout_ms <= req.session_timeout_ms <= self.config.max_session_timeout_ms
+        ):
+            return error(InvalidSessionTimeoutError.code)
+        protocols = tuple((p.name, p.metadata) for p in req.protocols)
+        group = self.groups.get(req.group_id)
+        if req.member_id == UNKNOWN_MEMBER_ID:
+            if group is None:
+                group = self.groups[req.group_id] = GroupMetadata(req.group_id)
+            return self._join_unknown_member(group, req, protocols, respond, client_id, client_host)
+        if group is None:
+            return error(_UNKNOWN_MEMBER)
+        return self._join_current_member(group, req, protocols, respond)
+
+    def _accept_joining_member(self, group: GroupMetadata, member_id: str) -> bool:
+        if group.is_(GroupState.EMPTY, GroupState.DEAD):
+            return True
+        if group.is_(GroupState.PREPARING_REBALANCE):
+            m = group.members.get(member_id)
+            return (m is not None and m.is_awaiting_join) or group.num_awaiting_join() < self.config.max_size
+        return group.has(member_id) or len(group.members) < self.config.max_size
+
+    def _join_unknown_member(
+        self,
+        group: GroupMetadata,
+        req: JoinGroupRequest,
+        protocols: tuple[tuple[str, bytes], ...],
+        respond: Respond,
+        client_id: str,
+        client_host: str,
+    ) -> None:
+        if group.is_(GroupState.DEAD):
+            respond(JoinGroupResponse(error_code=_COORDINATOR_NA))
+            return
+        if not group.supports_protocols(req.protocol_type, protocols):
+            respond(JoinGroupResponse(error_code=_INCONSISTENT))
+            return
+        new_id = self._new_member_id(group, client_id)
+        if req.group_instance_id is not None and group.static_member_id(req.group_instance_id) is not None:
+            self._static_member_rejoin(group, req, protocols, new_id, respond)
+            return
+        if not self._accept_joining_member(group, new_id):
+            respond(JoinGroupResponse(error_code=GroupMaxSizeReachedError.code))
+            return
+        if req.group_instance_id is None:
+            # KIP-394: hand out the id, and count the member as expected in the rebalance from now on.
+            group.pending_members.add(new_id)
+            self._schedule_pending_expiry(group, new_id, req.session_timeout_ms)
+            self._event("group_member_id_required", group=group.group_id, member=new_id)
+            respond(JoinGroupResponse(error_code=MemberIdRequiredError.code, member_id=new_id))
+            return
+        self._add_member_and_rebalance(group, req, protocols, new_id, respond, client_id, client_host)
+
+    def _join_current_member(
+        self,
+        group: GroupMetadata,
+        req: JoinGroupRequest,
+        protocols: tuple[tuple[str, bytes], ...],
+        respond: Respond,
+    ) -> None:
+        mid = req.member_id
+
+        def error(code: int) -> None:
+            respond(JoinGroupResponse(error_code=code, member_id=mid))
+
+        if group.is_(GroupState.DEAD):
+            return error(_COORDINATOR_NA)
+        if not group.supports_protocols(req.protocol_type, protocols):
+            return error(_INCONSISTENT)
+        if mid in group.pending_members:
+            if req.group_instance_id is not None:  # static members never get a pending id
+                return error(_UNKNOWN_MEMBER)
+            if not self._accept_joining_member(group, mid):
+                group.pending_members.discard(mid)
+                self._cancel_pending_expiry(group, mid)
+                self._check_join(group)
+                return error(GroupMaxSizeReachedError.code)
+            group.pending_members.discard(mid)
+            self._cancel_pending_expiry(group, mid)
+            self._add_member_and_rebalance(group, req, protocols, mid, respond, "", "")
+            return
+        if group.is_static_member_fenced(req.group_instance_id, mid):
+            return error(_FENCED)
+        if not group.has(mid):
+            return error(_UNKNOWN_MEMBER)
+        if not self._accept_joining_member(group, mid):
+            return error(GroupMaxSizeReachedError.code)
+        member = group.members[mid]
+        if group.is_(GroupState.PREPARING_REBALANCE):
+            self._update_member_and_rebalance(group, member, req, protocols, respond)
+        elif group.is_(GroupState.COMPLETING_REBALANCE):
+            if member.matches(protocols):
+                # A retried join of the generation just formed: answer it again.
+                respond(self._join_response(group, member))
+            else:
+                self._update_member_and_rebalance(group, member, req, protocols, respond)
+        elif group.is_(GroupState.STABLE):
+            if group.is_leader(mid) or not member.matches(protocols):
+                # The leader rejoining (e.g. new topics match its pattern) or a changed subscription.
+                self._update_member_and_rebalance(group, member, req, protocols, respond)
+            else:
+                respond(self._join_response(group, member, with_members=False))
+        else:  # Empty
+            error(_UNKNOWN_MEMBER)
+
+    def _join_response(
+        self, group: GroupMetadata, member: MemberMetadata, with_members: bool = True
+    ) -> JoinGroupResponse:
+        members: tuple[JoinGroupMember, ...] = ()
+        if with_members and group.is_leader(member.member_id):
+            members = tuple(
+                JoinGroupMember(member_id=m, group_instance_id=i, metadata=md)
+                for m, i, md in group.current_member_metadata()
+            )
+        return JoinGroupResponse(
+            error_code=_NONE,
+            generation_id=group.generation_id,
+            protocol_type=group.protocol_type,
+            protocol_name=group.protocol_name,
+            leader=group.leader_id or "",
+            member_id=member.member_id,
+            members=members,
+        )
+
+    def _add_member_and_rebalance(
+        self,
+        group: GroupMetadata,
+        req: JoinGroupRequest,
+        protocols: tuple[tuple[str, bytes], ...],
+        member_id: str,
+        respond: Respond,
+        client_id: str,
+        client_host: str,
+    ) -> None:
+        member = MemberMetadata(
+            member_id=member_id,
+            group_instance_id=req.group_instance_id,
+            client_id=client_id,
+            client_host=client_host,
+            rebalance_timeout_ms=req.rebalance_timeout_ms,
+            session_timeout_ms=req.session_timeout_ms,
+            protocol_type=req.protocol_type,
+            protocols=protocols,
+            awaiting_join=respond,
+            is_new=True,
+        )
+        # During the initial delay of an Empty group, every new member extends the wait (InitialDelayedJoin).
+        if group.is_(GroupState.PREPARING_REBALANCE) and group.join_initial_delay:
+            group.new_member_added = True
+        group.add(member)
+        self._event(
+            "group_join",
+            group=group.group_id,
+            member=member_id,
+            instance=req.group_instance_id,
+            new=True,
+            generation=group.generation_id,
+        )
+        self._schedule_heartbeat(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
+        self._maybe_prepare_rebalance(group, f"new member {member_id} joined")
+        self._check_join(group)
+
+    def _update_member_and_rebalance(
+        self,
+        group: GroupMetadata,
+        member: MemberMetadata,
+        req: JoinGroupRequest,
+        protocols: tuple[tuple[str, bytes], ...],
+        respond: Respond,
+    ) -> None:
+        member.protocols = protocols
+        member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        member.session_timeout_ms = req.session_timeout_ms
+        if member.awaiting_join is not None and member.awaiting_join is not respond:
+            # A retried join while the first still waits: the newest wins; the older one is told to retry.
+            member.awaiting_join(JoinGroupResponse(error_code=_REBALANCING, member_id=member.member_id))
+        member.awaiting_join = respond
+        self._event(
+            "group_join",
+            group=group.group_id,
+            member=member.member_id,
+            instance=member.group_instance_id,
+            new=False,
+            generation=group.generation_id,
+        )
+        self._maybe_prepare_rebalance(group, f"member {member.member_id} rejoined")
+        self._check_join(group)
+
+    def _static_member_rejoin(
+        self,
+        group: GroupMetadata,
+        req: JoinGroupRequest,
+        protocols: tuple[tuple[str, bytes], ...],
+        new_id: str,
+        respond: Respond,
+    ) -> None:
+        """KIP-345: a static member restarted; its new member id replaces the old one, which is fenced."""
+        instance = req.group_instance_id
+        assert instance is not None
+        old_id = group.static_members[instance]
+        member = group.members.pop(old_id)
+        if member.awaiting_join is not None:
+            member.awaiting_join(JoinGroupResponse(error_code=_FENCED, member_id=old_id))
+            member.awaiting_join = None
+        if member.awaiting_sync is not None:
+            member.awaiting_sync(SyncGroupResponse(error_code=_FENCED))
+            member.awaiting_sync = None
+        member.member_id = new_id
+        group.members[new_id] = member
+        group.static_members[instance] = new_id
+        if group.leader_id == old_id:
+            group.leader_id = new_id
+        if old_id in group.pending_sync_members:
+            group.pending_sync_members.discard(old_id)
+            group.pending_sync_members.add(new_id)
+        self._event(
+            "group_member_fenced", group=group.group_id, member=old_id, replaced_by=new_id, instance=instance
+        )
+        unchanged = member.matches(protocols)
+        if group.is_(GroupState.STABLE) and unchanged:
+            member.rebalance_timeout_ms = req.rebalance_timeout_ms
+            member.session_timeout_ms = req.session_timeout_ms
+            self._event(
+                "group_join",
+                group=group.group_id,
+                member=new_id,
+                instance=instance,
+                new=False,
+                generation=group.generation_id,
+                rebalance=False,
+            )
+            self._schedule_heartbeat(group, member, member.session_timeout_ms)
+            resp = self._join_response(group, member)
+            if group.is_leader(new_id):
+                # KIP-814: the leader keeps the current assignment rather than computing a new one.
+                resp = dataclasses.replace(resp, skip_assignment=True)
+            respond(resp)
+            return
+        self._schedule_heartbeat(group, member, member.session_timeout_ms)
+        self._update_member_and_rebalance(group, member, req, protocols, respond)
+
+    # ------------------------------------------------------------------ rebalance (the delayed join)
+    def _maybe_prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
+        if group.is_(GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY):
+            self._prepare_rebalance(group, reason)
+
+    def _prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
+        if group.is_(GroupState.COMPLETING_REBALANCE):
+            self._reset_and_propagate_assignment_error(group, _REBALANCING)
+        self._cancel_timer(group.sync_timer)
+        group.sync_timer = None
+        group.pending_sync_members.clear()
+        self._cancel_timer(group.join_timer)
+        if group.is_(GroupState.EMPTY):
+            # InitialDelayedJoin: wait group.initial.rebalance.delay.ms for more members, restarting the
+            # delay while new members keep coming, up to the rebalance timeout.
+            delay = self.config.initial_rebalance_delay_ms
+            group.join_initial_delay = True
+            group.new_member_added = False
+            group.join_remaining_ms = max(group.rebalance_timeout_ms() - delay, 0)
+            group.join_timer = self._set_timer(delay, lambda: self._expire_initial_join(group))
+        else:
+            group.join_initial_delay = False
+            group.join_timer = self._set_timer(
+                group.rebalance_timeout_ms(), lambda: self._complete_join(group)
+            )
+        self._transition(group, GroupState.PREPARING_REBALANCE, reason)
+        self._check_join(group)  # tryCompleteElseWatch: e.g. the last member left, nobody to wait for
+
+    def _expire_initial_join(self, group: GroupMetadata) -> None:
+        group.join_timer = None
+        if group.new_member_added and group.join_remaining_ms > 0:
+            group.new_member_added = False
+            delay = min(self.config.initial_rebalance_delay_ms, group.join_remaining_ms)
+            group.join_remaining_ms = max(group.join_remaining_ms - delay, 0)
+            group.join_timer = self._set_timer(delay, lambda: self._expire_initial_join(group))
+            return
+        self._complete_join(group)
+
+    def _check_join(self, group: GroupMetadata) -> None:
+        """DelayedJoin.tryComplete: done once every known member has rejoined (not during the initial delay)."""
+        if (
+            group.is_(GroupState.PREPARING_REBALANCE)
+            and not group.join_initial_delay
+            and group.has_all_members_joined()
+        ):
+            self._complete_join(group)
+
+    def _complete_join(self, group: GroupMetadata) -> None:
+        if not group.is_(GroupState.PREPARING_REBALANCE):
+            return
+        self._cancel_timer(group.join_timer)
+        group.join_timer = None
+        group.join_initial_delay = False
+        # Dynamic members that did not rejoin in time are removed; static ones stay until their session ends.
+        for m in group.not_yet_rejoined():
+            if not m.is_static:
+                self._cancel_timer(m.heartbeat_timer)
+                group.remove(m.member_id)
+                self._event(
+                    "group_member_removed",
+                    group=group.group_id,
+                    member=m.member_id,
+                    reason="did not rejoin before the rebalance timeout",
+                    generation=group.generation_id,
+                )
+        for pending in list(group.pending_members):
+            self._cancel_pending_expiry(group, pending)
+        group.pending_members.clear()
+        if group.members:
+            # Keep the leader if it rejoined; else the first member that did (Kafka's maybeElectNewJoinedLeader).
+            leader = group.members.get(group.leader_id or "")
+            if leader is None or not leader.is_awaiting_join:
+                joined = [m.member_id for m in group.members.values() if m.is_awaiting_join]
+                if not joined:
+                    # Only static members that did not rejoin are left: wait for their sessions to end.
+                    group.join_timer = self._set_timer(
+                        group.rebalance_timeout_ms(), lambda: self._complete_join(group)
+                    )
+                    return
+                group.leader_id = joined[0]
+            group.generation_id += 1
+            group.protocol_name = group.select_protocol()
+            self._transition(group, GroupState.COMPLETING_REBALANCE, "all members joined")
+            self._event(
+                "group_generation",
+                group=group.group_id,
+                generation=group.generation_id,
+                leader=group.leader_id,
+                protocol=group.protocol_name,
+                members=list(group.members),
+            )
+            for m in group.members.values():
+                if m.awaiting_join is not None:
+                    cb, m.awaiting_join = m.awaiting_join, None
+                    m.is_new = False
+                    cb(self._join_response(group, m))
+                    self._schedule_heartbeat(group, m, m.session_timeout_ms)
+            group.pending_sync_members = set(group.members)
+            group.sync_timer = self._set_timer(
+                group.rebalance_timeout_ms(), lambda: self._expire_pending_sync(group)
+            )
+        else:
+            group.generation_id += 1
+            group.protocol_name = None
+            group.leader_id = None
+            self._transition(group, GroupState.EMPTY, "no members")
+
+    def _expire_pending_sync(self, group: GroupMetadata) -> None:
+        """Members of the new generation that never sent SyncGroup are removed (Kafka's pending sync)."""
+        group.sync_timer = None
+        if (
+            not group.is_(GroupState.COMPLETING_REBALANCE, GroupState.STABLE)
+            or not group.pending_sync_members
+        ):
+            return
+        for mid in sorted(group.pending_sync_members):
+            m = group.members.get(mid)
+            if m is not None:
+                self._cancel_timer(m.heartbeat_timer)
+                if m.awaiting_join is not None:
+                    m.awaiting_join(JoinGroupResponse(error_code=_UNKNOWN_MEMBER, member_id=mid))
+                    m.awaiting_join = None
+                group.remove(mid)
+                self._event(
+                    "group_member_removed",
+                    group=group.group_id,
+                    member=mid,
+                    reason="no SyncGroup before the rebalance timeout",
+                    generation=group.generation_id,
+                )
+        group.pending_sync_members.clear()
+        self._prepare_rebalance_or_empty(group, "members did not sync")
+
+    def _prepare_rebalance_or_empty(self, group: GroupMetadata, reason: str) -> None:
+        if group.is_(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+            self._prepare_rebalance(group, reason)
+        elif group.is_(GroupState.PREPARING_REBALANCE):
+            self._check_join(group)
+
+    def _reset_and_propagate_assignment_error(self, group: GroupMetadata, code: int) -> None:
+        for m in group.members.values():
+            m.assignment = b""
+            if m.awaiting_sync is not None:
+                cb, m.awaiting_sync = m.awaiting_sync, None
+                cb(SyncGroupResponse(error_code=code))
+
+    # ------------------------------------------------------------------ heartbeats / session expiry
+    def _schedule_heartbeat(self, group: GroupMetadata, member: MemberMetadata, timeout_ms: int) -> None:
+        self._cancel_timer(member.heartbeat_timer)
+        member.heartbeat_timer = self._set_timer(
+            timeout_ms, lambda: self._expire_heartbeat(group, member.member_id, member)
+        )
+
+    def _expire_heartbeat(self, group: GroupMetadata, member_id: str, member: MemberMetadata) -> None:
+        member.heartbeat_timer = None
+        if group.members.get(member.member_id) is not member:
+            return
+        if not member.is_new and (member.is_awaiting_join or member.is_awaiting_sync):
+            # A member waiting on a rebalance counts as alive; the rebalance timeout governs it.
+            return
+        self._event(
+            "group_member_expired",
+            group=group.group_id,
+            member=member.member_id,
+            instance=member.group_instance_id,
+            generation=group.generation_id,
+            session_timeout_ms=member.session_timeout_ms,
+        )
+        self._remove_member_and_update_group(group, member, "session timeout")
+
+    def _schedule_pending_expiry(self, group: GroupMetadata, member_id: str, timeout_ms: int) -> None:
+        tid = self._set_timer(timeout_ms, lambda: self._expire_pending(group, member_id))
+        self._pending_timers[(group.group_id, member_id)] = tid
+
+    def _cancel_pending_expiry(self, group: GroupMetadata, member_id: str) -> None:
+        self._cancel_timer(self._pending_timers.pop((group.group_id, member_id), None))
+
+    def _expire_pending(self, group: GroupMetadata, member_id: str) -> None:
+        self._pending_timers.pop((group.group_id, member_id), None)
+        if member_id in group.pending_members:
+            group.pending_members.discard(member_id)
+            self._event("group_member_expired", group=group.group_id, member=member_id, pending=True)
+            self._check_join(group)
+
+    def _remove_member_and_update_group(
+        self, group: GroupMetadata, member: MemberMetadata, reason: str
+    ) -> None:
+        self._cancel_timer(member.heartbeat_timer)
+        member.heartbeat_timer = None
+        if member.awaiting_join is not None:
+            cb, member.awaiting_join = member.awaiting_join, None
+            cb(JoinGroupResponse(error_code=_UNKNOWN_MEMBER, member_id=member.member_id))
+        if member.awaiting_sync is not None:
+            cb2, member.awaiting_sync = member.awaiting_sync, None
+            cb2(SyncGroupResponse(error_code=_UNKNOWN_MEMBER))
+        group.remove(member.member_id)
+        if group.is_(GroupState.PREPARING_REBALANCE):
+            self._check_join(group)
+        elif group.is_(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+            self._prepare_rebalance(group, f"member {member.member_id} removed ({reason})")
+
+    # ============================================================================= SyncGroup
+    def handle_sync_group(self, req: SyncGroupRequest, respond: Respond) -> None:
+        group = self.groups.get(req.group_id)
+        if group is None:
+            respond(SyncGroupResponse(error_code=_UNKNOWN_MEMBER))
+            return
+        if group.is_(GroupState.DEAD):
+            respond(SyncGroupResponse(error_code=_COORDINATOR_NA))
+            return
+        if group.is_static_member_fenced(req.group_instance_id, req.member_id):
+            respond(SyncGroupResponse(error_code=_FENCED))
+            return
+        if not group.has(req.member_id):
+            respond(SyncGroupResponse(error_code=_UNKNOWN_MEMBER))
+            return
+        if req.generation_id != group.generation_id:
+            respond(SyncGroupResponse(error_code=_ILLEGAL_GENERATION))
+            return
+        if (req.protocol_type is not None and req.protocol_type != group.protocol_type) or (
+            req.protocol_name is not None and req.protocol_name != group.protocol_name
+        ):
+            respond(SyncGroupResponse(error_code=_INCONSISTENT))
+            return
+        member = group.members[req.member_id]
+        if group.is_(GroupState.EMPTY):
+            respond(SyncGroupResponse(error_code=_UNKNOWN_MEMBER))
+        elif group.is_(GroupState.PREPARING_REBALANCE):
+            respond(SyncGroupResponse(error_code=_REBALANCING))
+        elif group.is_(GroupState.COMPLETING_REBALANCE):
+            member.awaiting_sync = respond
+            self._remove_pending_sync(group, member.member_id)
+            if group.is_leader(member.member_id):
+                given = {a.member_id: a.assignment for a in req.assignments}
+                for m in group.members.values():
+                    m.assignment = given.get(m.member_id, b"")
+                self._transition(group, GroupState.STABLE, "leader sent the assignment")
+                self._event(
+                    "group_assignment",
+                    group=group.group_id,
+                    generation=group.generation_id,
+                    leader=group.leader_id,
+                    assignment={m.member_id: m.assignment for m in group.members.values()},
+                )
+                for m in group.members.values():
+                    if m.awaiting_sync is not None:
+                        cb, m.awaiting_sync = m.awaiting_sync, None
+                        cb(self._sync_response(group, m))
+                        self._schedule_heartbeat(group, m, m.session_timeout_ms)
+        else:  # Stable: answer with the member's current share
+            self._remove_pending_sync(group, member.member_id)
+            respond(self._sync_response(group, member))
+            self._schedule_heartbeat(group, member, member.session_timeout_ms)
+
+    def _sync_response(self, group: GroupMetadata, member: MemberMetadata) -> SyncGroupResponse:
+        return SyncGroupResponse(
+            error_code=_NONE,
+            protocol_type=group.protocol_type,
+            protocol_name=group.protocol_name,
+            assignment=member.assignment,
+        )
+
+    def _remove_pending_sync(self, group: GroupMetadata, member_id: str) -> None:
+        group.pending_sync_members.discard(member_id)
+        if not group.pending_sync_members:
+            self._cancel_timer(group.sync_timer)
+            group.sync_timer = None
+
+    # ============================================================================= Heartbeat
+    def handle_heartbeat(self, req: HeartbeatRequest, respond: Respond) -> None:
+        respond(HeartbeatResponse(error_code=self._heartbeat(req)))
+
+    def _heartbeat(self, req: HeartbeatRequest) -> int:
+        group = self.groups.get(req.group_id)
+        if group is None:
+            return _UNKNOWN_MEMBER
+        if group.is_(GroupState.DEAD):
+            return _COORDINATOR_NA
+        if group.is_static_member_fenced(req.group_instance_id, req.member_id):
+            return _FENCED
+        if not group.has(req.member_id):
+            return _UNKNOWN_MEMBER
+        if req.generation_id != group.generation_id:
+            return _ILLEGAL_GENERATION
+        member = group.members[req.member_id]
+        if group.is_(GroupState.EMPTY):
+            return _UNKNOWN_MEMBER
+        self._schedule_heartbeat(group, member, member.session_timeout_ms)
+        if group.is_(GroupState.PREPARING_REBALANCE):
+            return _REBALANCING
+        return _NONE  # Stable, or CompletingRebalance (members may heartbeat before they sync)
+
+    # ============================================================================= LeaveGroup
+    def handle_leave_group(self, req: LeaveGroupRequest, respond: Respond) -> None:
+        group = self.groups.get(req.group_id)
+        if group is None:
+            respond(
+                LeaveGroupResponse(
+                    members=tuple(
+                        LeaveGroupMemberResponse(
+                            member_id=m.member_id,
+                            group_instance_id=m.group_instance_id,
+                            error_code=_UNKNOWN_MEMBER,
+                        )
+                        for m in req.members
+                    )
+                )
+            )
+            return
+        if group.is_(GroupState.DEAD):
+            respond(LeaveGroupResponse(error_code=_COORDINATOR_NA))
+            return
+        out = []
+        for ident in req.members:
+            code = self._leave_one(group, ident.member_id, ident.group_instance_id, ident.reason)
+            out.append(
+                LeaveGroupMemberResponse(
+                    member_id=ident.member_id, group_instance_id=ident.group_instance_id, error_code=code
+                )
+            )
+        respond(LeaveGroupResponse(members=tuple(out)))
+
+    def _leave_one(
+        self, group: GroupMetadata, member_id: str, instance: str | None, reason: str | None
+    ) -> int:
+        if member_id == UNKNOWN_MEMBER_ID and instance is not None:
+            member_id = group.static_member_id(instance) or ""
+        elif group.is_static_member_fenced(instance, member_id):
+            return _FENCED
+        if member_id in group.pending_members:
+            group.pending_members.discard(member_id)
+            self._cancel_pending_expiry(group, member_id)
+            self._event("group_leave", group=group.group_id, member=member_id, pending=True, reason=reason)
+            self._check_join(group)
+            return _NONE
+        member = group.members.get(member_id)
+        if member is None:
+            return _UNKNOWN_MEMBER
+        self._event(
+            "group_leave",
+            group=group.group_id,
+            member=member_id,
+            instance=member.group_instance_id,
+            generation=group.generation_id,
+            reason=reason,
+        )
+        self._remove_member_and_update_group(group, member, f"left: {reason or 'LeaveGroup'}")
+        return _NONE
+
+    # ============================================================================= offsets
+    def handle_offset_commit(self, req: OffsetCommitRequest, respond: Respond) -> None:
+        code = self._validate_commit(req)
+        if code != _NONE:
+            respond(
+                OffsetCommitResponse(
+                    partitions=tuple(PartitionError(tp=p.tp, error_code=code) for p in req.partitions)
+                )
+            )
+            return
+        group = self.groups[req.group_id]
+        now = self.clock.now_ms()
+        committed: dict[TopicPartition, OffsetAndMetadata] = {}
+        for p in req.partitions:
+            committed[p.tp] = OffsetAndMetadata(
+                offset=p.committed_offset,
+                leader_epoch=p.committed_leader_epoch,
+                metadata=p.committed_metadata,
+                commit_timestamp_ms=now,
+            )
+        group.offsets.update(committed)
+        self._event(
+            "group_commit",
+            group=req.group_id,
+            member=req.member_id,
+            generation=req.generation_id,
+            offsets={str(tp): om.offset for tp, om in committed.items()},
+        )
+        if self.on_commit is not None:
+            self.on_commit(req.group_id, committed)
+        respond(OffsetCommitResponse(partitions=tuple(PartitionError(tp=p.tp) for p in req.partitions)))
+
+    def _validate_commit(self, req: OffsetCommitRequest) -> int:
+        if not req.group_id:
+            return InvalidGroupIdError.code
+        group = self.groups.get(req.group_id)
+        if group is None:
+            if req.generation_id < 0:
+                # A consumer outside the group protocol (assign(), not subscribe()) commits to a new group.
+                self.groups[req.group_id] = GroupMetadata(req.group_id)
+                return _NONE
+            return _ILLEGAL_GENERATION
+        if group.is_(GroupState.DEAD):
+            return _COORDINATOR_NA
+        if group.is_static_member_fenced(req.group_instance_id, req.member_id):
+            return _FENCED
+        if req.generation_id < 0 and group.is_(GroupState.EMPTY):
+            return _NONE
+        if not group.has(req.member_id):
+            return _UNKNOWN_MEMBER
+        if req.generation_id != group.generation_id:
+            return _ILLEGAL_GENERATION
+        if group.is_(GroupState.COMPLETING_REBALANCE):
+            return _REBALANCING
+        member = group.members[req.member_id]
+        self._schedule_heartbeat(group, member, member.session_timeout_ms)
+        return _NONE
+
+    def handle_offset_fetch(self, req: OffsetFetchRequest, respond: Respond) -> None:
+        group = self.groups.get(req.group_id)
+        if group is not None and group.is_(GroupState.DEAD):
+            respond(OffsetFetchResponse(error_code=NotCoordinatorError.code))
+            return
+        offsets = group.offsets if group is not None else {}
+        tps: Iterable[TopicPartition] = sorted(offsets) if req.partitions is None else req.partitions
+        out = []
+        for tp in tps:
+            om = offsets.get(tp)
+            if om is None:
+                out.append(OffsetFetchPartitionResponse(tp=tp, committed_offset=UNKNOWN_OFFSET, metadata=""))
+            else:
+                out.append(
+                    OffsetFetchPartitionResponse(
+                        tp=tp,
+                        committed_offset=om.offset,
+                        committed_leader_epoch=om.leader_epoch
+                        if om.leader_epoch is not None
+                        else UNKNOWN_EPOCH,
+                        metadata=om.metadata,
+                    )
+                )
+        respond(OffsetFetchResponse(partitions=tuple(out)))
+
+    # ============================================================================= Describe / List
+    def handle_describe_groups(self, req: DescribeGroupsRequest, respond: Respond) -> None:
+        respond(DescribeGroupsResponse(groups=tuple(self._describe(gid) for gid in req.groups)))
+
+    def _describe(self, group_id: str) -> DescribedGroup:
+        group = self.groups.get(group_id)
+        if group is None:
+            return DescribedGroup(group_id=group_id, group_state=GroupState.DEAD.value)
+        stable = group.is_(GroupState.STABLE)
+        members = tuple(
+            DescribedGroupMember(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                member_metadata=m.metadata(group.protocol_name) if stable and group.protocol_name else b"",
+                member_assignment=m.assignment if stable else b"",
+            )
+            for m in group.members.values()
+        )
+        return DescribedGroup(
+            group_id=group_id,
+            group_state=group.state.value,
+            protocol_type=group.protocol_type or "",
+            protocol_data=(group.protocol_name or "") if stable else "",
+            members=members,
+        )
+
+    def handle_list_groups(self, req: ListGroupsRequest, respond: Respond) -> None:
+        wanted = {s.lower() for s in req.states_filter}
+        out = tuple(
+            ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type or "", group_state=g.state.value)
+            for g in sorted(self.groups.values(), key=lambda g: g.group_id)
+            if not g.is_(GroupState.DEAD) and (not wanted or g.state.value.lower() in wanted)
+        )
+        respond(ListGroupsResponse(groups=out))
+
+    # ============================================================================= emigration
+    def unload_group(self, group_id: str) -> None:
+        """This broker stopped leading the group's ``__consumer_offsets`` partition: the group is Dead here and
+        waiting members are told NOT_COORDINATOR (they find the new coordinator)."""
+        group = self.groups.pop(group_id, None)
+        if group is None:
+            return
+        self._cancel_timer(group.join_timer)
+        self._cancel_timer(group.sync_timer)
+        for mid in list(group.pending_members):
+            self._cancel_pending_expiry(group, mid)
+        for m in group.members.values():
+            self._cancel_timer(m.heartbeat_timer)
+            if m.awaiting_join is not None:
+                cb, m.awaiting_join = m.awaiting_join, None
+                cb(JoinGroupResponse(error_code=NotCoordinatorError.code, member_id=m.member_id))
+            if m.awaiting_sync is not None:
+                cb2, m.awaiting_sync = m.awaiting_sync, None
+                cb2(SyncGroupResponse(error_code=NotCoordinatorError.code))
+        self._transition(group, GroupState.DEAD, "unloaded")
+
+
+__all__ = ["NEW_MEMBER_JOIN_TIMEOUT_MS", "GroupConfig", "GroupCoordinator"]

@@ -1,0 +1,204 @@
+"""A consumer group's in-memory state: its members and its generation (Kafka's ``MemberMetadata`` and
+``GroupMetadata`` of the classic group protocol). Plain data plus the bookkeeping that needs no timers;
+``GroupCoordinator`` drives the state machine."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from kafkalite.protocol.api import TopicPartition
+
+
+class GroupState(Enum):
+    """Kafka's names for the classic group states (DescribeGroups/ListGroups show them)."""
+
+    EMPTY = "Empty"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+# Kafka's GroupMetadata.validPreviousStates
+VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
+    GroupState.DEAD: frozenset(GroupState),
+    GroupState.COMPLETING_REBALANCE: frozenset({GroupState.PREPARING_REBALANCE}),
+    GroupState.STABLE: frozenset({GroupState.COMPLETING_REBALANCE}),
+    GroupState.PREPARING_REBALANCE: frozenset(
+        {GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY}
+    ),
+    GroupState.EMPTY: frozenset({GroupState.PREPARING_REBALANCE}),
+}
+
+
+@dataclass
+class MemberMetadata:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    protocols: tuple[tuple[str, bytes], ...]
+    """(assignor name, subscription metadata), in the member's order of preference."""
+    assignment: bytes = b""
+    awaiting_join: Callable[[Any], None] | None = None
+    awaiting_sync: Callable[[Any], None] | None = None
+    is_new: bool = False
+    heartbeat_timer: int | None = None
+
+    @property
+    def is_static(self) -> bool:
+        return self.group_instance_id is not None
+
+    @property
+    def is_awaiting_join(self) -> bool:
+        return self.awaiting_join is not None
+
+    @property
+    def is_awaiting_sync(self) -> bool:
+        return self.awaiting_sync is not None
+
+    def protocol_names(self) -> list[str]:
+        return [name for name, _ in self.protocols]
+
+    def metadata(self, protocol: str) -> bytes:
+        for name, data in self.protocols:
+            if name == protocol:
+                return data
+        raise KeyError(protocol)
+
+    def matches(self, protocols: tuple[tuple[str, bytes], ...]) -> bool:
+        return self.protocols == protocols
+
+    def vote(self, candidates: set[str]) -> str:
+        """The member's most preferred protocol among ``candidates``."""
+        for name, _ in self.protocols:
+            if name in candidates:
+                return name
+        raise ValueError(f"member {self.member_id} supports none of {sorted(candidates)}")
+
+
+@dataclass(frozen=True)
+class OffsetAndMetadata:
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+    commit_timestamp_ms: int
+
+
+@dataclass
+class GroupMetadata:
+    group_id: str
+    state: GroupState = GroupState.EMPTY
+    generation_id: int = 0
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader_id: str | None = None
+    members: dict[str, MemberMetadata] = field(default_factory=dict)
+    """Insertion order is join order: the first member becomes leader when the leader goes."""
+    static_members: dict[str, str] = field(default_factory=dict)
+    """group.instance.id -> its current member id."""
+    pending_members: set[str] = field(default_factory=set)
+    """Member ids handed out with MEMBER_ID_REQUIRED that have not joined with them yet (KIP-394)."""
+    pending_sync_members: set[str] = field(default_factory=set)
+    """Members of the new generation that have not sent SyncGroup yet."""
+    new_member_added: bool = False
+    join_timer: int | None = None
+    join_initial_delay: bool = False
+    join_remaining_ms: int = 0
+    sync_timer: int | None = None
+    offsets: dict[TopicPartition, OffsetAndMetadata] = field(default_factory=dict)
+
+    def is_(self, *states: GroupState) -> bool:
+        return self.state in states
+
+    def has(self, member_id: str) -> bool:
+        return member_id in self.members
+
+    def is_leader(self, member_id: str) -> bool:
+        return self.leader_id == member_id
+
+    def add(self, member: MemberMetadata) -> None:
+        if not self.members:
+            self.protocol_type = member.protocol_type
+        self.members[member.member_id] = member
+        if member.group_instance_id is not None:
+            self.static_members[member.group_instance_id] = member.member_id
+        if self.leader_id is None:
+            self.leader_id = member.member_id
+
+    def remove(self, member_id: str) -> MemberMetadata | None:
+        member = self.members.pop(member_id, None)
+        if member is None:
+            return None
+        if (
+            member.group_instance_id is not None
+            and self.static_members.get(member.group_instance_id) == member_id
+        ):
+            del self.static_members[member.group_instance_id]
+        self.pending_sync_members.discard(member_id)
+        if self.leader_id == member_id:
+            self.leader_id = next(iter(self.members), None)
+        return member
+
+    def static_member_id(self, instance_id: str | None) -> str | None:
+        return None if instance_id is None else self.static_members.get(instance_id)
+
+    def is_static_member_fenced(self, instance_id: str | None, member_id: str) -> bool:
+        """A request naming a group.instance.id whose current member id is another one."""
+        if instance_id is None:
+            return False
+        current = self.static_members.get(instance_id)
+        return current is not None and current != member_id
+
+    def num_awaiting_join(self) -> int:
+        return sum(1 for m in self.members.values() if m.is_awaiting_join)
+
+    def has_all_members_joined(self) -> bool:
+        return self.num_awaiting_join() == len(self.members) and not self.pending_members
+
+    def not_yet_rejoined(self) -> list[MemberMetadata]:
+        return [m for m in self.members.values() if not m.is_awaiting_join]
+
+    def rebalance_timeout_ms(self) -> int:
+        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+
+    def candidate_protocols(self) -> set[str]:
+        """The protocols every member supports."""
+        sets = [set(m.protocol_names()) for m in self.members.values()]
+        return set.intersection(*sets) if sets else set()
+
+    def supports_protocols(self, protocol_type: str, protocols: tuple[tuple[str, bytes], ...]) -> bool:
+        names = {name for name, _ in protocols}
+        if self.is_(GroupState.EMPTY) and not self.members:
+            return bool(protocol_type) and bool(names)
+        return protocol_type == self.protocol_type and bool(names & self.candidate_protocols())
+
+    def select_protocol(self) -> str:
+        """Each member votes for its most preferred common protocol; most votes wins (ties: first voted)."""
+        candidates = self.candidate_protocols()
+        votes: dict[str, int] = {}
+        for m in self.members.values():
+            choice = m.vote(candidates)
+            votes[choice] = votes.get(choice, 0) + 1
+        return max(votes, key=lambda p: votes[p])  # max keeps the first of equal counts
+
+    def current_member_metadata(self) -> list[tuple[str, str | None, bytes]]:
+        assert self.protocol_name is not None
+        return [
+            (m.member_id, m.group_instance_id, m.metadata(self.protocol_name)) for m in self.members.values()
+        ]
+
+
+__all__ = [
+    "VALID_PREVIOUS_STATES",
+    "GroupMetadata",
+    "GroupState",
+    "MemberMetadata",
+    "OffsetAndMetadata",
+]
