@@ -151,6 +151,18 @@ class Cluster:
         props = {**{k.replace("_", "."): v for k, v in kafka_config.items()}, **(config or {})}
         return self.net.add_node(cid, Producer(cid, sorted(self.brokers), props))
 
+    def consumer(
+        self, client_id: str | None = None, config: Mapping[str, Any] | None = None, **kafka_config: Any
+    ):
+        """A ``Consumer`` on the network, configured like ``producer()``. Unlike a producer, its ``poll``
+        (and offset lookups) run the simulation themselves, like a blocking KafkaConsumer.poll."""
+        from kafkalite.client.consumer import Consumer
+
+        self._clients += 1
+        cid = client_id or f"consumer-{self._clients}"
+        props = {**{k.replace("_", "."): v for k, v in kafka_config.items()}, **(config or {})}
+        return self.net.add_node(cid, Consumer(cid, sorted(self.brokers), props))
+
     # ----------------------------------------------------------------------------------- faults
 
     def crash(self, broker: int, lose_unflushed: bool = False) -> None:

@@ -1,10 +1,10 @@
-"""Kafka's clients: the producer (``Producer``), its partitioners and the consumer assignors."""
+"""Kafka's clients: ``Producer`` (with its partitioners) and ``Consumer`` (with the group assignors)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Producer"]
+__all__ = ["Consumer", "Producer"]
 
 
 def __getattr__(name: str) -> Any:
@@ -13,4 +13,8 @@ def __getattr__(name: str) -> Any:
         from kafkalite.client.producer import Producer
 
         return Producer
+    if name == "Consumer":
+        from kafkalite.client.consumer import Consumer
+
+        return Consumer
     raise AttributeError(f"module 'kafkalite.client' has no attribute {name!r}")

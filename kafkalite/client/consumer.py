@@ -1,0 +1,764 @@
+"""The consumer's pull side: Kafka's KafkaConsumer + Fetcher as one SimNetwork node (no groups yet).
+
+Partitions are given with ``assign``; each has a *position*, the offset of the next record ``poll``
+returns. A partition without a position gets one from ``auto.offset.reset`` (earliest: the log start
+offset; latest: the high watermark; none: ``poll``/``position`` raise ``NoOffsetForPartitionError``
+naming it), looked up with a ``ListOffsetsRequest`` to its leader; ``seek``, ``seek_to_beginning`` and
+``seek_to_end`` set or reset it.
+
+Fetching: the consumer sends each broker that leads fetchable partitions (assigned, not paused, with a
+position and no records buffered) one ``FetchRequest`` covering them, at most one in flight per broker.
+The broker holds it up to ``fetch.max.wait.ms`` until ``fetch.min.bytes`` are there (long polling), and
+returns only records below the high watermark. Records before the position (the front of a batch) and
+control batches are skipped; the position moves past what ``poll`` returns, at most ``max.poll.records``
+per call, the rest stays buffered. ``NOT_LEADER_OR_FOLLOWER``, ``UNKNOWN_TOPIC_OR_PARTITION`` and epoch
+errors refresh the metadata and fetch again after ``retry.backoff.ms`` (so a leader failover is survived);
+``OFFSET_OUT_OF_RANGE`` (e.g. retention deleted the data) resets the position per ``auto.offset.reset``,
+or, with ``none``, makes ``poll`` raise ``OffsetOutOfRangeError``. A request with no answer after
+``request.timeout.ms`` drops the connection to that broker and asks for new metadata.
+
+**Driving the simulation.** Nodes are sans-I/O: a ``Producer`` only queues work and the caller runs the
+network. A consumer's blocking calls run it themselves, like Kafka's blocking ``poll``: ``poll(timeout_ms)``
+runs the ``SimNetwork`` (every node, in virtual time) until records are ready or ``timeout_ms`` of virtual
+time has passed; ``position`` (when a reset is needed), ``beginning_offsets``, ``end_offsets`` and
+``offsets_for_times`` run it until their answer arrives (``default.api.timeout.ms`` unless given). Call
+them from test or notebook code, not from inside another node's callback: there the network is already
+running, so ``poll`` returns only what is buffered and the offset lookups raise ``RuntimeError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
+
+from kafkalite.client.consumer_config import ConsumerConfig
+from kafkalite.client.metadata import ClusterMetadata
+from kafkalite.errors import KafkaError, OffsetOutOfRangeError, RequestTimedOutError, error_for_code
+from kafkalite.net.sim import BaseNode, NodeId
+from kafkalite.protocol import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    NO_LEADER,
+    UNKNOWN_EPOCH,
+    FetchPartition,
+    FetchRequest,
+    FetchResponse,
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    MetadataRequest,
+    MetadataResponse,
+    RequestEnvelope,
+    ResponseEnvelope,
+    TopicPartition,
+)
+from kafkalite.records import Record, RecordBatch, iter_batches
+
+__all__ = [
+    "Consumer",
+    "ConsumerClosedError",
+    "IllegalStateError",
+    "NoOffsetForPartitionError",
+    "OffsetAndTimestamp",
+]
+
+OFFSET_OUT_OF_RANGE = 1
+# Errors meaning "your metadata is stale" (Kafka's InvalidMetadataException family, plus the epoch
+# errors): refresh, then try again after retry.backoff.ms.
+INVALID_METADATA_CODES = frozenset({3, 5, 6, 13, 56, 74, 75, 76})
+RECONNECT_BACKOFF_MS = 50  # Kafka's reconnect.backoff.ms default
+
+
+class NoOffsetForPartitionError(Exception):
+    """A partition has no position and ``auto.offset.reset`` is ``none`` (Kafka's NoOffsetForPartition).
+
+    Client-side, like Kafka's: it has no wire error code, so it is not a ``KafkaError``."""
+
+    def __init__(self, partitions: Iterable[TopicPartition]) -> None:
+        self.partitions = sorted(partitions)
+        names = ", ".join(str(tp) for tp in self.partitions)
+        super().__init__(f"Undefined offset with no reset policy for partitions: {names}")
+
+
+class IllegalStateError(RuntimeError):
+    """A call that the consumer's state does not allow (Kafka's IllegalStateException)."""
+
+
+class ConsumerClosedError(IllegalStateError):
+    """Any call after ``close()``."""
+
+
+class OffsetAndTimestamp(NamedTuple):
+    """``offsets_for_times``'s answer for one partition."""
+
+    offset: int
+    timestamp: int
+    leader_epoch: int | None = None
+
+
+class _TPState:
+    """One assigned partition: its position, pending reset, buffered records and fetch state."""
+
+    __slots__ = ("position", "reset_ts", "paused", "buffer", "buffer_end", "hw", "log_start",
+                 "generation", "backoff_until", "reset_inflight", "error")  # fmt: skip
+
+    def __init__(self) -> None:
+        self.position: int | None = None
+        self.reset_ts: int | None = None  # EARLIEST/LATEST_TIMESTAMP when a reset was asked for
+        self.paused = False
+        self.buffer: list[Record] = []  # fetched records at or after the position, in offset order
+        self.buffer_end = 0  # the position once the buffer is drained (past trailing control batches)
+        self.hw: int | None = None
+        self.log_start: int | None = None
+        self.generation = 0  # bumped by every seek/reset: answers to older fetches are dropped
+        self.backoff_until = 0
+        self.reset_inflight = False
+        self.error: Exception | None = None  # raised by the next poll
+
+
+class _Lookup:
+    """A ListOffsets question about several partitions (a user call or the consumer's own resets)."""
+
+    __slots__ = ("timestamps", "results", "errors", "inflight", "backoff")
+
+    def __init__(self, timestamps: Mapping[TopicPartition, int]) -> None:
+        self.timestamps = dict(timestamps)
+        self.results: dict[TopicPartition, Any] = {}
+        self.errors: dict[TopicPartition, KafkaError] = {}
+        self.inflight: set[TopicPartition] = set()
+        self.backoff: dict[TopicPartition, int] = {}
+
+    @property
+    def done(self) -> bool:
+        return len(self.results) + len(self.errors) >= len(self.timestamps)
+
+
+class _InFlight:
+    __slots__ = ("corr", "node", "kind", "deadline", "tps", "lookup")
+
+    def __init__(self, corr: int, node: int, kind: str, deadline: int, tps: Any = None, lookup: Any = None):
+        self.corr = corr
+        self.node = node
+        self.kind = kind  # "metadata", "fetch", "reset" or "lookup"
+        self.deadline = deadline
+        self.tps = tps  # fetch: {tp: (fetch offset, generation)}; reset: {tp: generation}
+        self.lookup = lookup
+
+
+class Consumer(BaseNode):
+    """A Kafka consumer on the simulated network (``Cluster.consumer()``, or ``net.add_node(id, consumer)``).
+
+    ``poll`` and the offset lookups run the network themselves (see the module docstring).
+    """
+
+    def __init__(
+        self, client_id: str, bootstrap: Iterable[int], config: Mapping[str, Any] | None = None
+    ) -> None:
+        self.config = ConsumerConfig.from_props(config)
+        self.client_id = client_id or self.config["client.id"]
+        self.metadata = ClusterMetadata(list(bootstrap), self.config.metadata_max_age_ms)
+        if not self.metadata.bootstrap:
+            raise ValueError("bootstrap must name at least one broker")
+        self._assigned: dict[TopicPartition, _TPState] = {}
+        self._lookups: list[_Lookup] = []
+        self._corr = 0
+        self._inflight: dict[int, _InFlight] = {}
+        self._fetching: dict[int, int] = {}  # broker -> correlation id of its fetch in flight
+        self._node_backoff: dict[int, int] = {}
+        self._meta_inflight: _InFlight | None = None
+        self._meta_backoff_until = 0
+        self._wake_at: int | None = None
+        self._wake_tid: int | None = None
+        self._rng: Any = None
+        self._closed = False
+        self._metrics: dict[str, int] = dict.fromkeys(
+            (
+                "fetch-total",
+                "fetch-error-total",
+                "records-consumed-total",
+                "bytes-consumed-total",
+                "list-offsets-total",
+                "metadata-request-total",
+                "request-timeout-total",
+                "offset-reset-total",
+            ),
+            0,
+        )
+
+    @property
+    def metrics(self) -> dict[str, int]:
+        return self._metrics
+
+    # ---------------------------------------------------------------------------------- node hooks
+
+    def bind(self, net: Any, node_id: NodeId) -> None:
+        super().bind(net, node_id)
+        if not self.client_id:
+            self.client_id = str(node_id)
+        self._rng = net.node_rng(node_id)
+
+    def on_message(self, src: NodeId, msg: Any, now_ms: int) -> None:
+        if not isinstance(msg, ResponseEnvelope):
+            return
+        req = self._inflight.pop(msg.correlation_id, None)
+        if req is None:
+            return  # timed out and dropped: the connection is gone
+        resp = msg.response
+        if req.kind == "metadata":
+            self._meta_inflight = None
+            if isinstance(resp, MetadataResponse):
+                self.metadata.update(resp, now_ms)
+                self._meta_backoff_until = now_ms + self.config.retry_backoff_ms
+                self._node_backoff.clear()
+        elif req.kind == "fetch":
+            if self._fetching.get(req.node) == req.corr:
+                del self._fetching[req.node]
+            if isinstance(resp, FetchResponse):
+                self._on_fetch(req, resp, now_ms)
+        elif isinstance(resp, ListOffsetsResponse):
+            self._on_list_offsets(req, resp, now_ms)
+        self._run(now_ms)
+
+    def on_crash(self) -> None:
+        self._inflight.clear()
+        self._fetching.clear()
+        self._meta_inflight = None
+        self._wake_at = self._wake_tid = None
+        self._closed = True
+
+    # ----------------------------------------------------------------------------------------- API
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Consume exactly these partitions (replacing the previous assignment; positions of partitions
+        kept are kept, as in Kafka)."""
+        self._check_open()
+        wanted = [TopicPartition(*tp) for tp in partitions]
+        for tp in wanted:
+            if not isinstance(tp.topic, str) or not tp.topic or tp.partition < 0:
+                raise ValueError(f"invalid topic partition {tp!r}")
+        old = self._assigned
+        self._assigned = {tp: old.get(tp) or _TPState() for tp in wanted}
+        for tp in wanted:
+            self.metadata.add_topic(tp.topic)
+        self._kick()
+
+    def unsubscribe(self) -> None:
+        """Drop the assignment (Kafka's unsubscribe also clears manual assignments)."""
+        self.assign([])
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self._assigned)
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        """Make ``offset`` the next record ``poll`` returns for ``tp``."""
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValueError(f"seek offset must be an integer >= 0, got {offset!r}")
+        st = self._state(tp)
+        self._set_position(st, offset)
+        self._kick()
+
+    def seek_to_beginning(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        """Reset to the log start offset, looked up at the next ``poll``/``position`` (lazy, as Kafka)."""
+        self._request_reset(partitions, EARLIEST_TIMESTAMP)
+
+    def seek_to_end(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        """Reset to the high watermark, looked up at the next ``poll``/``position`` (lazy, as Kafka)."""
+        self._request_reset(partitions, LATEST_TIMESTAMP)
+
+    def position(self, tp: TopicPartition, timeout_ms: int | None = None) -> int:
+        """The offset of the next record ``poll`` returns; runs the network while it must be looked up."""
+        st = self._state(tp)
+        if st.position is None:
+            timeout = self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms
+            self._kick()
+            self._block(lambda: st.position is not None or st.error is not None, timeout)
+            if st.error is not None:
+                err, st.error = st.error, None
+                raise err
+            if st.position is None:
+                raise RequestTimedOutError(f"Timeout of {timeout}ms expired before the position for "
+                                           f"partition {tp} could be determined")  # fmt: skip
+        return st.position
+
+    def pause(self, partitions: Iterable[TopicPartition]) -> None:
+        """Stop fetching these partitions and returning their records (buffered ones are kept)."""
+        for tp in partitions:
+            self._state(tp).paused = True
+
+    def resume(self, partitions: Iterable[TopicPartition]) -> None:
+        for tp in partitions:
+            self._state(tp).paused = False
+        self._kick()
+
+    def paused(self) -> set[TopicPartition]:
+        return {tp for tp, st in self._assigned.items() if st.paused}
+
+    def beginning_offsets(
+        self, partitions: Iterable[TopicPartition], timeout_ms: int | None = None
+    ) -> dict[TopicPartition, int]:
+        """Each partition's log start offset."""
+        res = self._lookup({tp: EARLIEST_TIMESTAMP for tp in partitions}, timeout_ms)
+        return {tp: r.offset for tp, r in res.items()}  # type: ignore[union-attr]
+
+    def end_offsets(
+        self, partitions: Iterable[TopicPartition], timeout_ms: int | None = None
+    ) -> dict[TopicPartition, int]:
+        """Each partition's high watermark (the offset after the last record a consumer can read)."""
+        res = self._lookup({tp: LATEST_TIMESTAMP for tp in partitions}, timeout_ms)
+        return {tp: r.offset for tp, r in res.items()}  # type: ignore[union-attr]
+
+    def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition, int], timeout_ms: int | None = None
+    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """For each partition, the first offset whose timestamp is >= the one given (the broker's time
+        index), or None when there is no such record below the high watermark."""
+        for tp, ts in timestamps.items():
+            if isinstance(ts, bool) or not isinstance(ts, int) or ts < 0:
+                raise ValueError(f"The target time for partition {tp} is {ts}. The target time cannot be "
+                                 "negative.")  # fmt: skip
+        return self._lookup(timestamps, timeout_ms)
+
+    def poll(self, timeout_ms: int = 0) -> dict[TopicPartition, list[Record]]:
+        """Up to ``max.poll.records`` records, per partition in offset order, starting at each position.
+
+        Runs the simulated network until some records are ready or ``timeout_ms`` of virtual time has
+        passed (then ``{}``). Raises ``NoOffsetForPartitionError`` / ``OffsetOutOfRangeError`` when a
+        partition has no valid position and ``auto.offset.reset`` is ``none``.
+        """
+        self._check_open()
+        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 0:
+            raise ValueError(f"timeout_ms must be an integer >= 0, got {timeout_ms!r}")
+        if not self._assigned:
+            raise IllegalStateError("Consumer is not subscribed to any topics or assigned any partitions")
+        net = self.net
+        deadline = net._now + timeout_ms
+        while True:
+            self._raise_errors()
+            out = self._drain()
+            if out:
+                self._kick()  # pipeline: the next fetches go out while the caller works
+                return out
+            if net._running or net._now >= deadline:
+                self._kick()
+                return {}
+            self._kick()
+            net.run_until(self._poll_ready, deadline - net._now)
+
+    def close(self) -> None:
+        self._closed = True
+        if self._wake_tid is not None:
+            self.net.cancel_timer(self._wake_tid)
+        self._wake_at = self._wake_tid = None
+        self._assigned.clear()
+
+    # ------------------------------------------------------------------------------------ helpers
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ConsumerClosedError("This consumer has already been closed.")
+
+    def _state(self, tp: TopicPartition) -> _TPState:
+        self._check_open()
+        st = self._assigned.get(TopicPartition(*tp))
+        if st is None:
+            raise IllegalStateError(f"No current assignment for partition {TopicPartition(*tp)}")
+        return st
+
+    def _set_position(self, st: _TPState, offset: int | None, reset_ts: int | None = None) -> None:
+        st.position = offset
+        st.reset_ts = reset_ts
+        st.reset_inflight = False
+        st.buffer = []
+        st.generation += 1
+        st.error = None
+
+    def _request_reset(self, partitions: Iterable[TopicPartition] | None, ts: int) -> None:
+        tps = list(self._assigned) if partitions is None else list(partitions)
+        for tp in tps:
+            self._set_position(self._state(tp), None, ts)
+        self._kick()
+
+    def _kick(self) -> None:
+        if not self._closed:
+            self._run(self.net._now)
+
+    def _block(self, done: Any, timeout_ms: int) -> None:
+        if self.net._running:
+            raise RuntimeError(
+                "a consumer's blocking call runs the SimNetwork, which is already running: call it from "
+                "outside the simulation, not from a node callback or timer"
+            )
+        self.net.run_until(done, timeout_ms)
+
+    def _poll_ready(self) -> bool:
+        return any(st.error is not None or (st.buffer and not st.paused) for st in self._assigned.values())
+
+    def _raise_errors(self) -> None:
+        errs = [(tp, st) for tp, st in self._assigned.items() if st.error is not None]
+        if not errs:
+            return
+        no_offset = [tp for tp, st in errs if isinstance(st.error, NoOffsetForPartitionError)]
+        if no_offset:
+            for tp in no_offset:
+                self._assigned[tp].error = None
+            raise NoOffsetForPartitionError(no_offset)
+        tp, st = errs[0]
+        err, st.error = st.error, None
+        raise err  # type: ignore[misc]
+
+    def _drain(self) -> dict[TopicPartition, list[Record]]:
+        """Take up to max.poll.records buffered records, rotating partitions so none starves."""
+        room = self.config.max_poll_records
+        out: dict[TopicPartition, list[Record]] = {}
+        for tp in list(self._assigned):
+            if room <= 0:
+                break
+            st = self._assigned[tp]
+            if st.paused or not st.buffer:
+                continue
+            take, st.buffer = st.buffer[:room], st.buffer[room:]
+            room -= len(take)
+            out[tp] = take
+            st.position = st.buffer[0].offset if st.buffer else st.buffer_end
+            # Move the partition to the back: the next poll starts with the others.
+            del self._assigned[tp]
+            self._assigned[tp] = st
+        n = sum(len(v) for v in out.values())
+        self._metrics["records-consumed-total"] += n
+        return out
+
+    def _lookup(
+        self, timestamps: Mapping[TopicPartition, int], timeout_ms: int | None
+    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        self._check_open()
+        timeout = self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms
+        lookup = _Lookup({TopicPartition(*tp): ts for tp, ts in timestamps.items()})
+        if not lookup.timestamps:
+            return {}
+        for tp in lookup.timestamps:
+            self.metadata.add_topic(tp.topic)
+        self._lookups.append(lookup)
+        try:
+            self._kick()
+            self._block(lambda: lookup.done, timeout)
+        finally:
+            self._lookups.remove(lookup)
+        if lookup.errors:
+            raise next(iter(lookup.errors.values()))
+        if not lookup.done:
+            raise RequestTimedOutError(f"Failed to get offsets by times in {timeout}ms")
+        return {tp: lookup.results[tp] for tp in lookup.timestamps}
+
+    def _next_corr(self) -> int:
+        self._corr += 1
+        return self._corr
+
+    def _leader(self, tp: TopicPartition) -> tuple[int, int]:
+        """(leader, leader epoch) from the metadata; NO_LEADER while unknown."""
+        info = self.metadata.topic(tp.topic)
+        if info is None or tp.partition >= len(info.partitions):
+            return NO_LEADER, UNKNOWN_EPOCH
+        p = info.partitions[tp.partition]
+        return p.leader, p.leader_epoch
+
+    # --------------------------------------------------------------------------------- the loop
+
+    def _schedule(self, at: int) -> None:
+        if self._wake_at is not None and self._wake_at <= at:
+            return
+        if self._wake_tid is not None:
+            self.net.cancel_timer(self._wake_tid)
+        now = self.net._now
+        self._wake_at = max(at, now)
+        self._wake_tid = self.set_timer(self._wake_at - now, self._on_wake)
+
+    def _on_wake(self, now_ms: int) -> None:
+        self._wake_at = self._wake_tid = None
+        self._run(now_ms)
+
+    def _run(self, now: int) -> None:
+        """Send whatever can go now (metadata, offset lookups, fetches) and set the next wake-up."""
+        if self._closed:
+            return
+        cfg = self.config
+        for req in [r for r in self._inflight.values() if r.deadline <= now]:
+            if req.corr in self._inflight:
+                self._metrics["request-timeout-total"] += 1
+                self.log("request_timeout", broker=req.node, correlation_id=req.corr, kind=req.kind)
+                self._disconnect(req.node, now)
+        wake: list[int] = [r.deadline for r in self._inflight.values()]
+        # Offset resets: auto.offset.reset for partitions with no position, or a seek_to_*.
+        resets: dict[int, list[tuple[TopicPartition, int]]] = {}
+        for tp, st in self._assigned.items():
+            if st.position is not None or st.reset_inflight or st.error is not None:
+                continue
+            ts = st.reset_ts
+            if ts is None:
+                policy = cfg.auto_offset_reset
+                if policy == "none":
+                    st.error = NoOffsetForPartitionError([tp])
+                    continue
+                ts = EARLIEST_TIMESTAMP if policy == "earliest" else LATEST_TIMESTAMP
+                st.reset_ts = ts
+            if st.backoff_until > now:
+                wake.append(st.backoff_until)
+                continue
+            leader, _epoch = self._leader(tp)
+            if leader < 0:
+                self.metadata.request_update()
+                continue
+            if self._node_backoff.get(leader, 0) > now:
+                wake.append(self._node_backoff[leader])
+                continue
+            resets.setdefault(leader, []).append((tp, ts))
+        for node, items in sorted(resets.items()):
+            self._send_list_offsets(node, items, now, None)
+        # User lookups (beginning/end offsets, offsets_for_times).
+        for lookup in self._lookups:
+            by_node: dict[int, list[tuple[TopicPartition, int]]] = {}
+            for tp, ts in lookup.timestamps.items():
+                if tp in lookup.results or tp in lookup.errors or tp in lookup.inflight:
+                    continue
+                until = max(lookup.backoff.get(tp, 0), self._node_backoff.get(self._leader(tp)[0], 0))
+                if until > now:
+                    wake.append(until)
+                    continue
+                leader, _epoch = self._leader(tp)
+                if leader < 0:
+                    self.metadata.request_update()
+                    continue
+                by_node.setdefault(leader, []).append((tp, ts))
+            for node, items in sorted(by_node.items()):
+                self._send_list_offsets(node, items, now, lookup)
+        # Fetches: one request per leader for its fetchable partitions, one in flight per leader.
+        fetches: dict[int, list[TopicPartition]] = {}
+        for tp, st in self._assigned.items():
+            if st.paused or st.position is None or st.buffer or st.error is not None:
+                continue
+            if st.backoff_until > now:
+                wake.append(st.backoff_until)
+                continue
+            leader, _epoch = self._leader(tp)
+            if leader < 0:
+                self.metadata.request_update()
+                continue
+            if leader in self._fetching:
+                continue
+            if self._node_backoff.get(leader, 0) > now:
+                wake.append(self._node_backoff[leader])
+                continue
+            fetches.setdefault(leader, []).append(tp)
+        for node, tps in sorted(fetches.items()):
+            self._send_fetch(node, tps, now)
+        # Metadata: unknown leaders, errors that asked for a refresh, max age.
+        meta = self.metadata
+        active = bool(self._assigned or self._lookups)
+        if active and meta.update_due(now):
+            if self._meta_inflight is None and now < self._meta_backoff_until:
+                wake.append(self._meta_backoff_until)
+            else:
+                self._maybe_send_metadata(now)
+                if self._meta_inflight is None:
+                    wake.append(self._meta_backoff_until)
+        elif active:
+            age = meta.next_age_refresh_ms()
+            if age is not None:
+                wake.append(age)
+        if self._meta_inflight is not None:
+            wake.append(self._meta_inflight.deadline)
+        if wake:
+            self._schedule(max(min(wake), now + 1) if min(wake) <= now else min(wake))
+
+    def _send(
+        self, node: int, request: Any, kind: str, now: int, tps: Any = None, lookup: Any = None
+    ) -> bool:
+        corr = self._next_corr()
+        if not self.net.send(self.node_id, node, RequestEnvelope(corr, self.client_id, request)):
+            self._node_backoff[node] = now + RECONNECT_BACKOFF_MS
+            self.metadata.request_update()
+            return False
+        timeout = self.config.request_timeout_ms
+        if kind == "fetch":
+            timeout += self.config.fetch_max_wait_ms  # the broker may hold a fetch that long on purpose
+        self._inflight[corr] = _InFlight(corr, node, kind, now + timeout, tps, lookup)
+        if kind == "fetch":
+            self._fetching[node] = corr
+        return True
+
+    def _send_fetch(self, node: int, tps: list[TopicPartition], now: int) -> None:
+        cfg = self.config
+        parts = []
+        sent = {}
+        for tp in tps:
+            st = self._assigned[tp]
+            _leader, epoch = self._leader(tp)
+            parts.append(FetchPartition(tp=tp, fetch_offset=st.position, current_leader_epoch=epoch,
+                                        partition_max_bytes=cfg.max_partition_fetch_bytes))  # fmt: skip
+            sent[tp] = (st.position, st.generation)
+        req = FetchRequest(
+            max_wait_ms=cfg.fetch_max_wait_ms,
+            min_bytes=cfg.fetch_min_bytes,
+            max_bytes=cfg.fetch_max_bytes,
+            partitions=tuple(parts),
+        )
+        if self._send(node, req, "fetch", now, tps=sent):
+            self._metrics["fetch-total"] += 1
+
+    def _send_list_offsets(
+        self, node: int, items: list[tuple[TopicPartition, int]], now: int, lookup: _Lookup | None
+    ) -> None:
+        parts = tuple(
+            ListOffsetsPartition(tp=tp, timestamp=ts, current_leader_epoch=self._leader(tp)[1])
+            for tp, ts in items
+        )
+        if lookup is None:
+            tps = {tp: self._assigned[tp].generation for tp, _ts in items}
+            kind = "reset"
+        else:
+            tps = {tp: None for tp, _ts in items}
+            kind = "lookup"
+        if not self._send(node, ListOffsetsRequest(partitions=parts), kind, now, tps=tps, lookup=lookup):
+            return
+        self._metrics["list-offsets-total"] += 1
+        for tp, _ts in items:
+            if lookup is None:
+                self._assigned[tp].reset_inflight = True
+            else:
+                lookup.inflight.add(tp)
+
+    def _maybe_send_metadata(self, now: int) -> None:
+        if self._meta_inflight is not None or now < self._meta_backoff_until:
+            return
+        meta = self.metadata
+        nodes = list(meta.nodes())
+        start = self._rng.randrange(len(nodes)) if self._rng is not None else 0
+        order = nodes[start:] + nodes[:start]
+        req = MetadataRequest(topics=tuple(meta.wanted))
+        for node in order:
+            if self._node_backoff.get(node, 0) > now:
+                continue
+            if self._send(node, req, "metadata", now):
+                self._metrics["metadata-request-total"] += 1
+                self._meta_inflight = self._inflight[self._corr]
+                return
+        self._meta_backoff_until = now + self.config.retry_backoff_ms
+
+    def _disconnect(self, node: int, now: int) -> None:
+        """Drop the connection to ``node``: everything in flight on it is forgotten and tried again."""
+        self.metadata.request_update()
+        self._node_backoff[node] = now + RECONNECT_BACKOFF_MS
+        for corr in [c for c, r in self._inflight.items() if r.node == node]:
+            req = self._inflight.pop(corr)
+            if req.kind == "metadata":
+                self._meta_inflight = None
+            elif req.kind == "fetch":
+                self._fetching.pop(node, None)
+            elif req.kind == "reset":
+                for tp, gen in req.tps.items():
+                    st = self._assigned.get(tp)
+                    if st is not None and st.generation == gen:
+                        st.reset_inflight = False
+            elif req.kind == "lookup":
+                req.lookup.inflight.difference_update(req.tps)
+
+    # --------------------------------------------------------------------------------- responses
+
+    def _retry_later(self, tp: TopicPartition, code: int, now: int) -> None:
+        if code in INVALID_METADATA_CODES:
+            self.metadata.request_update()
+        st = self._assigned.get(tp)
+        if st is not None:
+            st.backoff_until = now + self.config.retry_backoff_ms
+
+    def _on_fetch(self, req: _InFlight, resp: FetchResponse, now: int) -> None:
+        for pr in resp.partitions:
+            tp = pr.tp
+            st = self._assigned.get(tp)
+            sent = req.tps.get(tp)
+            if st is None or sent is None or sent != (st.position, st.generation):
+                continue  # unassigned, seeked or reset since: this answer is stale
+            if pr.error_code:
+                self._metrics["fetch-error-total"] += 1
+                if pr.error_code == OFFSET_OUT_OF_RANGE:
+                    self._offset_out_of_range(tp, st, sent[0], pr)
+                else:
+                    self.log("fetch_error", tp=str(tp), error=pr.error_code, broker=req.node)
+                    self._retry_later(tp, pr.error_code, now)
+                continue
+            st.hw = pr.high_watermark
+            st.log_start = pr.log_start_offset
+            data = pr.records
+            if not isinstance(data, bytes | bytearray | memoryview):
+                data = data.read()  # type: ignore[attr-defined]
+            if not data:
+                continue
+            self._metrics["bytes-consumed-total"] += len(data)
+            position = sent[0]
+            records: list[Record] = []
+            end = position
+            verify = self.config.check_crcs
+            for pos, header in iter_batches(data):
+                if header.next_offset <= position:
+                    continue
+                end = max(end, header.next_offset)
+                if header.is_control:
+                    continue  # commit/abort markers: never returned, but the position moves past them
+                batch = RecordBatch.decode(data, pos, verify_crc=verify)
+                records.extend(r for r in batch.records if r.offset >= position)
+            if records:
+                st.buffer = records
+                st.buffer_end = end
+            elif end > position:
+                st.position = end  # only control batches (or nothing at or after the position)
+
+    def _offset_out_of_range(self, tp: TopicPartition, st: _TPState, offset: int, pr: Any) -> None:
+        policy = self.config.auto_offset_reset
+        self.log("offset_out_of_range", tp=str(tp), offset=offset, policy=policy)
+        if policy == "none":
+            self._set_position(st, offset)
+            st.error = OffsetOutOfRangeError(
+                f"Fetch position {offset} is out of range for partition {tp} "
+                f"(log start {pr.log_start_offset}, high watermark {pr.high_watermark})"
+            )
+            return
+        self._metrics["offset-reset-total"] += 1
+        self._set_position(st, None, EARLIEST_TIMESTAMP if policy == "earliest" else LATEST_TIMESTAMP)
+
+    def _on_list_offsets(self, req: _InFlight, resp: ListOffsetsResponse, now: int) -> None:
+        answered = {pr.tp: pr for pr in resp.partitions}
+        for tp, gen in req.tps.items():
+            pr = answered.get(tp)
+            if req.kind == "reset":
+                st = self._assigned.get(tp)
+                if st is None or st.generation != gen:
+                    continue
+                st.reset_inflight = False
+                if pr is None or pr.error_code:
+                    code = -1 if pr is None else pr.error_code
+                    self._retry_later(tp, code, now)
+                    continue
+                self._set_position(st, pr.offset)
+                self.log("offset_reset", tp=str(tp), offset=pr.offset)
+                continue
+            lookup: _Lookup = req.lookup
+            lookup.inflight.discard(tp)
+            if pr is None or pr.error_code:
+                code = -1 if pr is None else pr.error_code
+                exc = error_for_code(code) or KafkaError
+                if code in INVALID_METADATA_CODES or (pr is None) or exc.retriable:
+                    self.metadata.request_update()
+                    lookup.backoff[tp] = now + self.config.retry_backoff_ms
+                else:
+                    lookup.errors[tp] = exc(f"ListOffsets for {tp}")
+                continue
+            ts = lookup.timestamps[tp]
+            if ts in (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP):
+                lookup.results[tp] = OffsetAndTimestamp(pr.offset, pr.timestamp, _epoch(pr.leader_epoch))
+            elif pr.offset < 0:
+                lookup.results[tp] = None
+            else:
+                lookup.results[tp] = OffsetAndTimestamp(pr.offset, pr.timestamp, _epoch(pr.leader_epoch))
+
+
+def _epoch(e: int) -> int | None:
+    return None if e < 0 else e
