@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 
 from kafkalite.client.consumer_config import ConsumerConfig
 from kafkalite.client.metadata import ClusterMetadata
+from kafkalite.client.wakeup import Wakeup
 from kafkalite.errors import KafkaError, OffsetOutOfRangeError, RequestTimedOutError, error_for_code
 from kafkalite.net.sim import BaseNode, NodeId
 from kafkalite.protocol import (
@@ -167,8 +168,7 @@ class Consumer(BaseNode):
         self._node_backoff: dict[int, int] = {}
         self._meta_inflight: _InFlight | None = None
         self._meta_backoff_until = 0
-        self._wake_at: int | None = None
-        self._wake_tid: int | None = None
+        self._wakeup = Wakeup(self, self._run)
         self._rng: Any = None
         self._closed = False
         self._metrics: dict[str, int] = dict.fromkeys(
@@ -223,7 +223,7 @@ class Consumer(BaseNode):
         self._inflight.clear()
         self._fetching.clear()
         self._meta_inflight = None
-        self._wake_at = self._wake_tid = None
+        self._wakeup.cancel()
         self._closed = True
 
     # ----------------------------------------------------------------------------------------- API
@@ -346,9 +346,7 @@ class Consumer(BaseNode):
 
     def close(self) -> None:
         self._closed = True
-        if self._wake_tid is not None:
-            self.net.cancel_timer(self._wake_tid)
-        self._wake_at = self._wake_tid = None
+        self._wakeup.cancel()
         self._assigned.clear()
 
     # ------------------------------------------------------------------------------------ helpers
@@ -463,19 +461,6 @@ class Consumer(BaseNode):
 
     # --------------------------------------------------------------------------------- the loop
 
-    def _schedule(self, at: int) -> None:
-        if self._wake_at is not None and self._wake_at <= at:
-            return
-        if self._wake_tid is not None:
-            self.net.cancel_timer(self._wake_tid)
-        now = self.net._now
-        self._wake_at = max(at, now)
-        self._wake_tid = self.set_timer(self._wake_at - now, self._on_wake)
-
-    def _on_wake(self, now_ms: int) -> None:
-        self._wake_at = self._wake_tid = None
-        self._run(now_ms)
-
     def _run(self, now: int) -> None:
         """Send whatever can go now (metadata, offset lookups, fetches) and set the next wake-up."""
         if self._closed:
@@ -567,7 +552,7 @@ class Consumer(BaseNode):
         if self._meta_inflight is not None:
             wake.append(self._meta_inflight.deadline)
         if wake:
-            self._schedule(max(min(wake), now + 1) if min(wake) <= now else min(wake))
+            self._wakeup.schedule(max(min(wake), now + 1) if min(wake) <= now else min(wake))
 
     def _send(
         self, node: int, request: Any, kind: str, now: int, tps: Any = None, lookup: Any = None

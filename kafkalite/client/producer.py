@@ -37,6 +37,7 @@ from kafkalite.client.accumulator import (
 from kafkalite.client.config import ProducerConfig
 from kafkalite.client.metadata import FATAL_TOPIC_ERRORS, ClusterMetadata
 from kafkalite.client.partitioner import DefaultPartitioner, create_partitioner
+from kafkalite.client.wakeup import Wakeup
 from kafkalite.errors import (
     KafkaError,
     MessageTooLargeError,
@@ -142,8 +143,7 @@ class Producer(BaseNode):
         self._meta_inflight: _InFlight | None = None
         self._meta_backoff_until = 0
         self._waiting: list[list] = []  # sends whose topic (or partition) is not in the metadata yet
-        self._wake_at: int | None = None
-        self._wake_tid: int | None = None
+        self._wakeup = Wakeup(self, self._run)
         self._batches: list[ProducerBatch] = []  # every batch, for the history
         self._early: list[SendRecord] = []  # sends that failed before reaching a batch
         self._closing = False
@@ -215,7 +215,7 @@ class Producer(BaseNode):
         self._inflight.clear()
         self._node_inflight.clear()
         self._meta_inflight = None
-        self._wake_at = self._wake_tid = None
+        self._wakeup.cancel()
         for batch in self.accumulator.abort_all():
             batch.final_state = "crashed"
         self._waiting.clear()
@@ -295,14 +295,14 @@ class Producer(BaseNode):
             deadline = now + self.config.max_block_ms
             self._waiting.append([seq, topic, partition, key, value, headers, ts, callback, fut, deadline])
             self.metadata.add_topic(topic)
-            self._schedule(now)
+            self._wakeup.schedule(now)
             return fut
         return self._append(cache, seq, topic, partition, key, value, headers, ts, size, callback, None, now)
 
     def flush(self) -> None:
         """Make every queued batch ready now (Kafka's flush); run the network to let them complete."""
         self.accumulator.flushing = True
-        self._schedule(self.net._now)
+        self._wakeup.schedule(self.net._now)
 
     def close(self, timeout_ms: int | None = None) -> None:
         """Stop taking records and send what is queued; ``timeout_ms=0`` fails queued records at once."""
@@ -315,7 +315,7 @@ class Producer(BaseNode):
             for w in self._waiting:
                 self._fail_waiting(w, KafkaError("Producer is closed forcefully."))
             self._waiting.clear()
-        self._schedule(self.net._now)
+        self._wakeup.schedule(self.net._now)
 
     def idle(self) -> bool:
         """True when nothing is queued, waiting for metadata or in flight (handy for ``run_until``)."""
@@ -393,7 +393,7 @@ class Producer(BaseNode):
         if batch is not None and batch.records and batch.size + size > self._batch_size:
             batch.full = True
             batch = None
-            self._schedule(now)
+            self._wakeup.schedule(now)
         if batch is None:
             if chosen and sticky is None and self._on_new_batch is not None:
                 # KIP-480 partitioners move on when a record would start a new batch, then choose again.
@@ -406,9 +406,9 @@ class Producer(BaseNode):
                 self.metrics["batch-total"] += 1
                 if self._history_on:
                     self._batches.append(batch)
-                wake = self._wake_at
+                wake = self._wakeup.at
                 if wake is None or wake > now + self._linger:
-                    self._schedule(now + self._linger)
+                    self._wakeup.schedule(now + self._linger)
         records = batch.records
         index = len(records)
         records.append((key, value, headers))
@@ -421,7 +421,7 @@ class Producer(BaseNode):
             batch.callbacks.append((index, callback))
         if batch.size >= self._batch_size:
             batch.full = True
-            self._schedule(now)
+            self._wakeup.schedule(now)
         if sticky is not None:
             sticky.update_partition_info(size, cache.n, cache.available, enable_switch=batch.full)
             if not batch.full:
@@ -446,20 +446,6 @@ class Producer(BaseNode):
         return cache
 
     # ------------------------------------------------------------------------------------- sender
-
-    def _schedule(self, at: int) -> None:
-        """Make sure the sender runs no later than ``at`` (one timer, moved earlier when needed)."""
-        if self._wake_at is not None and self._wake_at <= at:
-            return
-        if self._wake_tid is not None:
-            self.net.cancel_timer(self._wake_tid)
-        now = self.net._now
-        self._wake_at = max(at, now)
-        self._wake_tid = self.set_timer(self._wake_at - now, self._on_wake)
-
-    def _on_wake(self, now_ms: int) -> None:
-        self._wake_at = self._wake_tid = None
-        self._run(now_ms)
 
     def _run(self, now: int) -> None:
         """One pass of Kafka's Sender loop."""
@@ -525,7 +511,7 @@ class Producer(BaseNode):
                 if age is not None:
                     cands.append(age)
         if cands:
-            self._schedule(max(min(cands), now))
+            self._wakeup.schedule(max(min(cands), now))
 
     def _has_work(self) -> bool:
         return self.accumulator.has_unsent() or self._has_produce_inflight()
