@@ -8,6 +8,7 @@ and producer configurations all parse through these functions.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kafkalite.errors import InvalidConfigError
@@ -67,3 +68,30 @@ def parse_float(
     except (TypeError, ValueError):
         raise invalid(key, value, "expected a number", allowed) from None
     return _bounded(key, value, num, low, high, allowed)
+
+
+def parse_choice(key: str, value: Any, allowed: tuple[str, ...]) -> str:
+    """One of ``allowed`` (case and surrounding spaces ignored), returned in its canonical spelling."""
+    text = value.strip().lower() if isinstance(value, str) else None
+    if text not in allowed:
+        raise invalid(key, value, "not a recognised value", "one of " + ", ".join(allowed))
+    return text
+
+
+def merge_props(
+    kind: str, defaults: Mapping[str, Any], config: Mapping[str, Any] | None
+) -> tuple[dict, dict]:
+    """``(props, given)``: ``config`` over ``defaults``, keys in Kafka's dotted names.
+
+    A key may also be spelt with underscores (``linger_ms``) so that it can be passed as a Python
+    keyword argument. An unknown key, or one given twice in two spellings, names itself in the error.
+    """
+    given: dict[str, Any] = {}
+    for key, value in (config or {}).items():
+        name = key if key in defaults else key.replace("_", ".")
+        if name not in defaults:
+            raise InvalidConfigError(f"unknown {kind} config {key!r}")
+        if name in given:
+            raise InvalidConfigError(f"{kind} config {name!r} given twice ({key!r})")
+        given[name] = value
+    return {**defaults, **given}, given

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkalite.config import parse_bool, parse_int
+from kafkalite.config import merge_props, parse_bool, parse_choice, parse_int
 from kafkalite.errors import InvalidConfigError
 from kafkalite.records import Compression
 
@@ -77,15 +77,6 @@ _COMPRESSION = {
 }
 
 
-def _normalise_key(key: str) -> str:
-    if key in PRODUCER_DEFAULTS:
-        return key
-    dotted = key.replace("_", ".")
-    if dotted in PRODUCER_DEFAULTS:
-        return dotted
-    raise InvalidConfigError(f"unknown producer config {key!r}")
-
-
 def _as_acks(value: Any) -> int:
     if isinstance(value, str):
         text = value.strip().lower()
@@ -122,26 +113,16 @@ class ProducerConfig:
     @classmethod
     def from_props(cls, config: Mapping[str, Any] | None = None) -> ProducerConfig:
         """Validate ``config`` (Kafka keys or their ``snake_case`` spelling) over the defaults."""
-        given: dict[str, Any] = {}
-        for key, value in (config or {}).items():
-            name = _normalise_key(key)
-            if name in given:
-                raise InvalidConfigError(f"producer config {name!r} given twice ({key!r})")
-            given[name] = value
-        props = dict(PRODUCER_DEFAULTS)
-        props.update(given)
+        props, given = merge_props("producer", PRODUCER_DEFAULTS, config)
         for key, minimum in _INT_KEYS.items():
             props[key] = parse_int(key, props[key], low=minimum)
         for key in _BOOL_KEYS + _BOOL_KEYS_KL:
             props[key] = parse_bool(key, props[key])
         acks = _as_acks(props["acks"])
         props["acks"] = "all" if acks == -1 else str(acks)
-        codec = props["compression.type"]
-        if not isinstance(codec, str) or codec.strip().lower() not in _COMPRESSION:
-            raise InvalidConfigError(
-                f"compression.type must be one of {', '.join(_COMPRESSION)}, got {codec!r}"
-            )
-        props["compression.type"] = codec.strip().lower()
+        props["compression.type"] = parse_choice(
+            "compression.type", props["compression.type"], tuple(_COMPRESSION)
+        )
         if props["enable.idempotence"]:
             raise InvalidConfigError(
                 "enable.idempotence=true is not supported yet (the idempotent producer is a later issue); "

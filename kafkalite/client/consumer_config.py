@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkalite.config import parse_bool, parse_int
+from kafkalite.config import merge_props, parse_bool, parse_choice, parse_int
 from kafkalite.errors import InvalidConfigError
 
 __all__ = ["CONSUMER_DEFAULTS", "ConsumerConfig"]
@@ -53,22 +53,6 @@ _RESETS = ("earliest", "latest", "none")
 _ISOLATION = ("read_uncommitted", "read_committed")
 
 
-def _normalise_key(key: str) -> str:
-    if key in CONSUMER_DEFAULTS:
-        return key
-    dotted = key.replace("_", ".")
-    if dotted in CONSUMER_DEFAULTS:
-        return dotted
-    raise InvalidConfigError(f"unknown consumer config {key!r}")
-
-
-def _choice(key: str, value: Any, allowed: tuple[str, ...]) -> str:
-    text = value.strip().lower() if isinstance(value, str) else None
-    if text not in allowed:
-        raise InvalidConfigError(f"{key} must be one of {', '.join(allowed)}, got {value!r}")
-    return text  # type: ignore[return-value]
-
-
 @dataclass(frozen=True)
 class ConsumerConfig:
     """Validated consumer settings: ``props`` keeps every key (Kafka names), typed attributes the rest."""
@@ -89,19 +73,12 @@ class ConsumerConfig:
     @classmethod
     def from_props(cls, config: Mapping[str, Any] | None = None) -> ConsumerConfig:
         """Validate ``config`` (Kafka keys or their ``snake_case`` spelling) over the defaults."""
-        given: dict[str, Any] = {}
-        for key, value in (config or {}).items():
-            name = _normalise_key(key)
-            if name in given:
-                raise InvalidConfigError(f"consumer config {name!r} given twice ({key!r})")
-            given[name] = value
-        props = dict(CONSUMER_DEFAULTS)
-        props.update(given)
+        props, _given = merge_props("consumer", CONSUMER_DEFAULTS, config)
         for key, minimum in _INT_KEYS.items():
             props[key] = parse_int(key, props[key], low=minimum)
         props["check.crcs"] = parse_bool("check.crcs", props["check.crcs"])
-        props["auto.offset.reset"] = _choice("auto.offset.reset", props["auto.offset.reset"], _RESETS)
-        props["isolation.level"] = _choice("isolation.level", props["isolation.level"], _ISOLATION)
+        props["auto.offset.reset"] = parse_choice("auto.offset.reset", props["auto.offset.reset"], _RESETS)
+        props["isolation.level"] = parse_choice("isolation.level", props["isolation.level"], _ISOLATION)
         if props["isolation.level"] == "read_committed":
             raise InvalidConfigError(
                 "isolation.level=read_committed is not supported yet: kafkalite's brokers have no "
