@@ -269,6 +269,17 @@ class Cluster:
             out[p] = [] if part is None else list(part.log.iter_records(None, part.high_watermark))
         return out
 
+    def checkpoint_high_watermarks(self) -> dict[int, Path]:
+        """Write every live broker's ``replication-offset-checkpoint`` now (brokers do it every
+        ``replica.high.watermark.checkpoint.interval.ms``), so that readers outside this process, such
+        as the Spark source, see the current high watermarks. Returns broker id -> checkpoint path."""
+        out = {}
+        for bid, b in self.brokers.items():
+            if self.net.is_up(bid) and b.rm is not None:
+                b.rm.checkpoint_high_watermarks()
+                out[bid] = b.rm.hw_checkpoint_path
+        return out
+
     def replica_logs(self, topic: str, partition: int) -> dict[int, list[Any]]:
         """Every live replica's whole log (records), for the checker's divergence test."""
         out = {}
@@ -277,6 +288,97 @@ class Cluster:
             if part is not None:
                 out[b] = list(part.log.iter_records())
         return out
+
+    # ----------------------------------------------------------------------------------- groups
+
+    def _any_live_broker(self) -> int | None:
+        live = [
+            b
+            for b, node in self.brokers.items()
+            if self.net.is_up(b) and not self.net.is_paused(b) and node.registered
+        ]
+        return live[0] if live else None
+
+    def coordinator(self, group_id: str, timeout_ms: int = 30_000) -> int | None:
+        """The broker coordinating ``group_id``, by FindCoordinator (which creates ``__consumer_offsets`` the
+        first time); retried every 100 ms while the answer is COORDINATOR_NOT_AVAILABLE or names a broker that
+        is down (metadata not updated yet). None on timeout."""
+        from kafkalite.protocol.group import FindCoordinatorRequest
+
+        deadline = self.net.now_ms() + timeout_ms
+        while True:
+            broker = self._any_live_broker()
+            if broker is not None:
+                try:
+                    resp = self.request(broker, FindCoordinatorRequest(key=group_id), 5_000)
+                except RequestTimedOutError:
+                    resp = None
+                if resp is not None and resp.error_code == 0 and self.net.is_up(resp.node_id):
+                    return resp.node_id
+            if self.net.now_ms() >= deadline:
+                return None
+            self.run_for(100)
+
+    def _group_request(self, group_id: str, req: Any, timeout_ms: int = 30_000) -> Any:
+        """Send a group request to the group's coordinator, retrying while it moves or loads."""
+        from kafkalite.errors import (
+            CoordinatorLoadInProgressError,
+            CoordinatorNotAvailableError,
+            NotCoordinatorError,
+        )
+
+        retriable = {
+            NotCoordinatorError.code,
+            CoordinatorLoadInProgressError.code,
+            CoordinatorNotAvailableError.code,
+        }
+        deadline = self.net.now_ms() + timeout_ms
+        while True:
+            broker = self.coordinator(group_id, max(deadline - self.net.now_ms(), 0))
+            if broker is None:
+                raise RequestTimedOutError(f"no coordinator for group {group_id!r}")
+            try:
+                resp = self.request(broker, req, max(deadline - self.net.now_ms(), 1))
+            except RequestTimedOutError:
+                if self.net.now_ms() >= deadline:
+                    raise
+                continue
+            code = getattr(resp, "error_code", 0)
+            if hasattr(resp, "groups") and resp.groups and hasattr(resp.groups[0], "error_code"):
+                code = resp.groups[0].error_code
+            if code not in retriable or self.net.now_ms() >= deadline:
+                return resp
+            self.run_for(100)
+
+    def group_offsets(self, group_id: str) -> dict[TopicPartition, int]:
+        """The group's committed offsets, as its coordinator answers OffsetFetch (all partitions)."""
+        from kafkalite.protocol.group import OffsetFetchRequest
+
+        resp = self._group_request(group_id, OffsetFetchRequest(group_id=group_id))
+        if resp.error_code:
+            cls = error_for_code(resp.error_code) or KafkaError
+            raise cls(f"OffsetFetch for group {group_id!r}")
+        return {p.tp: p.committed_offset for p in resp.partitions if p.committed_offset >= 0}
+
+    def describe_group(self, group_id: str) -> Any:
+        """DescribeGroups from the coordinator: a ``DescribedGroup`` (state, protocol, members)."""
+        from kafkalite.protocol.group import DescribeGroupsRequest
+
+        resp = self._group_request(group_id, DescribeGroupsRequest(groups=(group_id,)))
+        return resp.groups[0]
+
+    def list_groups(self, states: Iterable[str] = ()) -> list[Any]:
+        """ListGroups from every live broker (each lists the groups it coordinates), sorted by group id."""
+        from kafkalite.protocol.group import ListGroupsRequest
+
+        out: dict[str, Any] = {}
+        for b, node in sorted(self.brokers.items()):
+            if not self.net.is_up(b) or not node.registered:
+                continue
+            resp = self.request(b, ListGroupsRequest(states_filter=tuple(states)))
+            for g in resp.groups:
+                out[g.group_id] = g
+        return [out[g] for g in sorted(out)]
 
     def events(self, kind: str | Collection[str] | None = None, node: Any = None) -> list[Event]:
         return self.net.events(kind, node)

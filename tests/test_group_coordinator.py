@@ -350,7 +350,8 @@ def test_simple_consumer_commit_to_empty_group(env: Any) -> None:
 
 def test_static_member_restart_without_rebalance(env: Any) -> None:
     gc, timers, events, _ = env
-    sa = join(gc, instance="inst-a", protocols=protos(b"A"))  # static members get no MEMBER_ID_REQUIRED
+    both = ("roundrobin", "range")
+    sa = join(gc, instance="inst-a", protocols=protos(b"A", both))  # static: no MEMBER_ID_REQUIRED
     sb = join(gc, instance="inst-b", protocols=protos(b"B"))
     timers.advance(6000)
     a, b = sa.r.member_id, sb.r.member_id
@@ -374,11 +375,20 @@ def test_static_member_restart_without_rebalance(env: Any) -> None:
     assert sync(gc, b, gen, group_instance_id="inst-b").r.error_code == FencedInstanceIdError.code
     assert heartbeat(gc, b2, gen, instance="inst-b") == NO_ERROR
 
-    # A restart with a changed subscription does rebalance.
+    # New subscription bytes under the same selected protocol: still no rebalance (Kafka only checks that
+    # the group's protocol would not change).
     jb3 = join(gc, instance="inst-b", protocols=protos(b"B2"))
+    b3 = jb3.r.member_id
+    assert jb3.r.error_code == NO_ERROR and jb3.r.generation_id == gen
+    assert gc.group_state(G) == "Stable" and len(states(events)) == n_states
+    assert sync(gc, b3, gen).r.assignment == b"pb"
+
+    # A restart that changes the protocol the group would select does rebalance.
+    jb4 = join(gc, instance="inst-b", protocols=protos(b"B", both))
     assert gc.group_state(G) == "PreparingRebalance"
-    ja = join(gc, a, instance="inst-a", protocols=protos(b"A"))
-    assert jb3.r.generation_id == ja.r.generation_id == gen + 1
+    ja = join(gc, a, instance="inst-a", protocols=protos(b"A", both))
+    assert jb4.r.generation_id == ja.r.generation_id == gen + 1
+    assert ja.r.protocol_name == "roundrobin"
 
 
 def test_static_leader_restart_skips_assignment(env: Any) -> None:

@@ -43,6 +43,23 @@ _SPECS: dict[str, tuple[str, str, Any, int | None]] = {
     ),
     "controller.socket.timeout.ms": ("controller_socket_timeout_ms", "int", 30000, 1),
     "alter.partition.retry.backoff.ms": ("alter_partition_retry_backoff_ms", "int", 1000, 0),
+    # Log manager: retention checks and the log cleaner (compaction) on every replica.
+    "log.retention.check.interval.ms": ("log_retention_check_interval_ms", "int", 300000, 1),
+    "log.cleaner.enable": ("log_cleaner_enable", "bool", True, None),
+    "log.cleaner.backoff.ms": ("log_cleaner_backoff_ms", "int", 15000, 0),
+    # Group coordinator and the offsets topic (__consumer_offsets).
+    "offsets.topic.num.partitions": ("offsets_topic_num_partitions", "int", 50, 1),
+    "offsets.topic.replication.factor": ("offsets_topic_replication_factor", "int", 3, 1),
+    "offsets.topic.segment.bytes": ("offsets_topic_segment_bytes", "int", 104857600, 1),
+    "offsets.commit.timeout.ms": ("offsets_commit_timeout_ms", "int", 5000, 1),
+    "offsets.commit.required.acks": ("offsets_commit_required_acks", "int", -1, -1),
+    "offsets.retention.minutes": ("offsets_retention_minutes", "int", 10080, 1),
+    "offsets.retention.check.interval.ms": ("offsets_retention_check_interval_ms", "int", 600000, 1),
+    "offset.metadata.max.bytes": ("offset_metadata_max_bytes", "int", 4096, 0),
+    "group.initial.rebalance.delay.ms": ("group_initial_rebalance_delay_ms", "int", 3000, 0),
+    "group.min.session.timeout.ms": ("group_min_session_timeout_ms", "int", 6000, 0),
+    "group.max.session.timeout.ms": ("group_max_session_timeout_ms", "int", 1800000, 0),
+    "group.max.size": ("group_max_size", "int", 2**31 - 1, 1),
     # kafkalite switch: False = pre-KIP-101 follower truncation to the high watermark.
     "kafkalite.truncate.by.leader.epoch": ("truncate_by_leader_epoch", "bool", True, None),
 }
@@ -81,6 +98,21 @@ class BrokerConfig:
     controller_socket_timeout_ms: int = 30000
     alter_partition_retry_backoff_ms: int = 1000
     truncate_by_leader_epoch: bool = True
+    log_retention_check_interval_ms: int = 300000
+    log_cleaner_enable: bool = True
+    log_cleaner_backoff_ms: int = 15000
+    offsets_topic_num_partitions: int = 50
+    offsets_topic_replication_factor: int = 3
+    offsets_topic_segment_bytes: int = 104857600
+    offsets_commit_timeout_ms: int = 5000
+    offsets_commit_required_acks: int = -1
+    offsets_retention_minutes: int = 10080
+    offsets_retention_check_interval_ms: int = 600000
+    offset_metadata_max_bytes: int = 4096
+    group_initial_rebalance_delay_ms: int = 3000
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1800000
+    group_max_size: int = 2**31 - 1
     log_props: dict[str, Any] = field(default_factory=dict)
     """Broker-level defaults for topic (LogConfig) keys, under the topic key names."""
     extra: dict[str, Any] = field(default_factory=dict)

@@ -257,6 +257,10 @@ class ReplicaFetcher:
                         continue
                     st.fetch_offset = p.log_end_offset
                 p.update_follower_hw(r.high_watermark)
+                # The leader's retention moved its log start: follow it (never past what we hold committed).
+                start = min(r.log_start_offset, p.high_watermark)
+                if start > p.log.log_start_offset:
+                    p.log.delete_records(start)
             elif code == OffsetOutOfRangeError.code:
                 st.state = RESETTING
                 st.in_flight = False

@@ -22,6 +22,7 @@ from typing import Any
 from kafkalite.broker.config import BrokerConfig
 from kafkalite.broker.delayed import DelayedFetch, DelayedProduce, ProducePartitionStatus
 from kafkalite.broker.fetcher import ReplicaFetcher
+from kafkalite.broker.log_manager import LogManager
 from kafkalite.broker.partition import Partition
 from kafkalite.errors import (
     FencedLeaderEpochError,
@@ -57,6 +58,7 @@ from kafkalite.protocol import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
     PartitionError,
+    ProducePartition,
     ProducePartitionResponse,
     ProduceRequest,
     ProduceResponse,
@@ -72,6 +74,18 @@ from kafkalite.storage.leader_epoch import UNDEFINED_EPOCH
 from kafkalite.storage.log import Log
 
 HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
+
+LeadershipListener = Callable[[list[TopicPartition], list[TopicPartition]], None]
+AppendCallback = Callable[[ProducePartitionResponse], None]
+
+
+class _LocalReply:
+    """Destination of an internal append (``append_records``): the answer goes to a callback, not the network."""
+
+    __slots__ = ("callback",)
+
+    def __init__(self, callback: AppendCallback) -> None:
+        self.callback = callback
 
 
 class MetadataCache:
@@ -138,6 +152,9 @@ class ReplicaManager:
         self._log_event = log_event
         self._topic_configs: dict[str, dict[str, Any]] = {}
         self._min_isr_cache: dict[str, int] = {}  # follows _topic_configs (set_topic_config clears it)
+        self.on_leadership_change: LeadershipListener | None = None
+        """Called with (partitions this broker now leads, partitions it stopped leading) after a
+        LeaderAndIsr or StopReplica changed them: the group coordinator loads or unloads its groups."""
         self._reset_memory()
 
     def _reset_memory(self) -> None:
@@ -152,6 +169,7 @@ class ReplicaManager:
         self._controller_epoch = -1
         self._last_hw_checkpoint_ms = self.clock.now_ms()
         self._hw_checkpoint = self._read_hw_checkpoint()
+        self.log_manager = LogManager(self.config, self.clock.now_ms(), self._event)
         self._stopped = False
 
     # ============================================================================= small plumbing
@@ -254,6 +272,8 @@ class ReplicaManager:
         self._controller_epoch = req.controller_epoch
         errors = []
         now = self.clock.now_ms()
+        elected: list[TopicPartition] = []
+        resigned: list[TopicPartition] = []
         for state in req.partition_states:
             tp = state.tp
             if self.broker_id not in state.replicas:
@@ -274,14 +294,24 @@ class ReplicaManager:
                 continue
             try:
                 p = self._get_or_create(tp)
+                was_leader, old_epoch = p.is_leader, p.leader_epoch
                 if state.leader == self.broker_id:
                     self._make_leader(p, state, now)
+                    if not was_leader or old_epoch != p.leader_epoch:
+                        elected.append(tp)
                 else:
                     self._make_follower(p, state)
+                    if was_leader:
+                        resigned.append(tp)
                 errors.append(PartitionError(tp=tp, error_code=NO_ERROR))
             except KafkaError as e:
                 errors.append(PartitionError(tp=tp, error_code=e.code))
+        self._notify_leadership(elected, resigned)
         return LeaderAndIsrResponse(partition_errors=tuple(errors))
+
+    def _notify_leadership(self, elected: list[TopicPartition], resigned: list[TopicPartition]) -> None:
+        if self.on_leadership_change is not None and (elected or resigned):
+            self.on_leadership_change(elected, resigned)
 
     def _make_leader(self, p: Partition, state: Any, now: int) -> None:
         self._remove_from_fetcher(p.tp)
@@ -331,6 +361,7 @@ class ReplicaManager:
             return StopReplicaResponse(error_code=StaleControllerEpochError.code)
         self._controller_epoch = req.controller_epoch
         errors = []
+        resigned: list[TopicPartition] = []
         for st in req.partition_states:
             p = self._partitions.get(st.tp)
             if p is not None and st.leader_epoch >= 0 and st.leader_epoch < p.leader_epoch:
@@ -339,6 +370,8 @@ class ReplicaManager:
             self._remove_from_fetcher(st.tp)
             self._fail_delayed(st.tp)
             if p is not None:
+                if p.is_leader:
+                    resigned.append(st.tp)
                 p.leader_id = -1
                 self._event("stop_replica", tp=str(st.tp), delete=st.delete_partition)
                 if st.delete_partition:
@@ -347,6 +380,7 @@ class ReplicaManager:
                     shutil.rmtree(p.log.dir, ignore_errors=True)
                     self._hw_checkpoint.pop((st.tp.topic, st.tp.partition), None)
             errors.append(PartitionError(tp=st.tp, error_code=NO_ERROR))
+        self._notify_leadership([], resigned)
         return StopReplicaResponse(partition_errors=tuple(errors))
 
     def handle_update_metadata(self, req: UpdateMetadataRequest) -> None:
@@ -356,6 +390,31 @@ class ReplicaManager:
         self.metadata_cache.update(req)
 
     # ============================================================================= produce
+    def append_records(
+        self,
+        tp: TopicPartition,
+        records: bytes,
+        callback: AppendCallback,
+        *,
+        acks: int = -1,
+        timeout_ms: int = 5000,
+        client_id: str = "coordinator",
+    ) -> None:
+        """Internal append (Kafka's ``appendRecords`` from a coordinator): the produce path, acks included,
+        with the partition's answer handed to ``callback`` instead of being sent over the network.
+        With ``acks=-1`` the callback runs once the ISR has the batch (or on error/timeout)."""
+        req = ProduceRequest(
+            acks=acks, timeout_ms=timeout_ms, partitions=(ProducePartition(tp=tp, records=records),)
+        )
+        self.handle_produce(RequestEnvelope(0, client_id, req), _LocalReply(callback))
+
+    def _reply(self, src: Any, env: RequestEnvelope, resp: ProduceResponse) -> None:
+        if isinstance(src, _LocalReply):
+            for part in resp.partitions:
+                src.callback(part)
+        else:
+            self._send(src, env.reply(resp))
+
     def handle_produce(self, env: RequestEnvelope, src: Any) -> None:
         req: ProduceRequest = env.request  # type: ignore[assignment]
         if req.acks not in (0, 1, -1):
@@ -365,7 +424,7 @@ class ReplicaManager:
                     for pp in req.partitions
                 )
             )
-            self._send(src, env.reply(resp))
+            self._reply(src, env, resp)
             return
         statuses: dict[TopicPartition, ProducePartitionStatus] = {}
         done: dict[TopicPartition, tuple[int, int, int]] = {}
@@ -398,6 +457,8 @@ class ReplicaManager:
                 self._on_hw_moved(p)
             self._try_complete_fetches(pp.tp)
         if req.acks == 0:
+            if isinstance(src, _LocalReply):  # an internal caller still learns the local outcome
+                self._reply(src, env, self._immediate_response(req, statuses, done))
             return
         op = DelayedProduce(env, src, statuses, done)
         if req.acks == 1 or not statuses:
@@ -472,7 +533,31 @@ class ReplicaManager:
                         log_start_offset=s.log_start_offset,
                     )
                 )
-        self._send(op.src, op.env.reply(ProduceResponse(partitions=tuple(parts))))
+        self._reply(op.src, op.env, ProduceResponse(partitions=tuple(parts)))
+
+    @staticmethod
+    def _immediate_response(
+        req: ProduceRequest,
+        statuses: dict[TopicPartition, ProducePartitionStatus],
+        done: dict[TopicPartition, tuple[int, int, int]],
+    ) -> ProduceResponse:
+        parts = []
+        for pp in req.partitions:
+            if pp.tp in done:
+                code, base, start = done[pp.tp]
+                parts.append(
+                    ProducePartitionResponse(
+                        tp=pp.tp, error_code=code, base_offset=base, log_start_offset=start
+                    )
+                )
+            else:
+                s = statuses[pp.tp]
+                parts.append(
+                    ProducePartitionResponse(
+                        tp=pp.tp, base_offset=s.base_offset, log_start_offset=s.log_start_offset
+                    )
+                )
+        return ProduceResponse(partitions=tuple(parts))
 
     def _try_complete_produces(self, tp: TopicPartition) -> None:
         for op in list(self._delayed_produce.get(tp, ())):
@@ -780,7 +865,8 @@ class ReplicaManager:
 
     # ============================================================================= time
     def tick(self, now_ms: int) -> None:
-        """Periodic work: ISR shrink check, stuck ISR proposals, HW checkpoint, log flush by flush.ms."""
+        """Periodic work: ISR shrink check, stuck ISR proposals, HW checkpoint, log flush by flush.ms,
+        retention and compaction (``LogManager``)."""
         if self._stopped:
             return
         lag = self.config.replica_lag_time_max_ms
@@ -799,6 +885,7 @@ class ReplicaManager:
             p.log.maybe_flush()
         if now_ms - self._last_hw_checkpoint_ms >= self.config.replica_high_watermark_checkpoint_interval_ms:
             self.checkpoint_high_watermarks()
+        self.log_manager.tick(now_ms, self._partitions.values())
 
     # ============================================================================= HW checkpoint
     @property

@@ -7,6 +7,11 @@ Metadata from the cache the controller keeps current with UpdateMetadata, and fe
 carrying an older controller epoch than the newest it has seen (STALE_CONTROLLER_EPOCH) or an older broker
 epoch than its current registration (STALE_BROKER_EPOCH, KIP-380).
 
+It also hosts the group coordinator (``GroupCoordinator`` + ``GroupMetadataManager``): FindCoordinator answers
+the leader of the group's ``__consumer_offsets`` partition (auto-creating that topic through the controller
+the first time, as Kafka does), and the group APIs are served only for groups whose partition this broker
+leads and has loaded (else NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS).
+
 Crash and restart: a crash drops everything in memory (and, if asked, log bytes never fsynced); restart opens
 the logs again (recovery), opens a new session, registers and runs for controller, as a restarted process.
 """
@@ -18,10 +23,15 @@ from pathlib import Path
 from typing import Any
 
 from kafkalite.broker.controller import STALE_BROKER_EPOCH, Controller, decode_topic_config
+from kafkalite.broker.group.coordinator import GroupCoordinator
+from kafkalite.broker.group.manager import OFFSETS_TOPIC, GroupMetadataManager, offsets_topic
 from kafkalite.coordination import paths
 from kafkalite.coordination.store import NodeExists, NoNode, SessionExpired
 from kafkalite.coordination.zk_node import ZK_NODE_ID, ConnectionLossError, ZkLink
 from kafkalite.errors import (
+    CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
+    InvalidGroupIdError,
     LeaderNotAvailableError,
     StaleControllerEpochError,
     UnknownTopicOrPartitionError,
@@ -33,17 +43,38 @@ from kafkalite.protocol import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionRequest,
     BrokerEndpoint,
+    CoordinatorType,
     CreateTopicsRequest,
+    DescribedGroup,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
     ElectLeadersRequest,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
     MetadataRequest,
     MetadataResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    PartitionError,
     PartitionMetadata,
     RequestEnvelope,
     ResponseEnvelope,
     StopReplicaRequest,
     StopReplicaResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
     TopicMetadata,
     TopicPartition,
     UpdateMetadataPartitionState,
@@ -58,6 +89,14 @@ CONTROLLER_APIS = (
     AlterPartitionReassignmentsRequest,
 )
 FROM_CONTROLLER = (LeaderAndIsrRequest, UpdateMetadataRequest, StopReplicaRequest)
+GROUP_APIS = (
+    JoinGroupRequest,
+    SyncGroupRequest,
+    HeartbeatRequest,
+    LeaveGroupRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+)
 REGISTRATION_RETRY_MS = 1000
 
 ReplicaManagerFactory = Callable[..., Any]
@@ -155,6 +194,10 @@ class KafkaBroker(BaseNode):
         self.broker_epoch = -1
         self.registered = False
         self._registration_timer: int | None = None
+        self.group_coordinator: GroupCoordinator | None = None
+        self.group_manager: GroupMetadataManager | None = None
+        self._incarnation = 0
+        self._offsets_topic_creation: int | None = None
 
     # ------------------------------------------------------------------------------------ lifecycle
 
@@ -184,6 +227,7 @@ class KafkaBroker(BaseNode):
             controller_id=self.controller_id,
             log_event=self.log,
         )
+        self._start_group_coordinator()
         self.zk = ZkLink(
             net,
             self.node_id,
@@ -204,6 +248,30 @@ class KafkaBroker(BaseNode):
         )
         self.log("broker_starting", broker=self.broker_id)
         self._register()
+
+    def _start_group_coordinator(self) -> None:
+        """A fresh coordinator per incarnation: groups come back by loading ``__consumer_offsets``."""
+        self._incarnation += 1
+        self._offsets_topic_creation = None
+        seed = self.net.node_rng(f"{self.node_id!r}/group-coordinator/{self._incarnation}").getrandbits(64)
+        self.group_coordinator = GroupCoordinator(
+            self.net.clock,
+            self.set_timer,
+            self.cancel_timer,
+            self.log,
+            self.config,
+            member_id_seed=seed,
+        )
+        self.group_manager = GroupMetadataManager(
+            self.broker_id,
+            self.config,
+            self.group_coordinator,
+            self.rm,
+            clock=self.net.clock,
+            set_timer=self.set_timer,
+            log_event=self.log,
+        )
+        self.rm.on_leadership_change = self.group_manager.on_leadership_change
 
     def _register(self, now_ms: int | None = None) -> None:
         """Open a session if needed, create ``/brokers/ids/<id>`` and run for controller; retried."""
@@ -251,9 +319,13 @@ class KafkaBroker(BaseNode):
             self.controller.resign("shutdown")
         if self.zk is not None:
             self.zk.close()
+        if self.group_manager is not None:
+            self.group_manager.shutdown()
         if self.rm is not None:
             self.rm.shutdown()
         self.rm = None
+        self.group_coordinator = None
+        self.group_manager = None
 
     def on_crash(self) -> None:
         if self.rm is not None:
@@ -263,6 +335,8 @@ class KafkaBroker(BaseNode):
         if self.zk is not None:
             self.zk.session_id = None  # the timers died with the node; the ensemble expires the session
         self.rm = None
+        self.group_coordinator = None
+        self.group_manager = None
         self.registered = False
         self.broker_epoch = -1  # in-memory: the next incarnation gets a new one when it registers
         self._registration_timer = None
@@ -310,12 +384,119 @@ class KafkaBroker(BaseNode):
             self.controller.handle_request(src, msg)
         elif isinstance(req, MetadataRequest):
             self.send(src, msg.reply(self.cache.metadata(req)))
+        elif isinstance(req, FindCoordinatorRequest):
+            self.send(src, msg.reply(self._find_coordinator(req)))
+        elif isinstance(req, GROUP_APIS + (DescribeGroupsRequest, ListGroupsRequest)):
+            self._handle_group_request(src, msg)
         else:
             handler = _RM_HANDLERS.get(type(req).__name__)
             if handler is None:
                 self.log("unsupported_request", api=type(req).__name__, src=src)
                 return
             getattr(self.rm, handler)(msg, src)
+
+    # ------------------------------------------------------------------------------------ groups
+
+    def _find_coordinator(self, req: FindCoordinatorRequest) -> FindCoordinatorResponse:
+        """The leader of the key's ``__consumer_offsets`` partition, from the metadata cache."""
+        unavailable = CoordinatorNotAvailableError.code
+        if req.key_type != CoordinatorType.GROUP:
+            return FindCoordinatorResponse(
+                error_code=unavailable, error_message="kafkalite has no transaction coordinator"
+            )
+        assert self.group_manager is not None
+        tp = self.group_manager.topic_partition(req.key)
+        if not any(t.topic == OFFSETS_TOPIC for t in self.cache.partitions):
+            why = self._create_offsets_topic()
+            return FindCoordinatorResponse(error_code=unavailable, error_message=why)
+        st = self.cache.partitions.get(tp)
+        if st is None or st.leader == NO_LEADER or st.leader not in self.cache.live_brokers:
+            return FindCoordinatorResponse(error_code=unavailable, error_message=f"{tp} has no leader")
+        ep = self.cache.live_brokers[st.leader]
+        return FindCoordinatorResponse(node_id=ep.node_id, host=ep.host, port=ep.port)
+
+    def _create_offsets_topic(self) -> str:
+        """Ask the controller to create ``__consumer_offsets`` (once at a time); says why it is not there yet."""
+        rf = self.config.offsets_topic_replication_factor
+        alive = len(self.cache.live_brokers)
+        if alive < rf:
+            # Kafka refuses rather than create the offsets topic under-replicated for good.
+            self.log("offsets_topic_not_created", alive_brokers=alive, replication_factor=rf)
+            return (
+                f"{alive} alive broker(s) do not meet offsets.topic.replication.factor={rf} "
+                f"for {OFFSETS_TOPIC}"
+            )
+        controller = self.controller_id()
+        if controller is None:
+            return "no controller to create the offsets topic"
+        if self._offsets_topic_creation is None:
+            self.log(
+                "offsets_topic_create",
+                partitions=self.config.offsets_topic_num_partitions,
+                replication_factor=rf,
+            )
+            self._offsets_topic_creation = self.rm._send_request(
+                controller,
+                CreateTopicsRequest(topics=(offsets_topic(self.config),)),
+                _OffsetsTopicCreation(self),
+                self.config.controller_socket_timeout_ms,
+            )
+        return f"{OFFSETS_TOPIC} is being created"
+
+    def _handle_group_request(self, src: Any, env: RequestEnvelope) -> None:
+        """Check that this broker coordinates the group now, then hand the request to the coordinator."""
+        req = env.request
+        coord, manager = self.group_coordinator, self.group_manager
+        assert coord is not None and manager is not None
+
+        def respond(response: Any) -> None:
+            if self.rm is not None and coord is self.group_coordinator:  # not a previous incarnation's
+                self.send(src, env.reply(response))
+
+        if isinstance(req, DescribeGroupsRequest):
+            served = tuple(g for g in req.groups if manager.ownership_error(g) == 0)
+            answers: dict[str, DescribedGroup] = {}
+            if served:
+                coord.handle_describe_groups(
+                    DescribeGroupsRequest(groups=served),
+                    lambda r: answers.update({g.group_id: g for g in r.groups}),
+                )
+            groups = tuple(
+                answers[g]
+                if g in answers
+                else DescribedGroup(group_id=g, error_code=manager.ownership_error(g))
+                for g in req.groups
+            )
+            respond(DescribeGroupsResponse(groups=groups))
+            return
+        if isinstance(req, ListGroupsRequest):
+
+            def listed(r: ListGroupsResponse) -> None:
+                if manager.loading:  # some groups are not known yet; Kafka says so with the partial list
+                    r = ListGroupsResponse(error_code=CoordinatorLoadInProgressError.code, groups=r.groups)
+                respond(r)
+
+            coord.handle_list_groups(req, listed)
+            return
+        if not req.group_id and not isinstance(req, OffsetFetchRequest):
+            code = InvalidGroupIdError.code
+        else:
+            code = manager.ownership_error(req.group_id)
+        if code:
+            respond(_group_error(req, code))
+            return
+        if isinstance(req, JoinGroupRequest):
+            coord.handle_join_group(req, respond, client_id=env.client_id, client_host=f"/{src}")
+        elif isinstance(req, SyncGroupRequest):
+            coord.handle_sync_group(req, respond)
+        elif isinstance(req, HeartbeatRequest):
+            coord.handle_heartbeat(req, respond)
+        elif isinstance(req, LeaveGroupRequest):
+            coord.handle_leave_group(req, respond)
+        elif isinstance(req, OffsetCommitRequest):
+            coord.handle_offset_commit(req, respond)
+        else:
+            coord.handle_offset_fetch(req, respond)
 
     def _from_controller(self, src: Any, env: RequestEnvelope) -> None:
         req = env.request
@@ -374,6 +555,42 @@ class KafkaBroker(BaseNode):
 
     def __repr__(self) -> str:
         return f"KafkaBroker({self.broker_id}, controller={self.is_controller})"
+
+
+def _group_error(req: Any, code: int) -> Any:
+    """The response to a group request that this broker does not serve (one error for everything)."""
+    if isinstance(req, JoinGroupRequest):
+        return JoinGroupResponse(error_code=code, member_id=req.member_id)
+    if isinstance(req, SyncGroupRequest):
+        return SyncGroupResponse(error_code=code)
+    if isinstance(req, HeartbeatRequest):
+        return HeartbeatResponse(error_code=code)
+    if isinstance(req, LeaveGroupRequest):
+        return LeaveGroupResponse(error_code=code)
+    if isinstance(req, OffsetCommitRequest):
+        return OffsetCommitResponse(
+            partitions=tuple(PartitionError(tp=p.tp, error_code=code) for p in req.partitions)
+        )
+    return OffsetFetchResponse(error_code=code)
+
+
+class _OffsetsTopicCreation:
+    """Answer (or timeout) of the broker's CreateTopics for ``__consumer_offsets``."""
+
+    def __init__(self, broker: KafkaBroker) -> None:
+        self.broker = broker
+
+    def on_response(self, cid: int, _request: Any, response: Any) -> None:
+        self._done(cid, response.topics[0].error_code if response.topics else -1)
+
+    def on_timeout(self, cid: int, _request: Any) -> None:
+        self._done(cid, -1)
+
+    def _done(self, cid: int, code: int) -> None:
+        b = self.broker
+        if b._offsets_topic_creation == cid:
+            b._offsets_topic_creation = None  # the next FindCoordinator asks again if still needed
+            b.log("offsets_topic_create_result", error_code=code)
 
 
 _RM_HANDLERS = {

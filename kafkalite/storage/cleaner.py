@@ -76,13 +76,21 @@ class LogCleaner:
         self.clock = clock
 
     # ----- planning --------------------------------------------------------------------------------
-    def cleanable_range(self, log: Log, now_ms: int | None = None) -> tuple[int, int]:
-        """``(first_dirty_offset, first_uncleanable_offset)`` of the log."""
+    def cleanable_range(
+        self, log: Log, now_ms: int | None = None, high_watermark: int | None = None
+    ) -> tuple[int, int]:
+        """``(first_dirty_offset, first_uncleanable_offset)`` of the log.
+
+        With ``high_watermark``, only segments wholly below it are cleanable: a record above it may still
+        be truncated away, and must not be what makes an older, committed value of its key disappear.
+        """
         now = self._now(log) if now_ms is None else now_ms
         segs = log.segments
         checkpoint = log._read_cleaner_checkpoint()
         first_dirty = log.log_start_offset if checkpoint is None else max(checkpoint, log.log_start_offset)
         end = segs[-1].base_offset
+        if high_watermark is not None:
+            end = next((seg.base_offset for seg in segs if seg.next_offset > high_watermark), end)
         lag = log.config.min_compaction_lag_ms
         if lag > 0:
             for seg in segs[:-1]:
@@ -91,9 +99,9 @@ class LogCleaner:
                     break
         return min(first_dirty, end), end
 
-    def dirty_ratio(self, log: Log) -> float:
+    def dirty_ratio(self, log: Log, high_watermark: int | None = None) -> float:
         """Bytes in the dirty section over bytes in the cleanable part of the log."""
-        first_dirty, end = self.cleanable_range(log)
+        first_dirty, end = self.cleanable_range(log, high_watermark=high_watermark)
         clean = dirty = 0
         for seg in log.segments:
             if seg.base_offset >= end:
@@ -105,24 +113,29 @@ class LogCleaner:
         total = clean + dirty
         return dirty / total if total else 0.0
 
-    def needs_cleaning(self, log: Log) -> bool:
-        return log.config.compact and self.dirty_ratio(log) >= log.config.min_cleanable_dirty_ratio
+    def needs_cleaning(self, log: Log, high_watermark: int | None = None) -> bool:
+        return (
+            log.config.compact
+            and len(log.segments) > 1  # the active segment is never cleaned
+            and self.dirty_ratio(log, high_watermark) >= log.config.min_cleanable_dirty_ratio
+        )
 
     def _now(self, log: Log) -> int:
         return (self.clock or log.clock).now_ms()
 
     # ----- cleaning --------------------------------------------------------------------------------
-    def clean(self, log: Log, *, force: bool = True) -> CleanerStats:
-        """One compaction pass. Without ``force`` it only runs at ``min.cleanable.dirty.ratio``."""
+    def clean(self, log: Log, *, force: bool = True, high_watermark: int | None = None) -> CleanerStats:
+        """One compaction pass. Without ``force`` it only runs at ``min.cleanable.dirty.ratio``;
+        ``high_watermark`` bounds the cleanable part (see ``cleanable_range``)."""
         if not log.config.compact:
             raise InvalidConfigError(
                 f"log {log.name} has cleanup.policy={log.config.cleanup_policy}; compaction needs 'compact'"
             )
         log._check_writable()
         now = self._now(log)
-        first_dirty, end = self.cleanable_range(log, now)
+        first_dirty, end = self.cleanable_range(log, now, high_watermark)
         stats = CleanerStats(
-            first_dirty_offset=first_dirty, end_offset=end, dirty_ratio=self.dirty_ratio(log)
+            first_dirty_offset=first_dirty, end_offset=end, dirty_ratio=self.dirty_ratio(log, high_watermark)
         )
         # An explicit (forced) pass also runs with nothing dirty: tombstones whose delete horizon has
         # passed still have to go.

@@ -4,6 +4,8 @@ The same field names as Kafka's DumpLogSegments tool so that output can be compa
 one line per batch for a ``.log`` file (plus one ``| offset: ...`` line per record with
 ``--deep-iteration`` or ``--print-data-log``), one line per entry for ``.index`` and ``.timeindex``.
 Damage is reported as a line naming the byte position, never as a traceback.
+``offsets_decoder`` (Kafka's ``--offsets-decoder``) reads the records as ``__consumer_offsets`` keys and values
+and prints them decoded (offset commits and group metadata, ``<DELETE>`` for a tombstone).
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ def dump(
     *,
     print_data_log: bool = False,
     deep_iteration: bool = False,
+    offsets_decoder: bool = False,
     write: Write = print,
 ) -> int:
     """Dump one ``.log``, ``.index`` or ``.timeindex`` file through ``write``; returns problems found."""
@@ -70,7 +73,11 @@ def dump(
     suffix = path.suffix
     if suffix == ".log":
         return dump_log_segment(
-            path, print_data_log=print_data_log, deep_iteration=deep_iteration, write=write
+            path,
+            print_data_log=print_data_log,
+            deep_iteration=deep_iteration,
+            offsets_decoder=offsets_decoder,
+            write=write,
         )
     if suffix == ".index":
         return dump_offset_index(path, write=write)
@@ -105,7 +112,16 @@ def _control_text(rec) -> str:
     return f" endTxnMarker: {marker.type.name} coordinatorEpoch: {marker.coordinator_epoch}"
 
 
-def record_line(batch, rec, print_data_log: bool) -> str:
+def _offsets_text(rec) -> str:
+    from kafkalite.broker.group.offsets_schema import format_record
+
+    try:
+        return " " + format_record(rec.key, rec.value)
+    except KafkaError as e:  # not an offsets record (or damaged): say so and go on
+        return f" unreadable as __consumer_offsets data ({e})"
+
+
+def record_line(batch, rec, print_data_log: bool, offsets_decoder: bool = False) -> str:
     h = batch.header
     ts_name = _TS_NAMES.get(int(h.timestamp_type), "CreateTime")
     seq = _seq_add(h.base_sequence, rec.offset - h.base_offset)
@@ -116,9 +132,11 @@ def record_line(batch, rec, print_data_log: bool) -> str:
         f"valueSize: {-1 if rec.value is None else len(rec.value)} "
         f"sequence: {seq} headerKeys: [{header_keys}]"
     )
-    if print_data_log:
+    if print_data_log or offsets_decoder:
         if h.is_control:
             line += _control_text(rec)
+        elif offsets_decoder:
+            line += _offsets_text(rec)
         else:
             if rec.key is not None:
                 line += f" key: {_text(rec.key)}"
@@ -128,13 +146,18 @@ def record_line(batch, rec, print_data_log: bool) -> str:
 
 
 def dump_log_segment(
-    path: str | Path, *, print_data_log: bool = False, deep_iteration: bool = False, write: Write = print
+    path: str | Path,
+    *,
+    print_data_log: bool = False,
+    deep_iteration: bool = False,
+    offsets_decoder: bool = False,
+    write: Write = print,
 ) -> int:
-    """One line per batch; with ``deep_iteration``/``print_data_log`` one more per record."""
+    """One line per batch; with ``deep_iteration``/``print_data_log``/``offsets_decoder`` one more per record."""
     from kafkalite.records import BatchHeader, RecordBatch, validate_batch
 
     path = Path(path)
-    deep = deep_iteration or print_data_log
+    deep = deep_iteration or print_data_log or offsets_decoder
     problems = 0
     base = _base_offset(path)
     if base is not None:
@@ -183,7 +206,7 @@ def dump_log_segment(
                     write(f"Corrupt records in batch at position {pos} of {path.name}: {e}")
                 else:
                     for rec in batch.records:
-                        write(record_line(batch, rec, print_data_log))
+                        write(record_line(batch, rec, print_data_log, offsets_decoder))
             pos += h.size
     return problems
 

@@ -12,8 +12,11 @@ the assignment) -> ``Stable`` (the leader's SyncGroup handed each member its sha
 leave, a session expiry or a changed subscription sends the group back to ``PreparingRebalance``.
 ``Dead`` is a group this coordinator no longer owns (``unload_group``).
 
-Committed offsets are kept in memory (``offsets``) for now; ``on_commit(group_id, offsets)`` is the hook a
-later piece uses to persist them to ``__consumer_offsets``.
+Committed offsets live in memory (``offsets``). With a ``store`` (the broker's ``GroupMetadataManager``) they
+are also written to ``__consumer_offsets`` first: an OffsetCommit is answered, and applied, only once the
+append is acknowledged; the leader's assignment is written before SyncGroup answers and the group turns
+Stable; a group that becomes Empty is written too. Without a store (unit tests) both succeed at once.
+``on_commit(group_id, offsets)`` is called after a commit is applied.
 
 Every state change is logged as ``group_state`` (group, state, generation, plus the reason); membership
 changes as ``group_join`` / ``group_leave`` / ``group_member_expired`` / ``group_member_removed`` /
@@ -27,7 +30,7 @@ import random
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from kafkalite.broker.group.member import (
     VALID_PREVIOUS_STATES,
@@ -87,6 +90,19 @@ _INCONSISTENT = InconsistentGroupProtocolError.code
 _COORDINATOR_NA = CoordinatorNotAvailableError.code
 
 Respond = Callable[[Any], None]
+Done = Callable[[int], None]
+"""Called with an error code (NO_ERROR on success) once a store operation is over."""
+
+
+class GroupStore(Protocol):
+    """Where a coordinator persists offsets and group metadata (``manager.GroupMetadataManager``)."""
+
+    def store_offsets(
+        self, group: GroupMetadata, offsets: dict[TopicPartition, OffsetAndMetadata], done: Done
+    ) -> None: ...
+
+    def store_group(self, group: GroupMetadata, assignment: dict[str, bytes], done: Done) -> None: ...
+
 
 # Kafka name -> (field, default)
 _CONFIG_KEYS: dict[str, tuple[str, int]] = {
@@ -94,7 +110,9 @@ _CONFIG_KEYS: dict[str, tuple[str, int]] = {
     "group.min.session.timeout.ms": ("min_session_timeout_ms", 6000),
     "group.max.session.timeout.ms": ("max_session_timeout_ms", 1_800_000),
     "group.max.size": ("max_size", 2**31 - 1),
+    "offset.metadata.max.bytes": ("offset_metadata_max_bytes", 4096),
 }
+OFFSET_METADATA_TOO_LARGE = 12  # Kafka's error code: commit metadata longer than offset.metadata.max.bytes
 
 
 @dataclass(frozen=True)
@@ -105,6 +123,7 @@ class GroupConfig:
     min_session_timeout_ms: int = 6000
     max_session_timeout_ms: int = 1_800_000
     max_size: int = 2**31 - 1
+    offset_metadata_max_bytes: int = 4096
 
     @classmethod
     def coerce(cls, config: Any) -> GroupConfig:
@@ -138,6 +157,7 @@ class GroupCoordinator:
         *,
         on_commit: Callable[[str, dict[TopicPartition, OffsetAndMetadata]], None] | None = None,
         member_id_seed: int = 0,
+        store: GroupStore | None = None,
     ) -> None:
         self.clock = clock
         self._set_timer_fn = set_timer
@@ -145,6 +165,7 @@ class GroupCoordinator:
         self._log_event = log_event
         self.config = GroupConfig.coerce(config)
         self.on_commit = on_commit
+        self.store = store
         self.groups: dict[str, GroupMetadata] = {}
         self._timers: set[int] = set()
         self._pending_timers: dict[tuple[str, str], int] = {}
@@ -190,6 +211,7 @@ class GroupCoordinator:
                 f"group {group.group_id}: illegal transition {group.state.value} -> {state.value}"
             )
         group.state = state
+        group.state_timestamp_ms = self.clock.now_ms()
         self._event(
             "group_state",
             group=group.group_id,
@@ -224,7 +246,7 @@ class GroupCoordinator:
             return self._join_unknown_member(group, req, protocols, respond, client_id, client_host)
         if group is None:
             return error(_UNKNOWN_MEMBER)
-        return self._join_current_member(group, req, protocols, respond)
+        return self._join_current_member(group, req, protocols, respond, client_id, client_host)
 
     def _accept_joining_member(self, group: GroupMetadata, member_id: str) -> bool:
         if group.is_(GroupState.EMPTY, GroupState.DEAD):
@@ -271,6 +293,8 @@ class GroupCoordinator:
         req: JoinGroupRequest,
         protocols: tuple[tuple[str, bytes], ...],
         respond: Respond,
+        client_id: str = "",
+        client_host: str = "",
     ) -> None:
         mid = req.member_id
 
@@ -291,7 +315,7 @@ class GroupCoordinator:
                 return error(GroupMaxSizeReachedError.code)
             group.pending_members.discard(mid)
             self._cancel_pending_expiry(group, mid)
-            self._add_member_and_rebalance(group, req, protocols, mid, respond, "", "")
+            self._add_member_and_rebalance(group, req, protocols, mid, respond, client_id, client_host)
             return
         if group.is_static_member_fenced(req.group_instance_id, mid):
             return error(_FENCED)
@@ -430,8 +454,11 @@ class GroupCoordinator:
         self._event(
             "group_member_fenced", group=group.group_id, member=old_id, replaced_by=new_id, instance=instance
         )
-        unchanged = member.matches(protocols)
-        if group.is_(GroupState.STABLE) and unchanged:
+        # A restarted consumer's subscription bytes differ (e.g. its owned-partitions generation is reset),
+        # so, as in Kafka, only a change of the group's selected protocol forces a rebalance.
+        old_protocols = member.protocols
+        member.protocols = protocols
+        if group.is_(GroupState.STABLE) and group.select_protocol() == group.protocol_name:
             member.rebalance_timeout_ms = req.rebalance_timeout_ms
             member.session_timeout_ms = req.session_timeout_ms
             self._event(
@@ -448,10 +475,38 @@ class GroupCoordinator:
             if group.is_leader(new_id):
                 # KIP-814: the leader keeps the current assignment rather than computing a new one.
                 resp = dataclasses.replace(resp, skip_assignment=True)
-            respond(resp)
+            if self.store is None:
+                respond(resp)
+                return
+
+            def stored(code: int) -> None:
+                # The new member id must be on the log before it is used, or a new coordinator would fence it.
+                if code != _NONE and group.members.get(new_id) is member:
+                    member.protocols = old_protocols
+                    self._revert_static_member(group, member, instance, old_id)
+                    respond(JoinGroupResponse(error_code=code, member_id=UNKNOWN_MEMBER_ID))
+                    return
+                respond(resp)
+
+            self.store.store_group(group, {m.member_id: m.assignment for m in group.members.values()}, stored)
             return
         self._schedule_heartbeat(group, member, member.session_timeout_ms)
         self._update_member_and_rebalance(group, member, req, protocols, respond)
+
+    def _revert_static_member(
+        self, group: GroupMetadata, member: MemberMetadata, instance: str, old_id: str
+    ) -> None:
+        new_id = member.member_id
+        group.members.pop(new_id, None)
+        member.member_id = old_id
+        group.members[old_id] = member
+        group.static_members[instance] = old_id
+        if group.leader_id == new_id:
+            group.leader_id = old_id
+        if new_id in group.pending_sync_members:
+            group.pending_sync_members.discard(new_id)
+            group.pending_sync_members.add(old_id)
+        self._event("group_member_reverted", group=group.group_id, member=new_id, restored=old_id)
 
     # ------------------------------------------------------------------ rebalance (the delayed join)
     def _maybe_prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
@@ -559,6 +614,17 @@ class GroupCoordinator:
             group.protocol_name = None
             group.leader_id = None
             self._transition(group, GroupState.EMPTY, "no members")
+            if self.store is not None:
+                # Written so a new coordinator knows the generation; failure only logs (as in Kafka).
+                gid, gen = group.group_id, group.generation_id
+                self.store.store_group(
+                    group,
+                    {},
+                    lambda code: (
+                        code == _NONE
+                        or self._event("group_store_failed", group=gid, generation=gen, error=code)
+                    ),
+                )
 
     def _expire_pending_sync(self, group: GroupMetadata) -> None:
         """Members of the new generation that never sent SyncGroup are removed (Kafka's pending sync)."""
@@ -687,25 +753,47 @@ class GroupCoordinator:
             self._remove_pending_sync(group, member.member_id)
             if group.is_leader(member.member_id):
                 given = {a.member_id: a.assignment for a in req.assignments}
-                for m in group.members.values():
-                    m.assignment = given.get(m.member_id, b"")
-                self._transition(group, GroupState.STABLE, "leader sent the assignment")
-                self._event(
-                    "group_assignment",
-                    group=group.group_id,
-                    generation=group.generation_id,
-                    leader=group.leader_id,
-                    assignment={m.member_id: m.assignment for m in group.members.values()},
-                )
-                for m in group.members.values():
-                    if m.awaiting_sync is not None:
-                        cb, m.awaiting_sync = m.awaiting_sync, None
-                        cb(self._sync_response(group, m))
-                        self._schedule_heartbeat(group, m, m.session_timeout_ms)
+                assignment = {mid: given.get(mid, b"") for mid in group.members}
+                generation = group.generation_id
+
+                def stored(code: int) -> None:
+                    # The group may have moved on while the append waited for the ISR.
+                    if not group.is_(GroupState.COMPLETING_REBALANCE) or group.generation_id != generation:
+                        return
+                    if code != _NONE:
+                        self._event(
+                            "group_store_failed", group=group.group_id, generation=generation, error=code
+                        )
+                        self._reset_and_propagate_assignment_error(group, code)
+                        self._prepare_rebalance_or_empty(group, "storing the assignment failed")
+                        return
+                    self._complete_sync(group, assignment)
+
+                if self.store is None:
+                    stored(_NONE)
+                else:
+                    self.store.store_group(group, assignment, stored)
         else:  # Stable: answer with the member's current share
             self._remove_pending_sync(group, member.member_id)
             respond(self._sync_response(group, member))
             self._schedule_heartbeat(group, member, member.session_timeout_ms)
+
+    def _complete_sync(self, group: GroupMetadata, assignment: dict[str, bytes]) -> None:
+        for m in group.members.values():
+            m.assignment = assignment.get(m.member_id, b"")
+        self._transition(group, GroupState.STABLE, "leader sent the assignment")
+        self._event(
+            "group_assignment",
+            group=group.group_id,
+            generation=group.generation_id,
+            leader=group.leader_id,
+            assignment={m.member_id: m.assignment for m in group.members.values()},
+        )
+        for m in group.members.values():
+            if m.awaiting_sync is not None:
+                cb, m.awaiting_sync = m.awaiting_sync, None
+                cb(self._sync_response(group, m))
+                self._schedule_heartbeat(group, m, m.session_timeout_ms)
 
     def _sync_response(self, group: GroupMetadata, member: MemberMetadata) -> SyncGroupResponse:
         return SyncGroupResponse(
@@ -815,24 +903,51 @@ class GroupCoordinator:
         group = self.groups[req.group_id]
         now = self.clock.now_ms()
         committed: dict[TopicPartition, OffsetAndMetadata] = {}
+        too_large: set[TopicPartition] = set()
         for p in req.partitions:
+            if len((p.committed_metadata or "").encode("utf-8")) > self.config.offset_metadata_max_bytes:
+                too_large.add(p.tp)
+                continue
             committed[p.tp] = OffsetAndMetadata(
                 offset=p.committed_offset,
                 leader_epoch=p.committed_leader_epoch,
                 metadata=p.committed_metadata,
                 commit_timestamp_ms=now,
             )
-        group.offsets.update(committed)
-        self._event(
-            "group_commit",
-            group=req.group_id,
-            member=req.member_id,
-            generation=req.generation_id,
-            offsets={str(tp): om.offset for tp, om in committed.items()},
-        )
-        if self.on_commit is not None:
-            self.on_commit(req.group_id, committed)
-        respond(OffsetCommitResponse(partitions=tuple(PartitionError(tp=p.tp) for p in req.partitions)))
+
+        def answer(code: int) -> None:
+            respond(
+                OffsetCommitResponse(
+                    partitions=tuple(
+                        PartitionError(
+                            tp=p.tp, error_code=OFFSET_METADATA_TOO_LARGE if p.tp in too_large else code
+                        )
+                        for p in req.partitions
+                    )
+                )
+            )
+
+        def stored(code: int) -> None:
+            if code != _NONE or self.groups.get(req.group_id) is not group:
+                self._event("group_commit_failed", group=req.group_id, member=req.member_id, error=code)
+                answer(code if code != _NONE else NotCoordinatorError.code)
+                return
+            group.offsets.update(committed)
+            self._event(
+                "group_commit",
+                group=req.group_id,
+                member=req.member_id,
+                generation=req.generation_id,
+                offsets={str(tp): om.offset for tp, om in committed.items()},
+            )
+            if self.on_commit is not None:
+                self.on_commit(req.group_id, committed)
+            answer(_NONE)
+
+        if self.store is None or not committed:
+            stored(_NONE)
+        else:
+            self.store.store_offsets(group, committed, stored)
 
     def _validate_commit(self, req: OffsetCommitRequest) -> int:
         if not req.group_id:
@@ -943,5 +1058,65 @@ class GroupCoordinator:
                 cb2(SyncGroupResponse(error_code=NotCoordinatorError.code))
         self._transition(group, GroupState.DEAD, "unloaded")
 
+    def shutdown(self) -> None:
+        """The broker stops: every timer is cancelled and every group forgotten (nothing is answered)."""
+        for tid in list(self._timers):
+            self._cancel_timer(tid)
+        self._pending_timers.clear()
+        self.groups.clear()
 
-__all__ = ["NEW_MEMBER_JOIN_TIMEOUT_MS", "GroupConfig", "GroupCoordinator"]
+    # ============================================================================= immigration
+    def load_group(self, group: GroupMetadata) -> None:
+        """Install a group read back from ``__consumer_offsets`` (this broker became its coordinator).
+
+        Members of a loaded group get a fresh session timer, as Kafka does: those still alive keep
+        heartbeating to the new coordinator in the same generation; the others expire and trigger a
+        rebalance. A group already present here (loaded before) is kept as it is."""
+        if group.group_id in self.groups:
+            return
+        self.groups[group.group_id] = group
+        self._event(
+            "group_loaded",
+            group=group.group_id,
+            state=group.state.value,
+            generation=group.generation_id,
+            members=list(group.members),
+            offsets={str(tp): om.offset for tp, om in sorted(group.offsets.items())},
+        )
+        for m in group.members.values():
+            self._schedule_heartbeat(group, m, m.session_timeout_ms)
+
+    def remove_expired_offsets(
+        self, group_id: str, now_ms: int, retention_ms: int
+    ) -> tuple[list[TopicPartition], bool]:
+        """Offset retention for one group: drop offsets older than ``retention_ms``.
+
+        An Empty consumer group counts from when it became Empty (its currentStateTimestamp); a group used only
+        for commits (no protocol type) counts from each commit. Groups with members keep their offsets here
+        (Kafka also expires, in a Stable group, offsets of topics no member subscribes to). Returns the
+        removed partitions and whether the group, now Empty without offsets, was removed (Dead)."""
+        group = self.groups.get(group_id)
+        if group is None or group.is_(GroupState.DEAD):
+            return [], False
+        if group.protocol_type is not None and not group.is_(GroupState.EMPTY):
+            return [], False
+        expired = []
+        for tp, om in sorted(group.offsets.items()):
+            base = om.commit_timestamp_ms
+            if group.protocol_type is not None and group.state_timestamp_ms >= 0:
+                base = group.state_timestamp_ms
+            if now_ms - base >= retention_ms:
+                expired.append(tp)
+        for tp in expired:
+            del group.offsets[tp]
+        if expired:
+            self._event("group_offsets_expired", group=group_id, partitions=[str(tp) for tp in expired])
+        dead = group.is_(GroupState.EMPTY) and not group.offsets and not group.pending_members
+        if dead:
+            self._cancel_timer(group.join_timer)
+            del self.groups[group_id]
+            self._transition(group, GroupState.DEAD, "empty group without offsets")
+        return expired, dead
+
+
+__all__ = ["NEW_MEMBER_JOIN_TIMEOUT_MS", "GroupConfig", "GroupCoordinator", "GroupStore"]

@@ -113,6 +113,9 @@ class GroupMetadata:
     join_remaining_ms: int = 0
     sync_timer: int | None = None
     offsets: dict[TopicPartition, OffsetAndMetadata] = field(default_factory=dict)
+    state_timestamp_ms: int = -1
+    """When the group entered its current state (Kafka's currentStateTimestamp): offset retention of an Empty
+    group counts from it."""
 
     def is_(self, *states: GroupState) -> bool:
         return self.state in states

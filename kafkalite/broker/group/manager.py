@@ -1,0 +1,419 @@
+"""Kafka's ``GroupMetadataManager``: the groups of one broker kept in the compacted topic ``__consumer_offsets``.
+
+The group a coordinator serves is decided by placement (``coordinator_partition``): the broker leading
+partition ``p`` of ``__consumer_offsets`` coordinates every group hashing to ``p``. This manager follows that
+leadership (the replica manager's ``on_leadership_change``):
+
+- *elected* for ``p``: the partition is *loading* (requests for its groups get COORDINATOR_LOAD_IN_PROGRESS)
+  until its log has been read from the start to the end: the last record per key wins, a tombstone (null
+  value) deletes its key; the groups found are handed to the ``GroupCoordinator``; then ``p`` is *owned*.
+- *resigned* (follower, or replica stopped): every group of ``p`` is unloaded (Dead here; waiting members are
+  told NOT_COORDINATOR and look for the new coordinator).
+
+Writes go through the replica manager's internal append, with ``offsets.commit.required.acks`` (-1: the
+whole ISR) and ``offsets.commit.timeout.ms``: ``store_offsets`` and ``store_group`` call back only once the
+append is acknowledged, with the log error translated the way Kafka's coordinator translates it.
+
+Retention: every ``offsets.retention.check.interval.ms`` the offsets older than ``offsets.retention.minutes``
+(for an Empty group, counted from when it became Empty) are removed and tombstones appended; a group left
+Empty with no offsets is removed too, with a tombstone for its metadata.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kafkalite.broker.group.coordinator import Done, GroupCoordinator
+from kafkalite.broker.group.member import GroupMetadata, GroupState, MemberMetadata, OffsetAndMetadata
+from kafkalite.broker.group.offsets_schema import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    decode_key,
+    decode_value,
+    encode_group_metadata_key,
+    encode_group_metadata_value,
+    encode_offset_commit_key,
+    encode_offset_commit_value,
+)
+from kafkalite.broker.group.placement import coordinator_partition
+from kafkalite.errors import (
+    CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
+    InvalidCommitOffsetSizeError,
+    KafkaError,
+    KafkaStorageError,
+    MessageTooLargeError,
+    NotCoordinatorError,
+    NotEnoughReplicasAfterAppendError,
+    NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
+    RebalanceInProgressError,
+    RecordListTooLargeError,
+    RequestTimedOutError,
+    UnknownServerError,
+    UnknownTopicOrPartitionError,
+)
+from kafkalite.protocol import NO_ERROR, CreatableTopic, TopicPartition
+from kafkalite.records import build_batch
+
+OFFSETS_TOPIC = "__consumer_offsets"
+GROUP_METADATA_TOPIC_NAME = OFFSETS_TOPIC
+
+_INVALID_FETCH_SIZE = 4  # Kafka's INVALID_FETCH_SIZE, counted with the "too large" errors below
+_TOO_LARGE = {MessageTooLargeError.code, RecordListTooLargeError.code, _INVALID_FETCH_SIZE}
+_UNAVAILABLE = {
+    UnknownTopicOrPartitionError.code,
+    NotEnoughReplicasError.code,
+    NotEnoughReplicasAfterAppendError.code,
+}
+_NOT_COORDINATOR = {NotLeaderOrFollowerError.code, KafkaStorageError.code}
+
+
+def offset_commit_error(code: int) -> int:
+    """The OffsetCommit error for a failed append to ``__consumer_offsets`` (Kafka's translation)."""
+    if code in _UNAVAILABLE:
+        return CoordinatorNotAvailableError.code
+    if code in _NOT_COORDINATOR:
+        return NotCoordinatorError.code
+    if code in _TOO_LARGE:
+        return InvalidCommitOffsetSizeError.code
+    return code
+
+
+def store_group_error(code: int) -> int:
+    """The SyncGroup error for a failed append of group metadata (Kafka's translation)."""
+    if code in _UNAVAILABLE:
+        return CoordinatorNotAvailableError.code
+    if code in _NOT_COORDINATOR:
+        return NotCoordinatorError.code
+    if code == RequestTimedOutError.code:
+        return RebalanceInProgressError.code
+    if code in _TOO_LARGE:
+        return UnknownServerError.code
+    return code
+
+
+def offsets_topic(config: Any) -> CreatableTopic:
+    """The CreateTopics entry a broker sends to auto-create ``__consumer_offsets`` (compacted)."""
+    return CreatableTopic(
+        name=OFFSETS_TOPIC,
+        num_partitions=config.offsets_topic_num_partitions,
+        replication_factor=config.offsets_topic_replication_factor,
+        configs=(
+            # Kafka also sets compression.type=producer, which kafkalite's LogConfig does not model.
+            ("cleanup.policy", "compact"),
+            ("segment.bytes", str(config.offsets_topic_segment_bytes)),
+        ),
+    )
+
+
+class GroupMetadataManager:
+    """The ``__consumer_offsets`` partitions one broker leads, and the groups in them. See the module doc."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        config: Any,
+        coordinator: GroupCoordinator,
+        replica_manager: Any,
+        *,
+        clock: Any,
+        set_timer: Callable[[int, Callable[[int], None]], int],
+        log_event: Callable[..., None],
+    ) -> None:
+        self.broker_id = broker_id
+        self.config = config
+        self.num_partitions: int = config.offsets_topic_num_partitions
+        self.coordinator = coordinator
+        self.rm = replica_manager
+        self.clock = clock
+        self._set_timer = set_timer
+        self._log_event = log_event
+        self.owned: set[int] = set()
+        """Offsets partitions this broker leads and has loaded: their groups are served."""
+        self.loading: set[int] = set()
+        self._load_generation: dict[int, int] = {}
+        self.stopped = False
+        self._retention_timer_started = False
+        coordinator.store = self
+
+    def shutdown(self) -> None:
+        """Clean broker shutdown: serve nothing more, write nothing more."""
+        self.stopped = True
+        self.owned.clear()
+        self.loading.clear()
+        self.coordinator.shutdown()
+
+    # ----------------------------------------------------------------------------------- placement
+    def partition_for(self, group_id: str) -> int:
+        return coordinator_partition(group_id, self.num_partitions)
+
+    def topic_partition(self, group_id: str) -> TopicPartition:
+        return TopicPartition(OFFSETS_TOPIC, self.partition_for(group_id))
+
+    def ownership_error(self, group_id: str) -> int:
+        """NO_ERROR if this broker serves ``group_id`` now, else COORDINATOR_LOAD_IN_PROGRESS / NOT_COORDINATOR."""
+        p = self.partition_for(group_id)
+        if p in self.loading:
+            return CoordinatorLoadInProgressError.code
+        if p not in self.owned:
+            return NotCoordinatorError.code
+        return NO_ERROR
+
+    def groups_in(self, partition: int) -> list[str]:
+        return sorted(g for g in self.coordinator.groups if self.partition_for(g) == partition)
+
+    # ----------------------------------------------------------------------------------- leadership
+    def on_leadership_change(self, elected: list[TopicPartition], resigned: list[TopicPartition]) -> None:
+        for tp in resigned:
+            if tp.topic == OFFSETS_TOPIC:
+                self._resign(tp.partition)
+        for tp in elected:
+            if tp.topic == OFFSETS_TOPIC:
+                self._elect(tp.partition)
+
+    def _elect(self, p: int) -> None:
+        if self.stopped or p in self.owned or p in self.loading:
+            return  # still leading since the last load (a new epoch of the same leader): memory is current
+        self.loading.add(p)
+        gen = self._load_generation.get(p, 0) + 1
+        self._load_generation[p] = gen
+        self._log_event("offsets_partition_loading", partition=p)
+        self._set_timer(0, lambda _now: self._load(p, gen))
+
+    def _resign(self, p: int) -> None:
+        was = p in self.owned or p in self.loading
+        self.owned.discard(p)
+        self.loading.discard(p)
+        self._load_generation[p] = self._load_generation.get(p, 0) + 1  # a pending load is void
+        groups = self.groups_in(p)
+        for gid in groups:
+            self.coordinator.unload_group(gid)
+        if was:
+            self._log_event("offsets_partition_unloaded", partition=p, groups=groups)
+
+    def _load(self, p: int, gen: int) -> None:
+        if self._load_generation.get(p) != gen or p not in self.loading:
+            return
+        tp = TopicPartition(OFFSETS_TOPIC, p)
+        part = self.rm.partition_or_none(tp)
+        if part is None or not part.is_leader:
+            self.loading.discard(p)
+            return
+        groups = read_groups(part.log, log_event=self._log_event)
+        for group in groups.values():
+            self.coordinator.load_group(group)
+        self.loading.discard(p)
+        self.owned.add(p)
+        if not self._retention_timer_started:
+            # Started with the first partition led (Kafka starts it with the broker): a broker that never
+            # coordinates a group has nothing to expire, and its timers stay exactly as before groups existed.
+            self._retention_timer_started = True
+            self._set_timer(self.config.offsets_retention_check_interval_ms, self._retention_check)
+        self._log_event(
+            "offsets_partition_loaded",
+            partition=p,
+            groups=sorted(groups),
+            log_end_offset=part.log_end_offset,
+        )
+
+    # ----------------------------------------------------------------------------------- writes
+    def _append(
+        self, group_id: str, records: list[tuple[bytes, bytes | None]], acks: int, done: Done
+    ) -> None:
+        tp = self.topic_partition(group_id)
+        if self.stopped or tp.partition not in self.owned:
+            done(NotLeaderOrFollowerError.code)
+            return
+        batch = build_batch(records, timestamp=self.clock.now_ms())
+        self.rm.append_records(
+            tp,
+            batch,
+            lambda resp: done(resp.error_code),
+            acks=acks,
+            timeout_ms=self.config.offsets_commit_timeout_ms,
+        )
+
+    def store_offsets(
+        self, group: GroupMetadata, offsets: dict[TopicPartition, OffsetAndMetadata], done: Done
+    ) -> None:
+        """Append one offset commit record per partition; ``done`` gets the OffsetCommit error code."""
+        records = [
+            (
+                encode_offset_commit_key(group.group_id, tp.topic, tp.partition),
+                encode_offset_commit_value(
+                    OffsetCommitValue(om.offset, om.leader_epoch, om.metadata or "", om.commit_timestamp_ms)
+                ),
+            )
+            for tp, om in sorted(offsets.items())
+        ]
+        acks = self.config.offsets_commit_required_acks
+        self._append(group.group_id, records, acks, lambda code: done(offset_commit_error(code)))
+
+    def store_group(self, group: GroupMetadata, assignment: dict[str, bytes], done: Done) -> None:
+        """Append the group's metadata record (members, generation, assignment)."""
+        value = group_metadata_value(group, assignment)
+        records = [(encode_group_metadata_key(group.group_id), encode_group_metadata_value(value))]
+        acks = self.config.offsets_commit_required_acks
+        self._append(group.group_id, records, acks, lambda code: done(store_group_error(code)))
+
+    # ----------------------------------------------------------------------------------- retention
+    def _retention_check(self, now_ms: int) -> None:
+        if self.stopped:
+            return
+        self._set_timer(self.config.offsets_retention_check_interval_ms, self._retention_check)
+        self.cleanup_expired(now_ms)
+
+    def cleanup_expired(self, now_ms: int | None = None) -> dict[str, list[TopicPartition]]:
+        """Remove expired offsets (and groups left with nothing), appending tombstones for them."""
+        now = self.clock.now_ms() if now_ms is None else now_ms
+        retention_ms = self.config.offsets_retention_minutes * 60_000
+        removed: dict[str, list[TopicPartition]] = {}
+        for p in sorted(self.owned):
+            for gid in self.groups_in(p):
+                expired, dead = self.coordinator.remove_expired_offsets(gid, now, retention_ms)
+                if not expired and not dead:
+                    continue
+                removed[gid] = expired
+                tombstones: list[tuple[bytes, bytes | None]] = [
+                    (encode_offset_commit_key(gid, tp.topic, tp.partition), None) for tp in expired
+                ]
+                if dead:
+                    tombstones.append((encode_group_metadata_key(gid), None))
+                self._log_event(
+                    "offsets_expired", group=gid, partitions=[str(tp) for tp in expired], group_removed=dead
+                )
+                # Kafka writes these without waiting for the ISR (acks=0): they only shorten the log.
+                self._append(gid, tombstones, 0, lambda _code: None)
+        return removed
+
+
+# ------------------------------------------------------------------------------------------ helpers
+def group_metadata_value(group: GroupMetadata, assignment: dict[str, bytes]) -> GroupMetadataValue:
+    """The record Kafka writes for a group: generation, protocol, leader and every member's share."""
+    members = tuple(
+        MemberMetadataValue(
+            member_id=m.member_id,
+            group_instance_id=m.group_instance_id,
+            client_id=m.client_id,
+            client_host=m.client_host,
+            rebalance_timeout=m.rebalance_timeout_ms,
+            session_timeout=m.session_timeout_ms,
+            subscription=m.metadata(group.protocol_name) if group.protocol_name else b"",
+            assignment=assignment.get(m.member_id, b""),
+        )
+        for m in group.members.values()
+    )
+    return GroupMetadataValue(
+        protocol_type=group.protocol_type or "",
+        generation=group.generation_id,
+        protocol=group.protocol_name,
+        leader=group.leader_id,
+        current_state_timestamp=group.state_timestamp_ms,
+        members=members,
+    )
+
+
+def group_from_value(group_id: str, value: GroupMetadataValue) -> GroupMetadata:
+    """A group as a new coordinator rebuilds it: Stable with its members, or Empty."""
+    group = GroupMetadata(
+        group_id,
+        state=GroupState.STABLE if value.members else GroupState.EMPTY,
+        generation_id=value.generation,
+        protocol_type=value.protocol_type or None,
+        protocol_name=value.protocol,
+        leader_id=value.leader,
+        state_timestamp_ms=value.current_state_timestamp,
+    )
+    for m in value.members:
+        member = MemberMetadata(
+            member_id=m.member_id,
+            group_instance_id=m.group_instance_id,
+            client_id=m.client_id,
+            client_host=m.client_host,
+            rebalance_timeout_ms=m.rebalance_timeout,
+            session_timeout_ms=m.session_timeout,
+            protocol_type=value.protocol_type,
+            protocols=((value.protocol or "", m.subscription),),
+            assignment=m.assignment,
+        )
+        group.members[m.member_id] = member
+        if m.group_instance_id is not None:
+            group.static_members[m.group_instance_id] = m.member_id
+    return group
+
+
+def read_offsets_log(
+    log: Any, end: int | None = None, *, log_event: Callable[..., None] | None = None
+) -> tuple[dict[str, GroupMetadataValue], dict[str, dict[TopicPartition, OffsetAndMetadata]]]:
+    """Replay a ``__consumer_offsets`` log: the last value per key wins, tombstones delete.
+
+    Returns (group metadata by group, committed offsets by group). Unreadable records are skipped and
+    reported through ``log_event`` (``offsets_record_skipped``)."""
+    metadata: dict[str, GroupMetadataValue] = {}
+    offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+    for rec in log.iter_records(None, end):
+        try:
+            if rec.key is None:
+                raise KafkaError("record without a key")
+            key = decode_key(rec.key)
+            value = decode_value(key, rec.value)
+        except KafkaError as e:
+            if log_event is not None:
+                log_event("offsets_record_skipped", offset=rec.offset, error=str(e))
+            continue
+        if isinstance(key, GroupMetadataKey):
+            if value is None:
+                metadata.pop(key.group, None)
+            else:
+                assert isinstance(value, GroupMetadataValue)
+                metadata[key.group] = value
+        else:
+            assert isinstance(key, OffsetCommitKey)
+            tp = TopicPartition(key.topic, key.partition)
+            if value is None:
+                group_offsets = offsets.get(key.group)
+                if group_offsets is not None:
+                    group_offsets.pop(tp, None)
+                    if not group_offsets:
+                        del offsets[key.group]
+            else:
+                assert isinstance(value, OffsetCommitValue)
+                offsets.setdefault(key.group, {})[tp] = OffsetAndMetadata(
+                    offset=value.offset,
+                    leader_epoch=value.leader_epoch,
+                    metadata=value.metadata,
+                    commit_timestamp_ms=value.commit_timestamp,
+                )
+    return metadata, offsets
+
+
+def read_groups(log: Any, *, log_event: Callable[..., None] | None = None) -> dict[str, GroupMetadata]:
+    """Every group in a ``__consumer_offsets`` log, rebuilt (a group with offsets but no metadata is an Empty
+    group with no protocol type: a consumer that only commits)."""
+    metadata, offsets = read_offsets_log(log, log_event=log_event)
+    groups: dict[str, GroupMetadata] = {}
+    for gid in sorted(set(metadata) | set(offsets)):
+        value = metadata.get(gid)
+        group = group_from_value(gid, value) if value is not None else GroupMetadata(gid)
+        group.offsets = dict(sorted(offsets.get(gid, {}).items()))
+        groups[gid] = group
+    return groups
+
+
+__all__ = [
+    "GROUP_METADATA_TOPIC_NAME",
+    "OFFSETS_TOPIC",
+    "GroupMetadataManager",
+    "group_from_value",
+    "group_metadata_value",
+    "offset_commit_error",
+    "offsets_topic",
+    "read_groups",
+    "read_offsets_log",
+    "store_group_error",
+]

@@ -1,0 +1,364 @@
+"""The record formats of ``__consumer_offsets``: keys and values as Kafka's group coordinator writes them.
+
+Every record key and value starts with an int16 schema version, then the fields in Kafka's classic
+(non-flexible) encoding: int16-length UTF-8 strings (-1 = null), int32 big-endian integers, int64 longs,
+int32-length byte arrays, arrays as an int32 count followed by the elements.
+
+Keys (the version says which kind of record it is):
+
+- version 0 or 1: an offset commit, ``group, topic, partition``. kafkalite writes version 1.
+- version 2: group metadata, ``group``.
+
+Values:
+
+- offset commit v0..v3: ``offset int64``, ``leaderEpoch int32`` (v3+), ``metadata string``,
+  ``commitTimestamp int64``, ``expireTimestamp int64`` (v1 only). kafkalite writes v3.
+- group metadata v0..v3: ``protocolType string``, ``generation int32``, ``protocol string?``,
+  ``leader string?``, ``currentStateTimestamp int64`` (v2+), then the members, each ``memberId``,
+  ``groupInstanceId string?`` (v3+), ``clientId``, ``clientHost``, ``rebalanceTimeout int32`` (v1+),
+  ``sessionTimeout int32``, ``subscription bytes``, ``assignment bytes``. kafkalite writes v3.
+
+A null value (tombstone) deletes its key: compaction then drops the older records with that key.
+Versions 4+ of the values are Kafka's flexible encoding (tagged fields); kafkalite does not read them.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass, field
+
+from kafkalite.errors import CorruptRecordError
+
+OFFSET_COMMIT_KEY_VERSION = 1
+GROUP_METADATA_KEY_VERSION = 2
+OFFSET_COMMIT_VALUE_VERSION = 3
+GROUP_METADATA_VALUE_VERSION = 3
+NO_EXPIRE_TIMESTAMP = -1
+
+
+@dataclass(frozen=True)
+class OffsetCommitKey:
+    group: str
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True)
+class GroupMetadataKey:
+    group: str
+
+
+@dataclass(frozen=True)
+class OffsetCommitValue:
+    offset: int
+    leader_epoch: int = -1
+    metadata: str = ""
+    commit_timestamp: int = -1
+    expire_timestamp: int = NO_EXPIRE_TIMESTAMP
+    """Only in version 1 records (the pre-KIP-211 per-commit retention)."""
+
+
+@dataclass(frozen=True)
+class MemberMetadataValue:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout: int
+    session_timeout: int
+    subscription: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True)
+class GroupMetadataValue:
+    protocol_type: str
+    generation: int
+    protocol: str | None
+    leader: str | None
+    current_state_timestamp: int = -1
+    members: tuple[MemberMetadataValue, ...] = field(default_factory=tuple)
+
+
+# ----------------------------------------------------------------------------------- primitive writers
+class _Writer:
+    def __init__(self) -> None:
+        self.buf = bytearray()
+
+    def int16(self, v: int) -> _Writer:
+        self.buf += struct.pack(">h", v)
+        return self
+
+    def int32(self, v: int) -> _Writer:
+        self.buf += struct.pack(">i", v)
+        return self
+
+    def int64(self, v: int) -> _Writer:
+        self.buf += struct.pack(">q", v)
+        return self
+
+    def string(self, s: str | None) -> _Writer:
+        if s is None:
+            return self.int16(-1)
+        data = s.encode("utf-8")
+        if len(data) > 0x7FFF:
+            raise ValueError(f"string of {len(data)} bytes does not fit an int16 length")
+        self.int16(len(data))
+        self.buf += data
+        return self
+
+    def bytes_(self, b: bytes | None) -> _Writer:
+        if b is None:
+            return self.int32(-1)
+        self.int32(len(b))
+        self.buf += b
+        return self
+
+
+class _Reader:
+    def __init__(self, data: bytes, what: str) -> None:
+        self.data = bytes(data)
+        self.pos = 0
+        self.what = what
+
+    def _take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > len(self.data):
+            raise CorruptRecordError(
+                f"{self.what}: needs {n} more bytes at position {self.pos}, has {len(self.data) - self.pos}"
+            )
+        out = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return out
+
+    def int16(self) -> int:
+        return struct.unpack(">h", self._take(2))[0]
+
+    def int32(self) -> int:
+        return struct.unpack(">i", self._take(4))[0]
+
+    def int64(self) -> int:
+        return struct.unpack(">q", self._take(8))[0]
+
+    def string(self, nullable: bool = False) -> str | None:
+        n = self.int16()
+        if n == -1 and nullable:
+            return None
+        if n < 0:
+            raise CorruptRecordError(f"{self.what}: negative string length {n} at position {self.pos - 2}")
+        try:
+            return self._take(n).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise CorruptRecordError(f"{self.what}: string is not UTF-8 ({e})") from None
+
+    def str_(self) -> str:
+        s = self.string()
+        assert s is not None
+        return s
+
+    def bytes_(self) -> bytes:
+        n = self.int32()
+        if n == -1:
+            return b""
+        return self._take(n)
+
+    def done(self) -> None:
+        if self.pos != len(self.data):
+            raise CorruptRecordError(f"{self.what}: {len(self.data) - self.pos} unexpected trailing bytes")
+
+
+# ----------------------------------------------------------------------------------------- encoders
+def encode_offset_commit_key(group: str, topic: str, partition: int) -> bytes:
+    """Key v1: ``version int16 = 1, group string, topic string, partition int32``."""
+    w = _Writer().int16(OFFSET_COMMIT_KEY_VERSION).string(group).string(topic).int32(partition)
+    return bytes(w.buf)
+
+
+def encode_group_metadata_key(group: str) -> bytes:
+    """Key v2: ``version int16 = 2, group string``."""
+    return bytes(_Writer().int16(GROUP_METADATA_KEY_VERSION).string(group).buf)
+
+
+def encode_offset_commit_value(value: OffsetCommitValue, version: int = OFFSET_COMMIT_VALUE_VERSION) -> bytes:
+    """An offset commit value (v3 by default; v0-v2 for compatibility tests)."""
+    if version not in (0, 1, 2, 3):
+        raise ValueError(f"offset commit value version {version} is not supported (0-3)")
+    w = _Writer().int16(version).int64(value.offset)
+    if version >= 3:
+        w.int32(value.leader_epoch)
+    w.string(value.metadata or "").int64(value.commit_timestamp)
+    if version == 1:
+        w.int64(value.expire_timestamp)
+    return bytes(w.buf)
+
+
+def encode_group_metadata_value(
+    value: GroupMetadataValue, version: int = GROUP_METADATA_VALUE_VERSION
+) -> bytes:
+    """A group metadata value (v3 by default)."""
+    if version not in (0, 1, 2, 3):
+        raise ValueError(f"group metadata value version {version} is not supported (0-3)")
+    w = _Writer().int16(version).string(value.protocol_type).int32(value.generation)
+    w.string(value.protocol).string(value.leader)
+    if version >= 2:
+        w.int64(value.current_state_timestamp)
+    w.int32(len(value.members))
+    for m in value.members:
+        w.string(m.member_id)
+        if version >= 3:
+            w.string(m.group_instance_id)
+        w.string(m.client_id).string(m.client_host)
+        if version >= 1:
+            w.int32(m.rebalance_timeout)
+        w.int32(m.session_timeout).bytes_(m.subscription).bytes_(m.assignment)
+    return bytes(w.buf)
+
+
+# ----------------------------------------------------------------------------------------- decoders
+def decode_key(data: bytes) -> OffsetCommitKey | GroupMetadataKey:
+    """The key of a ``__consumer_offsets`` record; its version says which kind."""
+    r = _Reader(data, "__consumer_offsets key")
+    version = r.int16()
+    if version in (0, 1):
+        key: OffsetCommitKey | GroupMetadataKey = OffsetCommitKey(r.str_(), r.str_(), r.int32())
+    elif version == 2:
+        key = GroupMetadataKey(r.str_())
+    else:
+        raise CorruptRecordError(f"unknown __consumer_offsets key version {version} (expected 0, 1 or 2)")
+    r.done()
+    return key
+
+
+def decode_offset_commit_value(data: bytes) -> OffsetCommitValue:
+    r = _Reader(data, "offset commit value")
+    version = r.int16()
+    if version not in (0, 1, 2, 3):
+        raise CorruptRecordError(f"offset commit value version {version} is not readable (0-3)")
+    offset = r.int64()
+    epoch = r.int32() if version >= 3 else -1
+    metadata = r.str_()
+    commit_ts = r.int64()
+    expire_ts = r.int64() if version == 1 else NO_EXPIRE_TIMESTAMP
+    r.done()
+    return OffsetCommitValue(offset, epoch, metadata, commit_ts, expire_ts)
+
+
+def decode_group_metadata_value(data: bytes) -> GroupMetadataValue:
+    r = _Reader(data, "group metadata value")
+    version = r.int16()
+    if version not in (0, 1, 2, 3):
+        raise CorruptRecordError(f"group metadata value version {version} is not readable (0-3)")
+    protocol_type = r.str_()
+    generation = r.int32()
+    protocol = r.string(nullable=True)
+    leader = r.string(nullable=True)
+    state_ts = r.int64() if version >= 2 else -1
+    count = r.int32()
+    if count < 0:
+        raise CorruptRecordError(f"group metadata value: negative member count {count}")
+    members = []
+    for _ in range(count):
+        member_id = r.str_()
+        instance = r.string(nullable=True) if version >= 3 else None
+        client_id = r.str_()
+        client_host = r.str_()
+        rebalance_timeout = r.int32() if version >= 1 else -1
+        session_timeout = r.int32()
+        members.append(
+            MemberMetadataValue(
+                member_id,
+                instance,
+                client_id,
+                client_host,
+                rebalance_timeout,
+                session_timeout,
+                r.bytes_(),
+                r.bytes_(),
+            )
+        )
+    r.done()
+    return GroupMetadataValue(protocol_type, generation, protocol, leader, state_ts, tuple(members))
+
+
+def decode_value(
+    key: OffsetCommitKey | GroupMetadataKey, data: bytes | None
+) -> OffsetCommitValue | GroupMetadataValue | None:
+    """The value for ``key``; None for a tombstone."""
+    if data is None:
+        return None
+    if isinstance(key, OffsetCommitKey):
+        return decode_offset_commit_value(data)
+    return decode_group_metadata_value(data)
+
+
+def value_version(data: bytes | None) -> int | None:
+    return None if data is None or len(data) < 2 else struct.unpack(">h", data[:2])[0]
+
+
+# ------------------------------------------------------------------------------------- text (dump-log)
+def format_record(key: bytes | None, value: bytes | None) -> str:
+    """``key: {...} payload: {...}`` as JSON with Kafka's field names, for ``dump-log --offsets-decoder``."""
+    if key is None:
+        return "key: null payload: unreadable (a __consumer_offsets record needs a key)"
+    k = decode_key(key)
+    kver = struct.unpack(">h", key[:2])[0]
+    if isinstance(k, OffsetCommitKey):
+        kdata: dict = {"group": k.group, "topic": k.topic, "partition": k.partition}
+    else:
+        kdata = {"group": k.group}
+    out = "key: " + json.dumps({"type": str(kver), "data": kdata}, separators=(",", ":"))
+    v = decode_value(k, value)
+    if v is None:
+        return out + " payload: <DELETE>"
+    if isinstance(v, OffsetCommitValue):
+        vdata: dict = {"offset": v.offset}
+        if value_version(value) == 3:
+            vdata["leaderEpoch"] = v.leader_epoch
+        vdata.update(metadata=v.metadata, commitTimestamp=v.commit_timestamp)
+        if value_version(value) == 1:
+            vdata["expireTimestamp"] = v.expire_timestamp
+    else:
+        vdata = {
+            "protocolType": v.protocol_type,
+            "generation": v.generation,
+            "protocol": v.protocol,
+            "leader": v.leader,
+            "currentStateTimestamp": v.current_state_timestamp,
+            "members": [
+                {
+                    "memberId": m.member_id,
+                    "groupInstanceId": m.group_instance_id,
+                    "clientId": m.client_id,
+                    "clientHost": m.client_host,
+                    "rebalanceTimeout": m.rebalance_timeout,
+                    "sessionTimeout": m.session_timeout,
+                    "subscription": m.subscription.hex(),
+                    "assignment": m.assignment.hex(),
+                }
+                for m in v.members
+            ],
+        }
+    payload = {"version": str(value_version(value)), "data": vdata}
+    return out + " payload: " + json.dumps(payload, separators=(",", ":"))
+
+
+__all__ = [
+    "GROUP_METADATA_KEY_VERSION",
+    "GROUP_METADATA_VALUE_VERSION",
+    "OFFSET_COMMIT_KEY_VERSION",
+    "OFFSET_COMMIT_VALUE_VERSION",
+    "GroupMetadataKey",
+    "GroupMetadataValue",
+    "MemberMetadataValue",
+    "OffsetCommitKey",
+    "OffsetCommitValue",
+    "decode_group_metadata_value",
+    "decode_key",
+    "decode_offset_commit_value",
+    "decode_value",
+    "encode_group_metadata_key",
+    "encode_group_metadata_value",
+    "encode_offset_commit_key",
+    "encode_offset_commit_value",
+    "format_record",
+]
