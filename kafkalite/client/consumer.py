@@ -1,7 +1,10 @@
-"""The consumer's pull side: Kafka's KafkaConsumer + Fetcher as one SimNetwork node (no groups yet).
+"""The consumer: Kafka's KafkaConsumer + Fetcher as one SimNetwork node, with consumer groups.
 
-Partitions are given with ``assign``; each has a *position*, the offset of the next record ``poll``
-returns. A partition without a position gets one from ``auto.offset.reset`` (earliest: the log start
+Partitions are given with ``assign``, or by the group with ``subscribe`` (a topic list or a regex
+pattern; see ``consumer_coordinator`` for joining, heartbeats, rebalances and commits); each has a
+*position*, the offset of the next record ``poll`` returns. With a ``group.id``, a newly assigned partition
+starts at the group's committed offset (an OffsetFetch to the group coordinator); without one, or when
+nothing is committed,  a partition gets its position from ``auto.offset.reset`` (earliest: the log start
 offset; latest: the high watermark; none: ``poll``/``position`` raise ``NoOffsetForPartitionError``
 naming it), looked up with a ``ListOffsetsRequest`` to its leader; ``seek``, ``seek_to_beginning`` and
 ``seek_to_end`` set or reset it.
@@ -24,17 +27,38 @@ time has passed; ``position`` (when a reset is needed), ``beginning_offsets``, `
 ``offsets_for_times`` run it until their answer arrives (``default.api.timeout.ms`` unless given). Call
 them from test or notebook code, not from inside another node's callback: there the network is already
 running, so ``poll`` returns only what is buffered and the offset lookups raise ``RuntimeError``.
+``commit_sync``, ``committed`` and ``close`` block the same way. Rebalance listener callbacks run inside
+``poll`` (never from the network), so they may call ``commit_sync``.
+
+Commits: ``enable.auto.commit`` (default true with a group) commits the positions every
+``auto.commit.interval.ms`` from inside ``poll``, before a rebalance and at ``close``, so what is
+committed is what earlier ``poll`` calls returned (at least once, if records are processed before the
+next ``poll``). ``commit_sync``/``commit_async`` commit the positions or given offsets.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from kafkalite.client.consumer_config import ConsumerConfig
+from kafkalite.client.consumer_coordinator import (
+    CommitFailedError,
+    ConsumerCoordinator,
+    ConsumerGroupMetadata,
+    ConsumerRebalanceListener,
+    OffsetAndMetadata,
+)
 from kafkalite.client.metadata import ClusterMetadata
 from kafkalite.client.wakeup import Wakeup
-from kafkalite.errors import KafkaError, OffsetOutOfRangeError, RequestTimedOutError, error_for_code
+from kafkalite.errors import (
+    InvalidGroupIdError,
+    KafkaError,
+    OffsetOutOfRangeError,
+    RequestTimedOutError,
+    error_for_code,
+)
 from kafkalite.net.sim import BaseNode, NodeId
 from kafkalite.protocol import (
     EARLIEST_TIMESTAMP,
@@ -56,10 +80,14 @@ from kafkalite.protocol import (
 from kafkalite.records import Record, RecordBatch, iter_batches
 
 __all__ = [
+    "CommitFailedError",
     "Consumer",
     "ConsumerClosedError",
+    "ConsumerGroupMetadata",
+    "ConsumerRebalanceListener",
     "IllegalStateError",
     "NoOffsetForPartitionError",
+    "OffsetAndMetadata",
     "OffsetAndTimestamp",
 ]
 
@@ -101,7 +129,7 @@ class _TPState:
     """One assigned partition: its position, pending reset, buffered records and fetch state."""
 
     __slots__ = ("position", "reset_ts", "paused", "buffer", "buffer_end", "hw", "log_start",
-                 "generation", "backoff_until", "reset_inflight", "error")  # fmt: skip
+                 "generation", "backoff_until", "reset_inflight", "error", "committed_fetch")  # fmt: skip
 
     def __init__(self) -> None:
         self.position: int | None = None
@@ -115,6 +143,7 @@ class _TPState:
         self.backoff_until = 0
         self.reset_inflight = False
         self.error: Exception | None = None  # raised by the next poll
+        self.committed_fetch = False  # the group's committed offset is wanted before any reset
 
 
 class _Lookup:
@@ -140,7 +169,7 @@ class _InFlight:
     def __init__(self, corr: int, node: int, kind: str, deadline: int, tps: Any = None, lookup: Any = None):
         self.corr = corr
         self.node = node
-        self.kind = kind  # "metadata", "fetch", "reset" or "lookup"
+        self.kind = kind  # "metadata", "fetch", "reset", "lookup" or "group" (lookup = its handler)
         self.deadline = deadline
         self.tps = tps  # fetch: {tp: (fetch offset, generation)}; reset: {tp: generation}
         self.lookup = lookup
@@ -171,6 +200,10 @@ class Consumer(BaseNode):
         self._wakeup = Wakeup(self, self._run)
         self._rng: Any = None
         self._closed = False
+        self._polling = False
+        self._coord: ConsumerCoordinator | None = (
+            ConsumerCoordinator(self) if self.config.group_id is not None else None
+        )
         self._metrics: dict[str, int] = dict.fromkeys(
             (
                 "fetch-total",
@@ -210,6 +243,10 @@ class Consumer(BaseNode):
                 self.metadata.update(resp, now_ms)
                 self._meta_backoff_until = now_ms + self.config.retry_backoff_ms
                 self._node_backoff.clear()
+                if self._coord is not None:
+                    self._coord.on_metadata_update()
+        elif req.kind == "group":
+            req.lookup(resp, now_ms)
         elif req.kind == "fetch":
             if self._fetching.get(req.node) == req.corr:
                 del self._fetching[req.node]
@@ -232,22 +269,128 @@ class Consumer(BaseNode):
         """Consume exactly these partitions (replacing the previous assignment; positions of partitions
         kept are kept, as in Kafka)."""
         self._check_open()
+        if self._coord is not None and self._coord.subscribed:
+            raise IllegalStateError("Subscription to topics, partitions and pattern are mutually exclusive")
         wanted = [TopicPartition(*tp) for tp in partitions]
         for tp in wanted:
             if not isinstance(tp.topic, str) or not tp.topic or tp.partition < 0:
                 raise ValueError(f"invalid topic partition {tp!r}")
-        old = self._assigned
-        self._assigned = {tp: old.get(tp) or _TPState() for tp in wanted}
-        for tp in wanted:
-            self.metadata.add_topic(tp.topic)
+        self._set_group_assignment(wanted)
+
+    def subscribe(
+        self,
+        topics: Iterable[str] | None = None,
+        *,
+        pattern: str | re.Pattern[str] | None = None,
+        listener: ConsumerRebalanceListener | None = None,
+    ) -> None:
+        """Join the group (``group.id``) and let it assign partitions of these topics, or of every topic
+        whose whole name matches ``pattern`` (new matching topics join the subscription when the metadata
+        shows them). ``listener`` is told about revoked/assigned/lost partitions, inside ``poll``."""
+        self._check_open()
+        if self._coord is None:
+            raise InvalidGroupIdError("To use the group management or offset commit APIs, you must provide "
+                                      "a valid group.id in the consumer configuration.")  # fmt: skip
+        if (topics is None) == (pattern is None):
+            raise ValueError("subscribe takes either topics or pattern, not both and not neither")
+        if self._assigned and not self._coord.subscribed:
+            raise IllegalStateError("Subscription to topics, partitions and pattern are mutually exclusive")
+        if listener is not None and not all(
+            callable(getattr(listener, m, None)) for m in ("on_partitions_revoked", "on_partitions_assigned")
+        ):
+            raise TypeError("listener must have on_partitions_revoked and on_partitions_assigned methods")
+        compiled = None
+        names: set[str] | None = None
+        if pattern is not None:
+            compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
+            if not isinstance(compiled, re.Pattern):
+                raise TypeError(f"pattern must be a str or re.Pattern, got {type(pattern).__name__}")
+        else:
+            if isinstance(topics, str):
+                raise TypeError("topics must be a collection of topic names, not one string")
+            names = set()
+            for t in topics or ():
+                if not isinstance(t, str) or not t.strip():
+                    raise ValueError(
+                        f"Topic collection to subscribe to cannot contain null or empty topic: {t!r}"
+                    )
+                names.add(t)
+            if not names:
+                self.unsubscribe()
+                return
+        self._coord.subscribe(names, compiled, listener)
         self._kick()
 
+    def subscription(self) -> set[str]:
+        """The topics subscribed to (for a pattern: those matching it in the latest metadata)."""
+        return set(self._coord.topics) if self._coord is not None and self._coord.subscribed else set()
+
     def unsubscribe(self) -> None:
-        """Drop the assignment (Kafka's unsubscribe also clears manual assignments)."""
+        """Leave the group (revoking the partitions) or drop a manual assignment."""
+        self._check_open()
+        if self._coord is not None and self._coord.subscribed:
+            err = self._coord.unsubscribe()
+            self._set_group_assignment([])
+            if err is not None:
+                raise err
+            return
         self.assign([])
 
     def assignment(self) -> set[TopicPartition]:
         return set(self._assigned)
+
+    # ----------------------------------------------------------------------------------- groups
+
+    @property
+    def member_id(self) -> str:
+        """The id the group coordinator gave this member ("" before joining)."""
+        return self._coord.member_id if self._coord is not None else ""
+
+    @property
+    def generation_id(self) -> int:
+        """The group generation this member belongs to (-1 when not in one)."""
+        return self._coord.generation if self._coord is not None else -1
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        return self._group().group_metadata()
+
+    def enforce_rebalance(self, reason: str | None = None) -> None:
+        """Ask for a rebalance; the next ``poll`` rejoins the group."""
+        coord = self._group()
+        if not coord.subscribed:
+            raise IllegalStateError("Tried to force a rebalance but consumer does not have a group.")
+        coord.request_rejoin(reason or "the application called enforce_rebalance()")
+
+    def commit_sync(
+        self,
+        offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None,
+        timeout_ms: int | None = None,
+    ) -> None:
+        """Commit ``offsets`` (default: the position of every assigned partition, i.e. everything ``poll``
+        returned) and wait for the answer, retrying retriable errors until ``default.api.timeout.ms``.
+        Raises ``CommitFailedError`` when this member's generation is over (it was removed from the group)."""
+        coord = self._group()
+        timeout = self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms
+        coord.commit_sync(self.all_consumed() if offsets is None else offsets, timeout)
+
+    def commit_async(
+        self,
+        offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None,
+        callback: Callable[[dict[TopicPartition, OffsetAndMetadata], Exception | None], Any] | None = None,
+    ) -> None:
+        """Send a commit and return at once; ``callback(offsets, error_or_None)`` runs in a later ``poll``
+        (or ``commit_sync``/``close``). Retriable errors are not retried (a later commit supersedes it)."""
+        coord = self._group()
+        coord.commit_async(self.all_consumed() if offsets is None else offsets, callback)
+
+    def committed(
+        self, partitions: Iterable[TopicPartition], timeout_ms: int | None = None
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """The group's committed offset for each partition (None where nothing is committed)."""
+        coord = self._group()
+        tps = [TopicPartition(*tp) for tp in partitions]
+        timeout = self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms
+        return coord.committed(tps, timeout) if tps else {}
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
         """Make ``offset`` the next record ``poll`` returns for ``tp``."""
@@ -328,32 +471,106 @@ class Consumer(BaseNode):
         self._check_open()
         if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 0:
             raise ValueError(f"timeout_ms must be an integer >= 0, got {timeout_ms!r}")
-        if not self._assigned:
+        coord = self._coord
+        subscribed = coord is not None and coord.subscribed
+        if not self._assigned and not subscribed:
             raise IllegalStateError("Consumer is not subscribed to any topics or assigned any partitions")
         net = self.net
         deadline = net._now + timeout_ms
-        while True:
-            self._raise_errors()
-            out = self._drain()
-            if out:
-                self._kick()  # pipeline: the next fetches go out while the caller works
-                return out
-            if net._running or net._now >= deadline:
+        ready = self._poll_ready
+        if coord is not None:
+            ready = lambda: self._poll_ready() or coord.needs_app(net._now)  # noqa: E731
+        self._polling = True
+        try:
+            while True:
+                if coord is not None and not net._running:
+                    coord.poll_app(net._now)  # listeners, rebalances, auto-commit: the application's part
+                self._raise_errors()
+                out = self._drain()
+                if out:
+                    self._kick()  # pipeline: the next fetches go out while the caller works
+                    return out
+                if net._running or net._now >= deadline:
+                    self._kick()
+                    return {}
                 self._kick()
-                return {}
-            self._kick()
-            net.run_until(self._poll_ready, deadline - net._now)
+                net.run_until(ready, deadline - net._now)
+        finally:
+            self._polling = False
 
-    def close(self) -> None:
+    def close(self, timeout_ms: int | None = None) -> None:
+        """Commit (with auto-commit), revoke the partitions, leave the group (not a static member), stop."""
+        if self._closed:
+            return
+        err = None
+        if self._coord is not None and not self.net._running:
+            err = self._coord.close(self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms)
         self._closed = True
         self._wakeup.cancel()
         self._assigned.clear()
+        if err is not None:
+            raise err
 
     # ------------------------------------------------------------------------------------ helpers
 
     def _check_open(self) -> None:
         if self._closed:
             raise ConsumerClosedError("This consumer has already been closed.")
+
+    def _group(self) -> ConsumerCoordinator:
+        self._check_open()
+        if self._coord is None:
+            raise InvalidGroupIdError("To use the group management or offset commit APIs, you must provide "
+                                      "a valid group.id in the consumer configuration.")  # fmt: skip
+        return self._coord
+
+    def all_consumed(self) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The position of every assigned partition that has one: what auto-commit commits."""
+        return {
+            tp: OffsetAndMetadata(st.position) for tp, st in self._assigned.items() if st.position is not None
+        }
+
+    def _set_group_assignment(self, partitions: Iterable[TopicPartition]) -> None:
+        """Replace the assignment, keeping the state of partitions kept; with a group, new partitions
+        start from the committed offset."""
+        old = self._assigned
+        self._assigned = {}
+        for tp in partitions:
+            st = old.get(tp)
+            if st is None:
+                st = _TPState()
+                st.committed_fetch = self._coord is not None
+            self._assigned[tp] = st
+            self.metadata.add_topic(tp.topic)
+        self._kick()
+
+    def _apply_committed(self, tp: TopicPartition, generation: int, om: OffsetAndMetadata | None) -> None:
+        st = self._assigned.get(tp)
+        if st is None or st.generation != generation or not st.committed_fetch:
+            return  # unassigned or seeked since
+        if om is None:
+            st.committed_fetch = False  # nothing committed: auto.offset.reset decides
+        else:
+            self._set_position(st, om.offset)
+            self.log("offset_committed_position", tp=str(tp), offset=om.offset)
+
+    def _send_group(self, node: int, request: Any, now: int, handler: Any, timeout_ms: int) -> bool:
+        """Send a group request; ``handler(response_or_None, now)`` gets the answer (None: no answer)."""
+        corr = self._next_corr()
+        if not self.net.send(self.node_id, node, RequestEnvelope(corr, self.client_id, request)):
+            self._node_backoff[node] = now + RECONNECT_BACKOFF_MS
+            return False
+        self._inflight[corr] = _InFlight(corr, node, "group", now + timeout_ms, lookup=handler)
+        self._wakeup.schedule(now + timeout_ms)
+        return True
+
+    def _fail_group_requests(self, node: int) -> None:
+        """The coordinator connection is gone: every group request on it fails (handlers see None)."""
+        now = self.net._now
+        for corr in [c for c, r in self._inflight.items() if r.node == node and r.kind == "group"]:
+            req = self._inflight.pop(corr, None)
+            if req is not None:
+                req.lookup(None, now)
 
     def _state(self, tp: TopicPartition) -> _TPState:
         self._check_open()
@@ -369,6 +586,7 @@ class Consumer(BaseNode):
         st.buffer = []
         st.generation += 1
         st.error = None
+        st.committed_fetch = False
 
     def _request_reset(self, partitions: Iterable[TopicPartition] | None, ts: int) -> None:
         tps = list(self._assigned) if partitions is None else list(partitions)
@@ -475,7 +693,7 @@ class Consumer(BaseNode):
         # Offset resets: auto.offset.reset for partitions with no position, or a seek_to_*.
         resets: dict[int, list[tuple[TopicPartition, int]]] = {}
         for tp, st in self._assigned.items():
-            if st.position is not None or st.reset_inflight or st.error is not None:
+            if st.position is not None or st.reset_inflight or st.error is not None or st.committed_fetch:
                 continue
             ts = st.reset_ts
             if ts is None:
@@ -535,9 +753,13 @@ class Consumer(BaseNode):
             fetches.setdefault(leader, []).append(tp)
         for node, tps in sorted(fetches.items()):
             self._send_fetch(node, tps, now)
+        if self._coord is not None:
+            self._coord.run(now, wake)
         # Metadata: unknown leaders, errors that asked for a refresh, max age.
         meta = self.metadata
-        active = bool(self._assigned or self._lookups)
+        active = bool(
+            self._assigned or self._lookups or (self._coord is not None and self._coord.needs_metadata())
+        )
         if active and meta.update_due(now):
             if self._meta_inflight is None and now < self._meta_backoff_until:
                 wake.append(self._meta_backoff_until)
@@ -618,7 +840,11 @@ class Consumer(BaseNode):
         nodes = list(meta.nodes())
         start = self._rng.randrange(len(nodes)) if self._rng is not None else 0
         order = nodes[start:] + nodes[:start]
-        req = MetadataRequest(topics=tuple(meta.wanted))
+        everything = self._coord is not None and self._coord.subscribed and self._coord.pattern is not None
+        req = MetadataRequest(
+            topics=None if everything else tuple(meta.wanted),
+            allow_auto_topic_creation=self.config.allow_auto_create_topics,
+        )
         for node in order:
             if self._node_backoff.get(node, 0) > now:
                 continue
@@ -633,8 +859,12 @@ class Consumer(BaseNode):
         self.metadata.request_update()
         self._node_backoff[node] = now + RECONNECT_BACKOFF_MS
         for corr in [c for c, r in self._inflight.items() if r.node == node]:
-            req = self._inflight.pop(corr)
-            if req.kind == "metadata":
+            req = self._inflight.pop(corr, None)
+            if req is None:
+                continue  # a group handler below already failed it
+            if req.kind == "group":
+                req.lookup(None, now)
+            elif req.kind == "metadata":
                 self._meta_inflight = None
             elif req.kind == "fetch":
                 self._fetching.pop(node, None)

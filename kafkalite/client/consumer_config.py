@@ -6,7 +6,14 @@ key or a bad value raises ``InvalidConfigError`` naming the key. Defaults are Ka
 
 ``isolation.level=read_committed`` is rejected: kafkalite's brokers have no transactions yet (no last
 stable offset apart from the high watermark, no aborted-transaction index), so the consumer could not
-honour it. Consumer-group keys (``group.id``, ``enable.auto.commit``...) arrive with group membership.
+honour it.
+
+Group keys: ``group.id`` (None: no group, so no commits and no ``subscribe``), ``group.instance.id``
+(static membership), ``enable.auto.commit`` (true, but forced off without a ``group.id``, as Kafka does),
+``auto.commit.interval.ms``, ``session.timeout.ms``, ``heartbeat.interval.ms`` (must be below the session
+timeout), ``max.poll.interval.ms`` and ``partition.assignment.strategy``: a list (or comma-separated
+string) of assignors by kafkalite name (``range``), Kafka class name
+(``org.apache.kafka.clients.consumer.RangeAssignor``), class or instance, in order of preference.
 """
 
 from __future__ import annotations
@@ -36,6 +43,16 @@ CONSUMER_DEFAULTS: dict[str, Any] = {
     "metadata.max.age.ms": 300_000,
     "isolation.level": "read_uncommitted",
     "check.crcs": True,
+    "group.id": None,
+    "group.instance.id": None,
+    "enable.auto.commit": True,
+    "auto.commit.interval.ms": 5_000,
+    "session.timeout.ms": 45_000,
+    "heartbeat.interval.ms": 3_000,
+    "max.poll.interval.ms": 300_000,
+    "partition.assignment.strategy": ("range", "cooperative-sticky"),
+    "allow.auto.create.topics": True,
+    "exclude.internal.topics": True,
 }
 
 _INT_KEYS = {
@@ -48,6 +65,17 @@ _INT_KEYS = {
     "default.api.timeout.ms": 0,
     "retry.backoff.ms": 0,
     "metadata.max.age.ms": 0,
+    "auto.commit.interval.ms": 0,
+    "session.timeout.ms": 1,
+    "heartbeat.interval.ms": 1,
+    "max.poll.interval.ms": 1,
+}
+_JAVA_PACKAGE = "org.apache.kafka.clients.consumer."
+_JAVA_CLASSES = {
+    "RangeAssignor": "range",
+    "RoundRobinAssignor": "roundrobin",
+    "StickyAssignor": "sticky",
+    "CooperativeStickyAssignor": "cooperative-sticky",
 }
 _RESETS = ("earliest", "latest", "none")
 _ISOLATION = ("read_uncommitted", "read_committed")
@@ -69,6 +97,17 @@ class ConsumerConfig:
     retry_backoff_ms: int = 100
     metadata_max_age_ms: int = 300_000
     check_crcs: bool = True
+    group_id: str | None = None
+    group_instance_id: str | None = None
+    enable_auto_commit: bool = False
+    auto_commit_interval_ms: int = 5_000
+    session_timeout_ms: int = 45_000
+    heartbeat_interval_ms: int = 3_000
+    max_poll_interval_ms: int = 300_000
+    assignors: tuple[Any, ...] = ()
+    """Assignor instances, in order of preference (from ``partition.assignment.strategy``)."""
+    allow_auto_create_topics: bool = True
+    exclude_internal_topics: bool = True
 
     @classmethod
     def from_props(cls, config: Mapping[str, Any] | None = None) -> ConsumerConfig:
@@ -86,6 +125,27 @@ class ConsumerConfig:
             )
         if not isinstance(props["client.id"], str):
             raise InvalidConfigError(f"client.id must be a string, got {props['client.id']!r}")
+        for key in ("group.id", "group.instance.id"):
+            if props[key] is not None and not isinstance(props[key], str):
+                raise InvalidConfigError(f"{key} must be a string or None, got {props[key]!r}")
+        if props["group.instance.id"] == "":
+            raise InvalidConfigError("group.instance.id must not be empty (None for a dynamic member)")
+        for key in ("enable.auto.commit", "allow.auto.create.topics", "exclude.internal.topics"):
+            props[key] = parse_bool(key, props[key])
+        if props["group.id"] is None:
+            if "enable.auto.commit" in _given and props["enable.auto.commit"]:
+                raise InvalidConfigError(
+                    "enable.auto.commit cannot be set to true when no group.id is given (commits need a group)"
+                )
+            props["enable.auto.commit"] = False
+            if props["group.instance.id"] is not None:
+                raise InvalidConfigError("group.instance.id needs a group.id")
+        if props["heartbeat.interval.ms"] >= props["session.timeout.ms"]:
+            raise InvalidConfigError(
+                f"heartbeat.interval.ms ({props['heartbeat.interval.ms']}) must be lower than "
+                f"session.timeout.ms ({props['session.timeout.ms']})"
+            )
+        assignors = parse_assignors(props["partition.assignment.strategy"])
         return cls(
             props=props,
             fetch_min_bytes=props["fetch.min.bytes"],
@@ -99,7 +159,54 @@ class ConsumerConfig:
             retry_backoff_ms=props["retry.backoff.ms"],
             metadata_max_age_ms=props["metadata.max.age.ms"],
             check_crcs=props["check.crcs"],
+            group_id=props["group.id"],
+            group_instance_id=props["group.instance.id"],
+            enable_auto_commit=props["enable.auto.commit"],
+            auto_commit_interval_ms=props["auto.commit.interval.ms"],
+            session_timeout_ms=props["session.timeout.ms"],
+            heartbeat_interval_ms=props["heartbeat.interval.ms"],
+            max_poll_interval_ms=props["max.poll.interval.ms"],
+            assignors=assignors,
+            allow_auto_create_topics=props["allow.auto.create.topics"],
+            exclude_internal_topics=props["exclude.internal.topics"],
         )
 
     def __getitem__(self, key: str) -> Any:
         return self.props[key]
+
+
+def parse_assignors(value: Any) -> tuple[Any, ...]:
+    """``partition.assignment.strategy`` -> assignor instances; a clear error names what is unknown."""
+    from kafkalite.client.assignors import ASSIGNORS
+
+    key = "partition.assignment.strategy"
+    items = [v.strip() for v in value.split(",")] if isinstance(value, str) else list(value or ())
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        items = [v for v in items if v != ""]
+    if not items:
+        raise InvalidConfigError(f"{key} must name at least one assignor")
+    out = []
+    for item in items:
+        if isinstance(item, str):
+            name = item
+            if name.startswith(_JAVA_PACKAGE):
+                name = _JAVA_CLASSES.get(name[len(_JAVA_PACKAGE) :], name)
+            name = _JAVA_CLASSES.get(name, name)
+            cls = ASSIGNORS.get(name)
+            if cls is None:
+                raise InvalidConfigError(
+                    f"{key}: unknown assignor {item!r}; valid: {', '.join(ASSIGNORS)} or their Kafka class names"
+                )
+            out.append(cls())
+        elif isinstance(item, type):
+            if not hasattr(item, "assign") or not isinstance(getattr(item, "name", None), str):
+                raise InvalidConfigError(f"{key}: {item!r} is not an assignor class (needs name and assign)")
+            out.append(item())
+        else:
+            if not hasattr(item, "assign") or not isinstance(getattr(item, "name", None), str):
+                raise InvalidConfigError(f"{key}: {item!r} is not an assignor (needs name and assign)")
+            out.append(item)
+    names = [a.name for a in out]
+    if len(set(names)) != len(names):
+        raise InvalidConfigError(f"{key} names an assignor twice: {names}")
+    return tuple(out)
