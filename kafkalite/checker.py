@@ -559,3 +559,201 @@ def _divergence(
                 )
                 out.append(Anomaly(DIVERGENT, *tp, offset, None, shown))
     return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# The consumer side: what a group processed and committed
+# ---------------------------------------------------------------------------------------------------
+
+# Kinds of consumer-side findings. Stable strings, like the producer-side kinds.
+SKIPPED = "skipped"  # below the group's final committed offset, never processed: lost to the application
+UNPROCESSED = "unprocessed"  # at or above the final committed offset and never processed (still to do)
+REPROCESSED = "reprocessed"  # processed more than once (at-least-once redelivery)
+COMMIT_AHEAD = "commit-ahead"  # a commit beyond what its member (or the group before it) had processed
+SHARED_OWNERSHIP = "shared-ownership"  # two live members owned one partition in the same generation
+
+CONSUMER_KINDS: tuple[str, ...] = (SKIPPED, UNPROCESSED, REPROCESSED, COMMIT_AHEAD, SHARED_OWNERSHIP)
+# What breaks at-least-once processing by a group; reprocessing is its documented price.
+CONSUMER_VIOLATIONS: frozenset[str] = frozenset({SKIPPED, COMMIT_AHEAD, SHARED_OWNERSHIP})
+
+
+@dataclass(frozen=True)
+class ConsumerFinding:
+    """One consumer-side finding about a partition (and an offset or member when it is about one)."""
+
+    kind: str
+    topic: str
+    partition: int
+    offset: int | None = None
+    member: str | None = None
+    detail: str = ""
+
+    @property
+    def violation(self) -> bool:
+        return self.kind in CONSUMER_VIOLATIONS
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "topic": self.topic,
+            "partition": self.partition,
+            "offset": self.offset,
+            "member": self.member,
+            "violation": self.violation,
+            "detail": self.detail,
+        }
+
+    def __str__(self) -> str:
+        where = f"{self.topic}-{self.partition}" + ("" if self.offset is None else f"@{self.offset}")
+        who = "" if self.member is None else f" {self.member}"
+        return f"{self.kind:<16} {where}{who}" + (f": {self.detail}" if self.detail else "")
+
+
+@dataclass(frozen=True)
+class ConsumptionReport:
+    findings: tuple[ConsumerFinding, ...]
+    records: int = 0
+    processed: int = 0
+    commits: int = 0
+
+    @property
+    def counts(self) -> dict[str, int]:
+        out = dict.fromkeys(CONSUMER_KINDS, 0)
+        for f in self.findings:
+            out[f.kind] += 1
+        return out
+
+    def of_kind(self, kind: str) -> list[ConsumerFinding]:
+        if kind not in CONSUMER_KINDS:
+            raise ValueError(f"unknown consumer finding kind {kind!r}; known: {CONSUMER_KINDS}")
+        return [f for f in self.findings if f.kind == kind]
+
+    @property
+    def violations(self) -> list[ConsumerFinding]:
+        return [f for f in self.findings if f.violation]
+
+    @property
+    def ok(self) -> bool:
+        """No record skipped, no commit ahead of processing, no partition with two owners in a generation."""
+        return not self.violations
+
+    def summary(self) -> str:
+        verdict = "OK" if self.ok else "VIOLATED"
+        counts = " ".join(f"{k}={n}" for k, n in self.counts.items())
+        return (
+            f"{verdict}: {self.records} records, {self.processed} processed, {self.commits} commits; {counts}"
+        )
+
+    def table(self) -> list[dict[str, Any]]:
+        return [f.row() for f in self.findings]
+
+    def __str__(self) -> str:
+        return "\n".join([self.summary(), *(f"  {f}" for f in self.findings)])
+
+
+class ConsumptionHistory:
+    """What members of one group did, in the order it happened: records processed, commits that succeeded,
+    and samples of who owned what in which generation. ``check`` compares it with the log."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, TopicPartition, int, Hashable]] = []
+        self.ownership: list[tuple[int, str, int, frozenset]] = []
+
+    def processed(self, member: str, tp: TopicPartition | str, offset: int, id: Hashable = None) -> None:
+        """``member`` finished processing the record at ``offset`` (its side effect is done)."""
+        self.events.append(("processed", member, as_tp(tp), int(offset), id))
+
+    def committed(self, member: str, offsets: Mapping[Any, int]) -> None:
+        """A commit by ``member`` succeeded: ``{tp: next offset to process}``."""
+        for tp, offset in offsets.items():
+            self.events.append(("committed", member, as_tp(tp), int(offset), None))
+
+    def owners(self, t: int, member: str, generation: int, partitions: Iterable[Any]) -> None:
+        """A sample: at time ``t`` the live ``member`` believed it owned ``partitions`` in ``generation``."""
+        self.ownership.append((t, member, generation, frozenset(as_tp(tp) for tp in partitions)))
+
+    def check(
+        self,
+        log: Mapping[TopicPartition | str, Iterable[ReadRecord | Record | tuple[int, Hashable]]],
+        final_committed: Mapping[Any, int],
+    ) -> ConsumptionReport:
+        return check_consumption(self, log, final_committed)
+
+
+def check_consumption(
+    history: ConsumptionHistory,
+    log: Mapping[TopicPartition | str, Iterable[ReadRecord | Record | tuple[int, Hashable]]],
+    final_committed: Mapping[Any, int],
+) -> ConsumptionReport:
+    """Judge a group's history against the log (``{tp: records}``) and its final committed offsets.
+
+    * every commit is at or below the larger of what its member had processed in that partition and the
+      group's previous commit (``commit-ahead`` otherwise: an at-most-once commit);
+    * every record below the final committed offset was processed (``skipped`` otherwise) and records at
+      or above it are ``unprocessed``; a record processed twice is ``reprocessed``;
+    * no two members' samples taken at the same time claim one partition in the same generation.
+    """
+    records = reads_from_dict(log)
+    final = {as_tp(tp): o for tp, o in final_committed.items()}
+    found: list[ConsumerFinding] = []
+    done_by: dict[tuple[str, TopicPartition], int] = {}  # member's next offset after what it processed
+    group_commit: dict[TopicPartition, int] = {}
+    times: dict[tuple[TopicPartition, int], int] = defaultdict(int)
+    n_processed = n_commits = 0
+    for kind, member, tp, offset, _id in history.events:
+        if kind == "processed":
+            n_processed += 1
+            times[(tp, offset)] += 1
+            key = (member, tp)
+            done_by[key] = max(done_by.get(key, 0), offset + 1)
+            continue
+        n_commits += 1
+        allowed = max(done_by.get((member, tp), 0), group_commit.get(tp, 0))
+        if offset > allowed:
+            found.append(
+                ConsumerFinding(
+                    COMMIT_AHEAD,
+                    tp[0],
+                    tp[1],
+                    offset,
+                    member,
+                    f"committed {offset}, processed up to {allowed}",
+                )  # fmt: skip
+            )
+        group_commit[tp] = offset
+    for tp, recs in sorted(records.items()):
+        end = final.get(tp, 0)
+        for r in recs:
+            n = times.get((tp, r.offset), 0)
+            if n == 0:
+                found.append(
+                    ConsumerFinding(SKIPPED if r.offset < end else UNPROCESSED, tp[0], tp[1], r.offset)
+                )
+            elif n > 1:
+                found.append(ConsumerFinding(REPROCESSED, tp[0], tp[1], r.offset, detail=f"{n} times"))
+    by_time: dict[int, list[tuple[str, int, frozenset]]] = defaultdict(list)
+    for t, member, gen, tps in history.ownership:
+        by_time[t].append((member, gen, tps))
+    reported: set[tuple[TopicPartition, int]] = set()
+    for t in sorted(by_time):
+        owners: dict[tuple[TopicPartition, int], list[str]] = defaultdict(list)
+        for member, gen, tps in by_time[t]:
+            for tp in tps:
+                owners[(tp, gen)].append(member)
+        for (tp, gen), ms in sorted(owners.items()):
+            if len(ms) > 1 and (tp, gen) not in reported:
+                reported.add((tp, gen))
+                found.append(
+                    ConsumerFinding(
+                        SHARED_OWNERSHIP,
+                        tp[0],
+                        tp[1],
+                        None,
+                        ",".join(sorted(ms)),
+                        f"generation {gen} at t={t} ms",
+                    )  # fmt: skip
+                )
+    order = {k: i for i, k in enumerate(CONSUMER_KINDS)}
+    found.sort(key=lambda f: (order[f.kind], f.topic, f.partition, -1 if f.offset is None else f.offset,
+                              f.member or ""))  # fmt: skip
+    return ConsumptionReport(tuple(found), sum(len(v) for v in records.values()), n_processed, n_commits)

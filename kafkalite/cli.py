@@ -21,7 +21,14 @@ def kafkalite() -> None:
     "--print-data-log", is_flag=True, help="Print each record's key and payload (implies --deep-iteration)."
 )
 @click.option("--deep-iteration", is_flag=True, help="Print a line per record, not only per batch.")
-def dump_log(files: tuple[str, ...], print_data_log: bool, deep_iteration: bool) -> None:
+@click.option(
+    "--offsets-decoder",
+    is_flag=True,
+    help="Decode records as __consumer_offsets offset commits and group metadata (implies --deep-iteration).",
+)
+def dump_log(
+    files: tuple[str, ...], print_data_log: bool, deep_iteration: bool, offsets_decoder: bool
+) -> None:
     """Print the batches of .log segments, or the entries of .index / .timeindex files.
 
     Exits with status 1 if any damage (bad CRC, torn tail, bad index entry) was found.
@@ -30,10 +37,96 @@ def dump_log(files: tuple[str, ...], print_data_log: bool, deep_iteration: bool)
 
     problems = 0
     for f in files:
-        problems += dump(f, print_data_log=print_data_log, deep_iteration=deep_iteration, write=click.echo)
+        problems += dump(
+            f,
+            print_data_log=print_data_log,
+            deep_iteration=deep_iteration,
+            offsets_decoder=offsets_decoder,
+            write=click.echo,
+        )
     if problems:
         click.echo(f"{problems} problem(s) found", err=True)
         sys.exit(1)
+
+
+@kafkalite.command("consumer-groups")
+@click.option(
+    "--cluster-dir", required=True, type=click.Path(exists=True, file_okay=False),
+    help="A stopped cluster's directory (Cluster.dir: broker-<id> log directories).",
+)  # fmt: skip
+@click.option("--list", "do_list", is_flag=True, help="List the groups.")
+@click.option(
+    "--describe", is_flag=True, help="Per partition: current offset, log end offset, lag, member, host."
+)
+@click.option(
+    "--reset-offsets", is_flag=True, help="Plan new committed offsets (a dry run from a directory)."
+)
+@click.option("--group", help="The group to describe or reset.")
+@click.option(
+    "--topic", "topics", multiple=True, help="Topics to reset (default: those the group committed)."
+)
+@click.option("--to-earliest", is_flag=True, help="Reset to the log start offset.")
+@click.option("--to-latest", is_flag=True, help="Reset to the high watermark.")
+@click.option("--to-datetime", help="Reset to the first offset at or after YYYY-MM-DDTHH:mm:SS.sss (UTC).")
+@click.option("--shift-by", type=int, help="Move the committed offset by N (may be negative).")
+@click.option("--execute", is_flag=True, help="Apply the reset (needs a live cluster; see below).")
+def consumer_groups(
+    cluster_dir: str,
+    do_list: bool,
+    describe: bool,
+    reset_offsets: bool,
+    group: str | None,
+    topics: tuple[str, ...],
+    to_earliest: bool,
+    to_latest: bool,
+    to_datetime: str | None,
+    shift_by: int | None,
+    execute: bool,
+) -> None:
+    """Kafka's kafka-consumer-groups on a cluster directory: --list, --describe, --reset-offsets.
+
+    A simulated cluster lives inside one Python process, so from the shell this reads what its brokers left
+    on disk (__consumer_offsets replayed, high watermarks from the checkpoints). Resets are dry runs here;
+    to apply one, call kafkalite.tools.consumer_groups.reset_offsets(cluster, ..., execute=True) on the
+    running Cluster.
+    """
+    from kafkalite.errors import KafkaError
+    from kafkalite.tools.consumer_groups import OffsetsDirectory, format_describe, format_reset
+
+    actions = [do_list, describe, reset_offsets]
+    if sum(actions) != 1:
+        raise click.UsageError("give exactly one of --list, --describe, --reset-offsets")
+    if (describe or reset_offsets) and not group:
+        raise click.UsageError("--describe and --reset-offsets need --group")
+    modes = {"to_earliest": to_earliest, "to_latest": to_latest, "to_datetime": to_datetime is not None,
+             "shift_by": shift_by is not None}  # fmt: skip
+    chosen = [m for m, on in modes.items() if on]
+    if reset_offsets and len(chosen) != 1:
+        raise click.UsageError(
+            "--reset-offsets needs one of --to-earliest, --to-latest, --to-datetime, --shift-by"
+        )
+    if not reset_offsets and (chosen or execute):
+        raise click.UsageError("--to-*, --shift-by and --execute only go with --reset-offsets")
+    if execute:
+        raise click.UsageError(
+            "--execute needs a running cluster's group coordinator; a directory can only be read. In Python: "
+            "kafkalite.tools.consumer_groups.reset_offsets(cluster, group, topics, mode, value, execute=True)"
+        )
+    try:
+        found = OffsetsDirectory(cluster_dir)
+        if do_list:
+            for g in found.groups():
+                click.echo(g)
+        elif describe:
+            state, rows = found.describe(group)  # type: ignore[arg-type]
+            click.echo(format_describe(state, rows))
+        else:
+            mode = chosen[0]
+            value = {"to_datetime": to_datetime, "shift_by": shift_by}.get(mode)
+            rows = found.plan_reset(group, list(topics) or None, mode, value)  # type: ignore[arg-type]
+            click.echo(format_reset(rows, executed=False))
+    except (KafkaError, ValueError) as e:
+        raise click.ClickException(str(e)) from e
 
 
 @kafkalite.group()
@@ -75,6 +168,40 @@ def bench_produce(records: int, record_size: int, seed: int, as_json: bool) -> N
     from kafkalite.bench.produce import run_produce_bench
 
     result = run_produce_bench(records, record_size, seed=seed)
+    click.echo(result.to_json() if as_json else result.table())
+
+
+@bench.command("consume")
+@click.option("--records", default=1_000_000, show_default=True, help="Records in the topic.")
+@click.option("--record-size", default=100, show_default=True, help="Value bytes per record.")
+@click.option("--partitions", default=6, show_default=True, help="Partitions of the topic.")
+@click.option("--group-size", default=3, show_default=True, help="Consumers in the group case.")
+@click.option("--no-group", is_flag=True, help="Skip the group case.")
+@click.option("--seed", default=0, show_default=True, help="Simulation seed.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def bench_consume(
+    records: int, record_size: int, partitions: int, group_size: int, no_group: bool, seed: int, as_json: bool
+) -> None:
+    """Records/s decoded by one consumer and by a consumer group, beside raw batch decoding."""
+    from kafkalite.bench.consume import run_consume_bench
+
+    result = run_consume_bench(
+        records, record_size, partitions=partitions, group_size=group_size, seed=seed, group=not no_group
+    )
+    click.echo(result.to_json() if as_json else result.table())
+
+
+@bench.command("spark")
+@click.option("--records", default=2_000_000, show_default=True, help="Rows in each topic.")
+@click.option("--value-size", default=100, show_default=True, help="Value bytes per record.")
+@click.option("--repeats", default=3, show_default=True, help="Keep the best of this many runs.")
+@click.option("--cores", default=2, show_default=True, help="Spark local[N].")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def bench_spark(records: int, value_size: int, repeats: int, cores: int, as_json: bool) -> None:
+    """Spark reading a topic of 1, 2 and 4 partitions, beside the same rows from Parquet."""
+    from kafkalite.bench.spark import run_spark_bench
+
+    result = run_spark_bench(records, value_size, repeats=repeats, cores=cores)
     click.echo(result.to_json() if as_json else result.table())
 
 

@@ -1,0 +1,393 @@
+"""``kafkalite consumer-groups``: Kafka's ``kafka-consumer-groups`` tool (list, describe, reset offsets).
+
+How the tool reaches a cluster. A kafkalite cluster is a simulation living inside one Python process; there
+is no server to connect to from a shell. So the tool has two entry points over the same code:
+
+* **in-process**, a ``Cluster`` object: ``list_groups(cluster)``, ``describe_group(cluster, group)`` and
+  ``reset_offsets(cluster, group, ...)`` talk to the brokers with Kafka's requests (ListGroups,
+  DescribeGroups, OffsetFetch, OffsetCommit through the group's coordinator), exactly as the real tool does.
+  This is the full tool, ``--execute`` included, for notebooks and tests.
+* **a cluster directory** (``Cluster.dir``, or any directory of ``broker-<id>`` log directories), from the
+  shell: ``kafkalite consumer-groups --cluster-dir DIR ...``. Nothing runs there, so the tool reads what the
+  brokers left on disk: each ``__consumer_offsets`` partition replayed like a loading coordinator (last
+  record per key wins, tombstones delete), and each partition's high watermark from the brokers'
+  ``replication-offset-checkpoint`` (``Cluster.checkpoint_high_watermarks()`` writes it). Listing,
+  describing and dry-run resets work; ``--execute`` is refused, because a commit needs a live coordinator
+  to append it (writing replicas behind a stopped cluster's back would make them diverge).
+
+Resets follow Kafka's rules: dry run unless ``execute``; with ``execute`` the group must have no active
+members (state Empty or Dead); new offsets are clamped to ``[log start, high watermark]``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kafkalite.protocol import TopicPartition
+
+__all__ = [
+    "GroupNotEmptyError",
+    "OffsetsDirectory",
+    "PartitionRow",
+    "ResetRow",
+    "describe_group",
+    "format_describe",
+    "format_reset",
+    "list_groups",
+    "parse_datetime",
+    "plan_reset",
+    "reset_offsets",
+]
+
+OFFSETS_TOPIC = "__consumer_offsets"
+RESET_MODES = ("to_earliest", "to_latest", "to_datetime", "shift_by")
+
+
+class GroupNotEmptyError(Exception):
+    """``--execute`` on a group that still has members (Kafka refuses the same)."""
+
+
+@dataclass(frozen=True)
+class PartitionRow:
+    """One line of ``--describe``."""
+
+    group: str
+    topic: str
+    partition: int
+    current_offset: int | None
+    log_end_offset: int | None
+    consumer_id: str = "-"
+    host: str = "-"
+    client_id: str = "-"
+
+    @property
+    def lag(self) -> int | None:
+        if self.current_offset is None or self.log_end_offset is None:
+            return None
+        return max(0, self.log_end_offset - self.current_offset)
+
+
+@dataclass(frozen=True)
+class ResetRow:
+    group: str
+    topic: str
+    partition: int
+    current_offset: int | None
+    new_offset: int
+
+
+# ------------------------------------------------------------------------------------------ in-process
+
+
+def list_groups(cluster: Any) -> list[str]:
+    """Group ids known to the live coordinators (ListGroups to every broker), sorted."""
+    return [g.group_id for g in cluster.list_groups()]
+
+
+def _members(described: Any) -> dict[TopicPartition, tuple[str, str, str]]:
+    from kafkalite.client.consumer_protocol import ConsumerAssignment
+
+    out = {}
+    for m in described.members:
+        if not m.member_assignment:
+            continue
+        for tp in ConsumerAssignment.decode(m.member_assignment).partitions:
+            out[TopicPartition(*tp)] = (m.member_id, m.client_host or "-", m.client_id or "-")
+    return out
+
+
+def _end_offsets(cluster: Any, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
+    return {tp: cluster.high_watermark(tp.topic, tp.partition) for tp in tps}
+
+
+def describe_group(cluster: Any, group: str) -> tuple[str, list[PartitionRow]]:
+    """The group's state and one row per partition it has committed or is assigned."""
+    from kafkalite.errors import GroupIdNotFoundError
+
+    described = cluster.describe_group(group)
+    if described.error_code:
+        raise GroupIdNotFoundError(f"describe of group {group!r} failed with error {described.error_code}")
+    committed = cluster.group_offsets(group)
+    if described.group_state == "Dead" and not committed:
+        raise GroupIdNotFoundError(f"Consumer group '{group}' does not exist.")
+    owners = _members(described)
+    tps = sorted(set(committed) | set(owners))
+    ends = _end_offsets(cluster, tps)
+    rows = [
+        PartitionRow(
+            group, tp.topic, tp.partition, committed.get(tp), ends[tp], *owners.get(tp, ("-", "-", "-"))
+        )
+        for tp in tps
+    ]
+    return described.group_state, rows
+
+
+def plan_reset(
+    group: str,
+    current: Mapping[TopicPartition, int | None],
+    bounds: Mapping[TopicPartition, tuple[int, int]],
+    mode: str,
+    value: Any = None,
+    by_time: Mapping[TopicPartition, int | None] | None = None,
+) -> list[ResetRow]:
+    """New offsets for ``mode`` (``to_earliest``, ``to_latest``, ``to_datetime``, ``shift_by``), clamped to each
+    partition's ``(log start, high watermark)``. ``by_time`` holds the offsets found for a datetime."""
+    if mode not in RESET_MODES:
+        raise ValueError(f"reset mode must be one of {RESET_MODES}, got {mode!r}")
+    rows = []
+    for tp in sorted(bounds):
+        start, end = bounds[tp]
+        cur = current.get(tp)
+        if mode == "to_earliest":
+            new = start
+        elif mode == "to_latest":
+            new = end
+        elif mode == "to_datetime":
+            found = (by_time or {}).get(tp)
+            new = end if found is None else found  # no record that late: the end, as Kafka does
+        else:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"shift_by needs an integer, got {value!r}")
+            new = (start if cur is None else cur) + value
+        rows.append(ResetRow(group, tp.topic, tp.partition, cur, min(max(new, start), end)))
+    return rows
+
+
+def parse_datetime(text: str) -> int:
+    """Kafka's ``--to-datetime`` format ``YYYY-MM-DDTHH:mm:SS.sss`` (optionally with a zone; UTC when none)
+    to epoch milliseconds."""
+    try:
+        t = _dt.datetime.fromisoformat(text)
+    except ValueError as e:
+        raise ValueError(f"--to-datetime must look like 2024-01-31T12:00:00.000, got {text!r}") from e
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=_dt.UTC)
+    return int(t.timestamp() * 1000)
+
+
+def _bounds(cluster: Any, tps: Iterable[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
+    out = {}
+    for tp in tps:
+        leader = cluster.leader(tp.topic, tp.partition)
+        part = None if leader is None else cluster.replica(leader, tp.topic, tp.partition)
+        if part is None:
+            raise RuntimeError(f"partition {tp} has no live leader")
+        out[tp] = (part.log.log_start_offset, part.high_watermark)
+    return out
+
+
+def _topic_partitions(cluster: Any, topics: Sequence[str]) -> list[TopicPartition]:
+    return [TopicPartition(t, p) for t in topics for p in cluster.read_all(t)]
+
+
+def reset_offsets(
+    cluster: Any,
+    group: str,
+    topics: Sequence[str] | None,
+    mode: str,
+    value: Any = None,
+    *,
+    execute: bool = False,
+) -> list[ResetRow]:
+    """Plan (and with ``execute`` commit) new offsets for ``group`` on ``topics`` (default: the topics it
+    has committed). ``value``: the shift for ``shift_by``, a datetime string or epoch ms for ``to_datetime``."""
+    from kafkalite.errors import KafkaError, error_for_code
+    from kafkalite.protocol.group import OffsetCommitPartition, OffsetCommitRequest
+
+    committed = cluster.group_offsets(group)
+    tps = _topic_partitions(cluster, topics) if topics else sorted(committed)
+    if not tps:
+        raise ValueError(f"group {group!r} has no committed offsets: name the topics with --topic")
+    bounds = _bounds(cluster, tps)
+    by_time = None
+    if mode == "to_datetime":
+        ts = parse_datetime(value) if isinstance(value, str) else int(value)
+        by_time = {}
+        for tp in tps:
+            part = cluster.replica(cluster.leader(tp.topic, tp.partition), tp.topic, tp.partition)
+            hit = part.log.offset_for_timestamp(ts)
+            by_time[tp] = None if hit is None or hit[0] >= part.high_watermark else hit[0]
+    rows = plan_reset(group, {tp: committed.get(tp) for tp in tps}, bounds, mode, value, by_time)
+    if execute:
+        state = cluster.describe_group(group).group_state
+        if state not in ("Empty", "Dead"):
+            raise GroupNotEmptyError(
+                f"Assignments can only be reset if the group '{group}' is inactive, but the current state is "
+                f"{state}."
+            )
+        req = OffsetCommitRequest(
+            group_id=group,
+            partitions=tuple(
+                OffsetCommitPartition(tp=TopicPartition(r.topic, r.partition), committed_offset=r.new_offset)
+                for r in rows
+            ),
+        )
+        resp = cluster._group_request(group, req)
+        for p in resp.partitions:
+            if p.error_code:
+                cls = error_for_code(p.error_code) or KafkaError
+                raise cls(f"OffsetCommit of {p.tp} for group {group!r}")
+    return rows
+
+
+# ----------------------------------------------------------------------------------- text output
+
+
+def _cell(v: Any) -> str:
+    return "-" if v is None else str(v)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    cells = [list(header), *[[_cell(v) for v in r] for r in rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    return "\n".join(" ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells)
+
+
+def format_describe(state: str, rows: Sequence[PartitionRow]) -> str:
+    header = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
+              "CLIENT-ID")  # fmt: skip
+    body = [(r.group, r.topic, r.partition, r.current_offset, r.log_end_offset, r.lag, r.consumer_id, r.host,
+             r.client_id) for r in rows]  # fmt: skip
+    lines = []
+    if state in ("Empty", "Dead"):
+        group = rows[0].group if rows else "?"
+        lines.append(f"Consumer group '{group}' has no active members.\n")
+    elif state in ("PreparingRebalance", "CompletingRebalance"):
+        lines.append(f"Consumer group is rebalancing ({state}).\n")
+    return "\n".join([*lines, _table(header, body)])
+
+
+def format_reset(rows: Sequence[ResetRow], executed: bool) -> str:
+    text = _table(("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"), [(r.group, r.topic, r.partition, r.new_offset)
+                                                                  for r in rows])  # fmt: skip
+    if not executed:
+        text = "Dry run: nothing changed (add --execute to commit these offsets).\n\n" + text
+    return text
+
+
+# ------------------------------------------------------------------------------------- directory mode
+
+
+class OffsetsDirectory:
+    """A stopped cluster's directory, read like a coordinator loading ``__consumer_offsets``."""
+
+    def __init__(self, path: str | Path) -> None:
+        from kafkalite.spark.logdirs import locate_partitions
+
+        self.path = Path(path)
+        if not self.path.is_dir():
+            raise FileNotFoundError(f"no such cluster directory: {self.path}")
+        self.partitions = locate_partitions(self.path)  # (topic, p) -> replica with the highest HW
+        self.offsets: dict[str, dict[TopicPartition, int]] = {}
+        self.metadata: dict[str, Any] = {}
+        self._load()
+
+    def _load(self) -> None:
+        from kafkalite.broker.group.offsets_schema import (
+            GroupMetadataKey,
+            OffsetCommitKey,
+            decode_key,
+            decode_value,
+        )
+        from kafkalite.storage.log import Log
+
+        for (topic, _p), loc in self.partitions.items():
+            if topic != OFFSETS_TOPIC:
+                continue
+            log = Log.open(loc.dir, read_only=True)
+            try:
+                for rec in log.iter_records(None, loc.high_watermark):
+                    if rec.key is None:
+                        continue
+                    key = decode_key(rec.key)
+                    value = decode_value(key, rec.value)
+                    if isinstance(key, OffsetCommitKey):
+                        offsets = self.offsets.setdefault(key.group, {})
+                        tp = TopicPartition(key.topic, key.partition)
+                        if value is None:
+                            offsets.pop(tp, None)
+                        else:
+                            offsets[tp] = value.offset  # type: ignore[union-attr]
+                    elif isinstance(key, GroupMetadataKey):
+                        if value is None:
+                            self.metadata.pop(key.group, None)
+                        else:
+                            self.metadata[key.group] = value
+            finally:
+                log.close()
+
+    def groups(self) -> list[str]:
+        return sorted({g for g, o in self.offsets.items() if o} | set(self.metadata))
+
+    def end_offset(self, tp: TopicPartition) -> int | None:
+        loc = self.partitions.get((tp.topic, tp.partition))
+        return None if loc is None else loc.high_watermark
+
+    def bounds(self, tp: TopicPartition) -> tuple[int, int]:
+        from kafkalite.storage.log import Log
+
+        loc = self.partitions.get((tp.topic, tp.partition))
+        if loc is None:
+            raise ValueError(f"no partition {tp.topic}-{tp.partition} under {self.path}")
+        log = Log.open(loc.dir, read_only=True)
+        try:
+            end = log.log_end_offset if loc.high_watermark is None else loc.high_watermark
+            return log.log_start_offset, end
+        finally:
+            log.close()
+
+    def describe(self, group: str) -> tuple[str, list[PartitionRow]]:
+        from kafkalite.client.consumer_protocol import ConsumerAssignment
+        from kafkalite.errors import GroupIdNotFoundError
+
+        if group not in self.groups():
+            raise GroupIdNotFoundError(f"Consumer group '{group}' does not exist.")
+        meta = self.metadata.get(group)
+        owners: dict[TopicPartition, tuple[str, str, str]] = {}
+        # The last group metadata on disk; a stopped cluster has no live members, so the state is Empty
+        # unless the record names members (a cluster stopped while the group was running).
+        state = "Empty"
+        if meta is not None and meta.members:
+            state = "Stable"
+            for m in meta.members:
+                if m.assignment:
+                    for tp in ConsumerAssignment.decode(m.assignment).partitions:
+                        owners[TopicPartition(*tp)] = (m.member_id, m.client_host or "-", m.client_id or "-")
+        committed = self.offsets.get(group, {})
+        tps = sorted(set(committed) | set(owners))
+        rows = [
+            PartitionRow(group, tp.topic, tp.partition, committed.get(tp), self.end_offset(tp),
+                         *owners.get(tp, ("-", "-", "-")))
+            for tp in tps
+        ]  # fmt: skip
+        return state, rows
+
+    def plan_reset(
+        self, group: str, topics: Sequence[str] | None, mode: str, value: Any = None
+    ) -> list[ResetRow]:
+        committed = self.offsets.get(group, {})
+        if topics:
+            tps = [TopicPartition(t, p) for (t, p) in self.partitions if t in set(topics)]
+        else:
+            tps = sorted(committed)
+        if not tps:
+            raise ValueError(f"group {group!r} has no committed offsets here: name the topics with --topic")
+        bounds = {tp: self.bounds(tp) for tp in tps}
+        by_time = None
+        if mode == "to_datetime":
+            from kafkalite.storage.log import Log
+
+            ts = parse_datetime(value) if isinstance(value, str) else int(value)
+            by_time = {}
+            for tp in tps:
+                log = Log.open(self.partitions[(tp.topic, tp.partition)].dir, read_only=True)
+                try:
+                    hit = log.offset_for_timestamp(ts)
+                finally:
+                    log.close()
+                by_time[tp] = None if hit is None or hit[0] >= bounds[tp][1] else hit[0]
+        return plan_reset(group, {tp: committed.get(tp) for tp in tps}, bounds, mode, value, by_time)
