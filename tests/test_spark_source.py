@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,7 +22,6 @@ from kafkalite.spark.source import (  # noqa: E402
 )
 from kafkalite.storage import Log  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 T0 = 1_700_000_000_000
 
 # topic -> record count per partition; "my-topic" checks the split on the last '-'.
@@ -95,29 +92,11 @@ def logdir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def spark():
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    # Workers import kafkalite by module path; the editable install may not exist.
-    paths = [str(REPO_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-    from pyspark.sql import SparkSession
+    from kafkalite.spark import session
 
-    from kafkalite.spark import register
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("kafkalite-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    register(session)
-    yield session
-    session.stop()
+    spark = session(app="kafkalite-tests-source")
+    yield spark
+    spark.stop()
 
 
 def _read(spark, logdir, **options):
@@ -318,3 +297,120 @@ def test_fail_on_data_loss(tmp_path):
     assert (rng.start, rng.end) == (log_start, 40)
     offsets = [o for b in read_range(tmp_path, rng) for o in b.column("offset").to_pylist()]
     assert offsets == list(range(log_start, 40))
+
+
+# ------------------------------------------------------------------- Spark: the rest of parity
+
+
+def test_session_registers_the_source_and_is_shared(spark):
+    from kafkalite.spark import session
+
+    assert session(app="another") is spark  # one session per process: the active one is reused
+    assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+
+
+def test_include_headers(spark, tmp_path):
+    log = Log.open(tmp_path / "h-0")
+    try:
+        log.append(
+            build_batch([(b"k1", b"v1", (("trace", b"abc"), ("n", None))), (b"k2", b"v2")], timestamp=T0)
+        )
+    finally:
+        log.close()
+    df = _read(spark, tmp_path, subscribe="h", includeHeaders="true")
+    assert df.schema["headers"].dataType.simpleString() == "array<struct<key:string,value:binary>>"
+    rows = df.orderBy("offset").collect()
+    assert [(h.key, h.value) for h in rows[0].headers] == [("trace", b"abc"), ("n", None)]
+    assert rows[1].headers is None  # as Spark's Kafka source: null when a record has no headers
+    assert "headers" not in _read(spark, tmp_path, subscribe="h").columns
+
+
+def test_min_partitions_splits_offset_ranges(spark, logdir):
+    df = _read(spark, logdir, subscribe="orders", minPartitions="7")
+    assert df.rdd.getNumPartitions() == 7
+    assert _counts(df) == {("orders", p): n for p, n in enumerate(LAYOUT["orders"])}
+    assert df.select("offset", "partition").distinct().count() == sum(LAYOUT["orders"])  # no overlap
+
+
+def test_starting_timestamp_through_the_time_index(spark, logdir):
+    df = _read(spark, logdir, subscribe="orders", startingTimestamp=str(T0 + 50))
+    got = {
+        r.partition: r.first
+        for r in df.groupBy("partition").agg({"offset": "min"}).toDF("partition", "first").collect()
+    }
+    assert got == {0: 50, 1: 50, 2: 50}
+
+
+def test_reads_committed_data_of_a_live_cluster(spark):
+    """Cluster.dir: each partition from the replica with the highest checkpointed HW, up to that HW."""
+    from kafkalite.cluster import Cluster
+
+    with Cluster(brokers=3, seed=4) as cluster:
+        cluster.create_topic("live", partitions=2, replication_factor=3)
+        producer = cluster.producer(acks="all", linger_ms=0)
+        futures = [producer.send("live", b"v%d" % i, key=b"k%d" % i) for i in range(120)]
+        assert cluster.run_until(lambda: all(f.done() for f in futures), 30_000)
+        cluster.checkpoint_high_watermarks()
+        hws = {p: cluster.high_watermark("live", p) for p in range(2)}
+        assert sum(hws.values()) == 120
+        # Records the followers have not fetched yet are above the HW: written, not committed.
+        leader = cluster.leader("live", 0)
+        for other in cluster.replicas("live", 0):
+            if other != leader:
+                cluster.cut(leader, other)
+        more = [producer.send("live", b"late", partition=0) for _ in range(5)]
+        cluster.run_for(200)
+        cluster.checkpoint_high_watermarks()
+        assert cluster.replica(leader, "live", 0).log_end_offset > hws[0]
+        df = _read(spark, cluster.dir, subscribe="live")
+        assert _counts(df) == {("live", p): n for p, n in hws.items()}
+        assert df.where("value = 'late'").count() == 0
+        assert not all(f.done() for f in more)  # still waiting for acks=all
+
+
+def test_reads_while_another_thread_appends(spark, tmp_path):
+    """The planned end is fixed; a half-written batch at the tail is never read."""
+    import threading
+    import time
+
+    _write_partition(tmp_path, "busy", 0, 500)
+    stop = threading.Event()
+
+    def writer():
+        log = Log.open(tmp_path / "busy-0")
+        try:
+            i = 0
+            while not stop.is_set():
+                log.append(build_batch([(b"w", b"x" * 300)] * 50, timestamp=T0 + i))
+                i += 1
+                time.sleep(0.002)  # leave the GIL to the driver now and then
+        finally:
+            log.close()
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        counts = []
+        for _ in range(3):
+            df = _read(spark, tmp_path, subscribe="busy")
+            rows = df.select("offset").collect()
+            offsets = sorted(r.offset for r in rows)
+            assert offsets == list(range(len(offsets)))  # gap-free prefix, whole batches
+            counts.append(len(offsets))
+    finally:
+        stop.set()
+        t.join()
+    assert counts == sorted(counts) and counts[-1] > 500
+
+
+def test_fail_on_data_loss_through_spark(spark, tmp_path):
+    _write_partition(tmp_path, "gone", 0, 60)
+    log = Log.open(tmp_path / "gone-0", {"segment.bytes": 2048})
+    try:
+        log.delete_records(30)
+    finally:
+        log.close()
+    opts = {"subscribe": "gone", "startingOffsets": '{"gone": {"0": 5}}'}
+    with pytest.raises(Exception, match="below the log start offset 30"):
+        _read(spark, tmp_path, **opts).count()
+    assert _read(spark, tmp_path, failOnDataLoss="false", **opts).count() == 30

@@ -1,13 +1,27 @@
-"""PySpark integration: ``register(spark)`` then ``spark.read.format("kafkalite")``."""
+"""PySpark integration: the ``kafkalite`` data source (batch and streaming reads and writes).
+
+``session()`` gives the shared, quiet local SparkSession the book and tests use, with the source
+registered; ``register(spark)`` registers it on a session you built yourself::
+
+    spark = kafkalite.spark.session(app="spark-chapter")
+    df = spark.read.format("kafkalite").option("path", cluster.dir).option("subscribe", "flights").load()
+    df.write.format("kafkalite").option("path", out_dir).option("topic", "copy").mode("append").save()
+"""
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["register"]
+__all__ = ["register", "session"]
+
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 def register(spark: SparkSession) -> None:
@@ -15,3 +29,37 @@ def register(spark: SparkSession) -> None:
     from kafkalite.spark.source import KafkaliteDataSource  # pyspark is only needed once this is called
 
     spark.dataSource.register(KafkaliteDataSource)
+
+
+def session(app: str = "kafkalite", cores: int = 2, conf: Mapping[str, str] | None = None) -> SparkSession:
+    """A local SparkSession (``local[cores]``) with the kafkalite source registered.
+
+    Only one SparkSession runs per Python process: an active one is reused (``app`` and ``cores`` then
+    apply only to the first call). Quiet settings: no UI, no console progress bar, log level ERROR,
+    session time zone UTC, ``spark.sql.shuffle.partitions`` = ``cores``. More Spark settings go in
+    ``conf``, e.g. ``session(conf={"spark.driver.memory": "2g"})``.
+    """
+    # Python workers must run this interpreter and import this kafkalite (an editable install or not).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if _PACKAGE_ROOT not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([_PACKAGE_ROOT, *paths])
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.master(f"local[{cores}]")
+        .appName(app)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", str(cores))
+        .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
+    )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    register(spark)
+    return spark

@@ -1,87 +1,89 @@
 """A PySpark data source that reads kafkalite partition logs like Spark's Kafka source reads a cluster.
 
-``spark.read.format("kafkalite").option("path", LOGDIR).option("subscribe", "t1,t2").load()`` gives the
-same seven columns as ``format("kafka")``. Planning (on the driver side) opens every chosen partition
-read-only and fixes an offset range ``[start, end)`` for it; each Spark task then reads exactly that range,
-so a writer appending concurrently cannot change the answer of a query already planned.
+``spark.read.format("kafkalite").option("path", DIR).option("subscribe", "t1,t2").load()`` gives the same
+columns as ``format("kafka")`` (plus ``headers`` with ``includeHeaders``). Planning opens every chosen
+partition read-only and fixes an offset range ``[start, end)`` for it, ``end`` never beyond what is
+committed (see ``logdirs``); each Spark task then reads exactly its range, so a writer appending at the
+same time cannot change the answer of a query already planned, and a batch still being written (beyond
+the valid prefix a read-only open recovers) is never read.
+
+The same ``KafkaliteDataSource`` also gives Spark the streaming reader (``stream.py``) and the batch and
+streaming writers (``sink.py``).
 """
 
 from __future__ import annotations
 
-import json
-import os
+import logging
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from kafkalite.errors import InvalidConfigError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
+from kafkalite.spark.arrow_records import ARROW_SCHEMA, ARROW_SCHEMA_WITH_HEADERS, batches_to_arrow
+from kafkalite.spark.fetch import SegmentFetcher
+from kafkalite.spark.logdirs import PartitionLocation, describe, locate_partitions
+from kafkalite.spark.options import EARLIEST, LATEST, OffsetSpec, ReadOptions, parse_read_options
 
 SCHEMA_DDL = (
     "key binary, value binary, topic string, partition int, offset long, "
     "timestamp timestamp, timestampType int"
 )
+HEADERS_DDL = "headers array<struct<key: string, value: binary>>"
 
-ARROW_SCHEMA = pa.schema(
-    [
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("timestamp", pa.timestamp("us", tz="UTC")),
-        ("timestampType", pa.int32()),
-    ]
-)
+FETCH_MAX_BYTES = 4 << 20  # bigger fetches, fewer numpy passes: ~40k records of 100 bytes each
+INTERNAL_TOPIC_PREFIX = "__"  # __consumer_offsets, __transaction_state
 
-# Canonical spelling; Spark hands options over lower-cased.
-VALID_OPTIONS = (
-    "path",
-    "subscribe",
-    "subscribePattern",
-    "assign",
-    "startingOffsets",
-    "endingOffsets",
-    "failOnDataLoss",
-)
-SUBSCRIPTION_OPTIONS = ("subscribe", "subscribePattern", "assign")
+log = logging.getLogger("kafkalite.spark")
 
-EARLIEST = -2  # Spark's sentinels inside offset JSON
-LATEST = -1
-
-FETCH_MAX_BYTES = 1 << 20
-ROWS_PER_ARROW_BATCH = 32_768
-
-_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+__all__ = [
+    "ARROW_SCHEMA",
+    "ARROW_SCHEMA_WITH_HEADERS",
+    "KafkaliteDataSource",
+    "OffsetRange",
+    "PartitionBounds",
+    "partition_bounds",
+    "plan_ranges",
+    "read_range",
+    "select_partitions",
+    "split_ranges",
+]
 
 
 @dataclass(frozen=True)
 class OffsetRange:
-    """What one Spark task reads: offsets ``[start, end)`` of one kafkalite partition."""
+    """What one Spark task reads: offsets ``[start, end)`` of one partition, from replica ``dir``."""
 
     topic: str
     partition: int
     start: int
     end: int
+    dir: str | None = None  # None: ``<logdir>/<topic>-<partition>``
 
     @property
     def dirname(self) -> str:
         return f"{self.topic}-{self.partition}"
 
+    @property
+    def size(self) -> int:
+        return max(0, self.end - self.start)
+
 
 class KafkaliteInputPartition(InputPartition):
-    """A picklable offset range plus the log directory it lives in."""
+    """A picklable offset range plus how to read it."""
 
-    def __init__(self, logdir: str, rng: OffsetRange, fail_on_data_loss: bool = True) -> None:
+    def __init__(
+        self, logdir: str, rng: OffsetRange, fail_on_data_loss: bool = True, include_headers: bool = False
+    ) -> None:
         super().__init__(rng)
         self.logdir = logdir
         self.range = rng
         self.fail_on_data_loss = fail_on_data_loss
+        self.include_headers = include_headers
 
     def __repr__(self) -> str:
         r = self.range
@@ -89,249 +91,174 @@ class KafkaliteInputPartition(InputPartition):
 
 
 # --------------------------------------------------------------------------------------------------
-# discovery and option parsing (plain functions: testable without a SparkSession)
+# planning (plain functions: testable without a SparkSession)
 
 
-def discover_partitions(logdir: str | Path) -> dict[str, list[int]]:
-    """Topic -> sorted partition numbers of the ``<topic>-<partition>`` directories in ``logdir``.
-
-    Topic names may contain '-', so the partition is what follows the last one. Directories that do not
-    end in ``-<digits>`` (Kafka's ``.delete``/``-future`` leftovers, checkpoints) are ignored.
-    """
-    root = Path(logdir)
-    if not root.is_dir():
-        raise InvalidConfigError(f"option 'path': log directory {str(root)!r} does not exist")
-    found: dict[str, list[int]] = {}
-    for entry in os.scandir(root):
-        if not entry.is_dir():
-            continue
-        m = _PARTITION_DIR.match(entry.name)
-        if m:
-            found.setdefault(m["topic"], []).append(int(m["partition"]))
-    return {t: sorted(ps) for t, ps in sorted(found.items())}
-
-
-def _lower(options: Mapping[str, str]) -> dict[str, str]:
-    return {k.lower(): v for k, v in options.items()}
-
-
-def check_options(options: Mapping[str, str]) -> dict[str, str]:
-    """Reject unknown options and bad subscription combinations; returns the options keyed lower-case."""
-    opts = _lower(options)
-    valid = {o.lower() for o in VALID_OPTIONS}
-    unknown = sorted(k for k in opts if k not in valid)
-    if unknown:
-        raise InvalidConfigError(
-            f"unknown option(s) {', '.join(map(repr, unknown))} for format 'kafkalite'; "
-            f"valid options are: {', '.join(VALID_OPTIONS)}"
-        )
-    if not opts.get("path"):
-        raise InvalidConfigError(
-            "option 'path' is required: the log directory holding <topic>-<partition> directories"
-        )
-    given = [o for o in SUBSCRIPTION_OPTIONS if o.lower() in opts]
-    if len(given) != 1:
-        raise InvalidConfigError(
-            f"exactly one of {', '.join(SUBSCRIPTION_OPTIONS)} must be given, got "
-            f"{', '.join(given) if given else 'none'}"
-        )
-    return opts
-
-
-def select_partitions(opts: Mapping[str, str], found: Mapping[str, list[int]]) -> list[tuple[str, int]]:
+def select_partitions(
+    opts: ReadOptions, found: Mapping[tuple[str, int], PartitionLocation]
+) -> list[tuple[str, int]]:
     """The (topic, partition) pairs named by subscribe / subscribePattern / assign."""
-    logdir = opts["path"]
-    if "subscribe" in opts:
-        topics = [t.strip() for t in opts["subscribe"].split(",") if t.strip()]
-        if not topics:
-            raise InvalidConfigError("option 'subscribe' names no topic (expected 't1,t2,...')")
-        chosen = [(t, p) for t in topics for p in found.get(t, [])]
-        what = f"subscribe={opts['subscribe']!r}"
-    elif "subscribepattern" in opts:
-        try:
-            pattern = re.compile(opts["subscribepattern"])
-        except re.error as e:
-            raise InvalidConfigError(f"option 'subscribePattern' is not a valid regex: {e}") from None
-        # Kafka's pattern subscription matches whole topic names.
-        chosen = [(t, p) for t, ps in found.items() if pattern.fullmatch(t) for p in ps]
-        what = f"subscribePattern={opts['subscribepattern']!r}"
+    if opts.subscription == "subscribe":
+        chosen = [tp for tp in found if tp[0] in opts.topics]
+        what = f"subscribe={','.join(opts.topics)!r}"
+    elif opts.subscription == "subscribePattern":
+        pattern = re.compile(opts.pattern or "")
+        # Kafka's pattern subscription matches whole names and leaves internal topics out.
+        chosen = [
+            tp for tp in found if pattern.fullmatch(tp[0]) and not tp[0].startswith(INTERNAL_TOPIC_PREFIX)
+        ]
+        what = f"subscribePattern={opts.pattern!r}"
     else:
-        assigned = _parse_json_option("assign", opts["assign"])
-        chosen = []
-        for t, ps in assigned.items():
-            if not isinstance(ps, list) or not all(isinstance(p, int) for p in ps):
-                raise InvalidConfigError(
-                    f"option 'assign': topic {t!r} must map to a list of partition numbers, got {ps!r}"
+        for t, p in opts.assign:
+            if (t, p) not in found:
+                raise UnknownTopicOrPartitionError(
+                    f"option 'assign' names {t}-{p} but {opts.path!r} has no directory {t}-{p} "
+                    f"(found: {describe(dict(found))})"
                 )
-            for p in ps:
-                if p not in found.get(t, []):
-                    raise UnknownTopicOrPartitionError(
-                        f"option 'assign' names {t}-{p} but {logdir!r} has no directory {t}-{p} "
-                        f"(found: {_describe(found)})"
-                    )
-                chosen.append((t, p))
-        what = f"assign={opts['assign']!r}"
+        chosen = list(opts.assign)
+        what = "assign"
     if not chosen:
         raise UnknownTopicOrPartitionError(
-            f"no partitions found for {what} in log directory {logdir!r} (found: {_describe(found)})"
+            f"no partitions found for {what} in log directory {opts.path!r} (found: {describe(dict(found))})"
         )
     return sorted(set(chosen))
 
 
-def _describe(found: Mapping[str, list[int]]) -> str:
-    if not found:
-        return "no <topic>-<partition> directories"
-    return "; ".join(f"topic {t!r} partitions {ps}" for t, ps in found.items())
+@dataclass(frozen=True)
+class PartitionBounds:
+    """What planning learns from a replica: its dir, log start and the end of committed data."""
+
+    topic: str
+    partition: int
+    dir: str
+    log_start: int
+    end: int  # min(log end offset, checkpointed high watermark)
 
 
-def _parse_json_option(name: str, text: str) -> dict:
+def _open(dir: str):
+    from kafkalite.storage import Log  # planning-only dependency
+
+    return Log.open(dir, read_only=True)
+
+
+def partition_bounds(loc: PartitionLocation) -> PartitionBounds:
+    log_ = _open(loc.dir)
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InvalidConfigError(f"option {name!r} is not valid JSON ({e}): {text!r}") from None
-    if not isinstance(value, dict):
-        raise InvalidConfigError(f"option {name!r} must be a JSON object, got {text!r}")
-    return value
+        start, leo = log_.log_start_offset, log_.log_end_offset
+    finally:
+        log_.close()
+    end = leo if loc.high_watermark is None else max(start, min(leo, loc.high_watermark))
+    return PartitionBounds(loc.topic, loc.partition, loc.dir, start, end)
 
 
-def parse_offsets_option(name: str, text: str | None, *, default: str) -> str | dict[tuple[str, int], int]:
-    """``"earliest"``, ``"latest"`` or ``{(topic, partition): offset}`` from Spark's JSON form.
-
-    Batch rules, as in Spark: a query cannot start at ``latest`` nor end at ``earliest`` (that range is
-    always empty, which is almost certainly a mistake), in words or as -1 / -2 in JSON.
-    """
-    text = (text or default).strip()
-    starting = name == "startingOffsets"
-    forbidden_word, forbidden_num = ("latest", LATEST) if starting else ("earliest", EARLIEST)
-    if text.lower() in ("earliest", "latest"):
-        if text.lower() == forbidden_word:
-            raise InvalidConfigError(f"option {name!r} = {forbidden_word!r} is not allowed in a batch query")
-        return text.lower()
-    spec = _parse_json_option(name, text)
-    out: dict[tuple[str, int], int] = {}
-    for topic, parts in spec.items():
-        if not isinstance(parts, dict):
-            raise InvalidConfigError(
-                f'option {name!r}: topic {topic!r} must map to {{"partition": offset}}, got {parts!r}'
-            )
-        for p, off in parts.items():
-            try:
-                pnum = int(p)
-            except ValueError:
-                raise InvalidConfigError(f"option {name!r}: partition {p!r} is not a number") from None
-            if not isinstance(off, int) or off < EARLIEST:
-                raise InvalidConfigError(
-                    f"option {name!r}: offset for {topic}-{p} must be an integer >= -2, got {off!r}"
-                )
-            if off == forbidden_num:
-                raise InvalidConfigError(
-                    f"option {name!r}: offset {off} ({forbidden_word}) for {topic}-{p} is not allowed "
-                    "in a batch query"
-                )
-            out[(topic, pnum)] = off
-    return out
+def offset_for_timestamp(b: PartitionBounds, ts: int) -> int | None:
+    """First committed offset whose timestamp is >= ``ts`` (the time index), None if there is none."""
+    log_ = _open(b.dir)
+    try:
+        found = log_.offset_for_timestamp(ts)
+    finally:
+        log_.close()
+    if found is None or found[0] >= b.end:
+        return None
+    return max(found[0], b.log_start)
 
 
-def _resolve(
-    spec: str | dict[tuple[str, int], int],
-    name: str,
-    tp: tuple[str, int],
-    log_start: int,
-    log_end: int,
-    fail_on_data_loss: bool,
+def resolve_offset(
+    spec: OffsetSpec, side: str, b: PartitionBounds, opts: ReadOptions, *, check_range: bool = True
 ) -> int:
-    if isinstance(spec, str):
-        return log_start if spec == "earliest" else log_end
-    # Partitions left out of the JSON start at earliest / end at latest, as in Spark.
-    off = spec.get(tp, EARLIEST if name == "startingOffsets" else LATEST)
-    if off == EARLIEST:
-        return log_start
-    if off == LATEST:
-        return log_end
-    if off < log_start:
-        if fail_on_data_loss:
+    """One partition's start (``side`` = "starting") or end offset. Partitions a JSON spec leaves out
+    start at earliest and end at latest, as in Spark."""
+    tp = (b.topic, b.partition)
+    starting = side == "starting"
+    if spec.kind in ("timestamp", "timestamps"):
+        ts = spec.value if spec.kind == "timestamp" else spec.value.get(tp)
+        if ts is None:
+            return b.log_start if starting else b.end
+        off = offset_for_timestamp(b, ts)
+        if off is not None:
+            return off
+        if starting and opts.by_timestamp_strategy == "error":
             raise OffsetOutOfRangeError(
-                f"option {name!r}: offset {off} for {tp[0]}-{tp[1]} is below the log start offset "
-                f"{log_start} (the data was deleted); valid range is [{log_start}, {log_end}]. "
+                f"{b.topic}-{b.partition}: no committed record has a timestamp >= {ts} (offsets "
+                f"[{b.log_start}, {b.end})); set startingOffsetsByTimestampStrategy=latest to start at the end"
+            )
+        return b.end
+    if spec.kind in ("earliest", "latest"):
+        return b.log_start if spec.kind == "earliest" else b.end
+    off = spec.value.get(tp, EARLIEST if starting else LATEST)
+    if off == EARLIEST:
+        return b.log_start
+    if off == LATEST:
+        return b.end
+    name = f"{side}Offsets"
+    if off < b.log_start:
+        if opts.fail_on_data_loss:
+            raise OffsetOutOfRangeError(
+                f"option {name!r}: offset {off} for {b.topic}-{b.partition} is below the log start offset "
+                f"{b.log_start} (the data was deleted); valid range is [{b.log_start}, {b.end}]. "
                 "Set failOnDataLoss=false to read from the log start instead"
             )
-        return log_start
-    if off > log_end:
+        log.warning(
+            "kafkalite: %s-%s offsets [%s, %s) were deleted before they were read; skipping them "
+            "(failOnDataLoss=false)",
+            b.topic,
+            b.partition,
+            off,
+            b.log_start,
+        )
+        return b.log_start
+    if off > b.end and check_range:
         raise OffsetOutOfRangeError(
-            f"option {name!r}: offset {off} for {tp[0]}-{tp[1]} is beyond the log end offset {log_end}; "
-            f"valid range is [{log_start}, {log_end}]"
+            f"option {name!r}: offset {off} for {b.topic}-{b.partition} is beyond the committed end "
+            f"{b.end}; valid range is [{b.log_start}, {b.end}]"
         )
     return off
 
 
-def plan_ranges(options: Mapping[str, str]) -> list[OffsetRange]:
-    """Check the options, open each chosen partition read-only and fix its offset range now."""
-    from kafkalite.storage import Log  # late: planning-only dependency, keeps import of this module light
+def split_ranges(ranges: list[OffsetRange], min_partitions: int | None) -> list[OffsetRange]:
+    """Spark's ``minPartitions``: with fewer ranges than asked, cut the big ones into near-equal pieces,
+    each range getting a share of the tasks proportional to its size (at least one)."""
+    if not min_partitions or len(ranges) >= min_partitions:
+        return ranges
+    total = sum(r.size for r in ranges)
+    if total == 0:
+        return ranges
+    out: list[OffsetRange] = []
+    for r in ranges:
+        parts = max(1, min(r.size, round(r.size * min_partitions / total))) if r.size else 1
+        cuts = [r.start + (r.size * i) // parts for i in range(parts + 1)]
+        out += [replace(r, start=a, end=z) for a, z in zip(cuts, cuts[1:], strict=False)]
+    return out
 
-    opts = check_options(options)
-    found = discover_partitions(opts["path"])
+
+def plan_ranges(options: Mapping[str, str] | ReadOptions) -> list[OffsetRange]:
+    """Check the options, open each chosen partition read-only and fix its offset range now."""
+    opts = options if isinstance(options, ReadOptions) else parse_read_options(options)
+    found = locate_partitions(opts.path)
     chosen = select_partitions(opts, found)
-    fail_on_data_loss = _parse_bool("failOnDataLoss", opts.get("failondataloss", "true"))
-    starting = parse_offsets_option("startingOffsets", opts.get("startingoffsets"), default="earliest")
-    ending = parse_offsets_option("endingOffsets", opts.get("endingoffsets"), default="latest")
-    for name, spec in (("startingOffsets", starting), ("endingOffsets", ending)):
-        if isinstance(spec, dict):
-            stray = sorted(set(spec) - set(chosen))
+    for spec, name in ((opts.starting, "startingOffsets"), (opts.ending, "endingOffsets")):
+        if spec.kind in ("offsets", "timestamps"):
+            stray = sorted(set(spec.value) - set(chosen))
             if stray:
                 names = ", ".join(f"{t}-{p}" for t, p in stray)
+                if spec.kind == "timestamps":
+                    name = name.replace("Offsets", "OffsetsByTimestamp")
                 raise InvalidConfigError(f"option {name!r} names partitions not being read: {names}")
-
     ranges = []
     for tp in chosen:
-        log = Log.open(Path(opts["path"]) / f"{tp[0]}-{tp[1]}", read_only=True)
-        try:
-            log_start, log_end = log.log_start_offset, log.log_end_offset
-        finally:
-            log.close()
-        start = _resolve(starting, "startingOffsets", tp, log_start, log_end, fail_on_data_loss)
-        end = _resolve(ending, "endingOffsets", tp, log_start, log_end, fail_on_data_loss)
+        b = partition_bounds(found[tp])
+        start = resolve_offset(opts.starting, "starting", b, opts)
+        end = resolve_offset(opts.ending, "ending", b, opts)
         if end < start:
             raise InvalidConfigError(
                 f"{tp[0]}-{tp[1]}: ending offset {end} is before starting offset {start}"
             )
-        ranges.append(OffsetRange(tp[0], tp[1], start, end))
-    return ranges
-
-
-def _parse_bool(name: str, text: str) -> bool:
-    low = text.strip().lower()
-    if low not in ("true", "false"):
-        raise InvalidConfigError(f"option {name!r} must be true or false, got {text!r}")
-    return low == "true"
+        ranges.append(OffsetRange(tp[0], tp[1], start, end, b.dir))
+    return split_ranges(ranges, opts.min_partitions)
 
 
 # --------------------------------------------------------------------------------------------------
 # reading
-
-
-def _arrow_batch(
-    topic: str,
-    partition: int,
-    keys: list,
-    values: list,
-    offsets: list[int],
-    timestamps_ms: list[int],
-    ts_types: list[int],
-) -> pa.RecordBatch:
-    n = len(offsets)
-    ts = pc.multiply(pa.array(timestamps_ms, pa.int64()), 1000).cast(pa.timestamp("us", tz="UTC"))
-    return pa.RecordBatch.from_arrays(
-        [
-            pa.array(keys, pa.binary()),
-            pa.array(values, pa.binary()),
-            pa.repeat(pa.scalar(topic, pa.string()), n),
-            pa.repeat(pa.scalar(partition, pa.int32()), n),
-            pa.array(offsets, pa.int64()),
-            ts,
-            pa.array(ts_types, pa.int32()),
-        ],
-        schema=ARROW_SCHEMA,
-    )
 
 
 def read_range(
@@ -339,70 +266,74 @@ def read_range(
     rng: OffsetRange,
     *,
     fail_on_data_loss: bool = True,
-    rows_per_batch: int = ROWS_PER_ARROW_BATCH,
+    include_headers: bool = False,
     fetch_max_bytes: int = FETCH_MAX_BYTES,
+    rows_per_batch: int | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """Arrow batches holding the records of ``rng``, in offset order, fetched 1 MiB at a time.
+    """Arrow batches holding the records of ``rng`` in offset order, one per fetch of ``fetch_max_bytes``.
 
-    Control batches (transaction markers) are skipped, as a Kafka consumer skips them: their offsets are
-    gaps in the output.
+    Every batch's CRC is checked, as a Kafka consumer does by default. Control batches (transaction
+    markers) are skipped, and offsets removed by compaction are simply absent: the loop follows the
+    batches' own offsets and never assumes they are consecutive (SPARK-23685). ``rows_per_batch``, when
+    given, caps the rows of each Arrow batch.
     """
-    from kafkalite.records import decode_batch_tuples, iter_batches
-    from kafkalite.storage import Log
+    from kafkalite.records import iter_batches, validate_batch
 
     if rng.end <= rng.start:
         return
-    log = Log.open(Path(logdir) / rng.dirname, read_only=True)
-    try:
-        keys: list = []
-        values: list = []
-        offsets: list = []
-        timestamps: list = []
-        ts_types: list = []
+    with SegmentFetcher(rng.dir or str(Path(logdir) / rng.dirname)) as fetcher:
         offset = rng.start
         while offset < rng.end:
-            try:
-                fetched = log.read(offset, fetch_max_bytes)
-            except OffsetOutOfRangeError:
-                # Retention moved the log start past us between planning and reading.
-                if fail_on_data_loss or log.log_start_offset <= offset:
-                    raise
-                offset = log.log_start_offset
+            start = fetcher.log_start
+            if start is None or offset < start:  # retention moved the log start past us after planning
+                upto = rng.end if start is None else min(start, rng.end)
+                if fail_on_data_loss:
+                    raise OffsetOutOfRangeError(
+                        f"{rng.dirname}: offsets [{offset}, {upto}) were deleted (retention) before this "
+                        "query read them; set failOnDataLoss=false to skip them"
+                    )
+                log.warning(
+                    "kafkalite: %s offsets [%s, %s) were deleted before they were read; skipping them",
+                    rng.dirname,
+                    offset,
+                    upto,
+                )
+                offset = upto
                 continue
-            data = fetched.records.read()
+            data = fetcher.fetch(offset, fetch_max_bytes)
             if not data:
+                # The replica ends before the planned end: it was truncated since planning.
                 if fail_on_data_loss:
                     raise OffsetOutOfRangeError(
                         f"{rng.dirname}: log ends at offset {offset} but the query planned to read up to "
-                        f"{rng.end} (was the log truncated?)"
+                        f"{rng.end} (was the log truncated?); set failOnDataLoss=false to skip"
                     )
+                log.warning("kafkalite: %s ends at %s before the planned %s", rng.dirname, offset, rng.end)
                 break
-            for pos, header in iter_batches(data):
-                offset = header.next_offset
-                if header.is_control:
-                    continue
-                _, rows = decode_batch_tuples(data, pos)
-                if not rows:
-                    continue
-                if rows[0][0] < rng.start or rows[-1][0] >= rng.end:
-                    rows = [r for r in rows if rng.start <= r[0] < rng.end]
-                    if not rows:
-                        continue
-                o, t, k, v, _h = zip(*rows, strict=True)
-                offsets.extend(o)
-                timestamps.extend(t)
-                keys.extend(k)
-                values.extend(v)
-                ts_types.extend([int(header.timestamp_type)] * len(o))
-                if len(offsets) >= rows_per_batch:
-                    yield _arrow_batch(rng.topic, rng.partition, keys, values, offsets, timestamps, ts_types)
-                    keys, values, offsets, timestamps, ts_types = [], [], [], [], []
-                if offset >= rng.end:
+            picked = []
+            advanced = False
+            for pos, h in iter_batches(data):
+                if h.base_offset >= rng.end:
+                    offset = rng.end
                     break
-        if offsets:
-            yield _arrow_batch(rng.topic, rng.partition, keys, values, offsets, timestamps, ts_types)
-    finally:
-        log.close()
+                nxt = h.base_offset + h.last_offset_delta + 1
+                if nxt <= offset:
+                    continue
+                validate_batch(data, pos)
+                if not h.attributes & 0x20:  # control batch: a transaction marker, not a row
+                    picked.append((pos, h))
+                offset, advanced = nxt, True
+            if not advanced and offset < rng.end:
+                raise OffsetOutOfRangeError(f"{rng.dirname}: no progress reading at offset {offset}")
+            batch = batches_to_arrow(
+                data, picked, rng.topic, rng.partition, rng.start, rng.end, include_headers=include_headers
+            )
+            if batch is not None:
+                if rows_per_batch:
+                    for i in range(0, batch.num_rows, rows_per_batch):
+                        yield batch.slice(i, rows_per_batch)
+                else:
+                    yield batch
 
 
 # --------------------------------------------------------------------------------------------------
@@ -410,35 +341,52 @@ def read_range(
 
 
 class KafkaliteDataSource(DataSource):
-    """``format("kafkalite")``: options path, subscribe | subscribePattern | assign, startingOffsets,
-    endingOffsets, failOnDataLoss."""
+    """``format("kafkalite")``: batch and streaming reads, batch and streaming writes."""
 
     @classmethod
     def name(cls) -> str:
         return "kafkalite"
 
     def schema(self) -> str:
-        # Fail at load() rather than at the first action when the options are wrong.
-        opts = check_options(self.options)
-        select_partitions(opts, discover_partitions(opts["path"]))
-        return SCHEMA_DDL
+        opts = parse_read_options(self.options, streaming=None)  # fail at load(), not at the first action
+        select_partitions(opts, locate_partitions(opts.path))
+        return f"{SCHEMA_DDL}, {HEADERS_DDL}" if opts.include_headers else SCHEMA_DDL
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return KafkaliteReader(dict(self.options))
+
+    def streamReader(self, schema: StructType):  # noqa: ANN201 - DataSourceStreamReader
+        from kafkalite.spark.stream import KafkaliteStreamReader
+
+        return KafkaliteStreamReader(dict(self.options))
+
+    def writer(self, schema: StructType, overwrite: bool):  # noqa: ANN201 - DataSourceArrowWriter
+        from kafkalite.spark.sink import KafkaliteWriter
+
+        return KafkaliteWriter(dict(self.options), schema, overwrite)
+
+    def streamWriter(self, schema: StructType, overwrite: bool):  # noqa: ANN201
+        from kafkalite.spark.sink import KafkaliteStreamWriter
+
+        return KafkaliteStreamWriter(dict(self.options), schema, overwrite)
 
 
 class KafkaliteReader(DataSourceReader):
     def __init__(self, options: dict[str, str]) -> None:
         self.options = options
-        self.fail_on_data_loss = _parse_bool("failOnDataLoss", _lower(options).get("failondataloss", "true"))
+        self.opts = parse_read_options(options)
 
     def partitions(self) -> list[KafkaliteInputPartition]:
-        logdir = _lower(self.options)["path"]
+        o = self.opts
         return [
-            KafkaliteInputPartition(logdir, rng, self.fail_on_data_loss) for rng in plan_ranges(self.options)
+            KafkaliteInputPartition(o.path, rng, o.fail_on_data_loss, o.include_headers)
+            for rng in plan_ranges(o)
         ]
 
     def read(self, partition: KafkaliteInputPartition) -> Iterator[pa.RecordBatch]:
         yield from read_range(
-            partition.logdir, partition.range, fail_on_data_loss=partition.fail_on_data_loss
+            partition.logdir,
+            partition.range,
+            fail_on_data_loss=partition.fail_on_data_loss,
+            include_headers=partition.include_headers,
         )

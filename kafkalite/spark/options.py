@@ -1,0 +1,278 @@
+"""Options of ``format("kafkalite")``: Spark's Kafka source names and rules, checked before anything runs.
+
+Spark hands Python data sources their options with lower-case keys; error messages use the canonical
+spelling. Plain functions, so that every rule is testable without a SparkSession.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kafkalite.errors import InvalidConfigError
+
+READ_OPTIONS = (
+    "path",
+    "subscribe",
+    "subscribePattern",
+    "assign",
+    "startingOffsets",
+    "endingOffsets",
+    "startingTimestamp",
+    "endingTimestamp",
+    "startingOffsetsByTimestamp",
+    "endingOffsetsByTimestamp",
+    "startingOffsetsByTimestampStrategy",
+    "maxOffsetsPerTrigger",
+    "minPartitions",
+    "failOnDataLoss",
+    "includeHeaders",
+)
+BATCH_ONLY_OPTIONS = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
+WRITE_OPTIONS = ("path", "topic", "partitions", "checkpointLocation")
+SUBSCRIPTION_OPTIONS = ("subscribe", "subscribePattern", "assign")
+
+EARLIEST = -2  # Spark's sentinels inside offset JSON
+LATEST = -1
+
+
+@dataclass(frozen=True)
+class OffsetSpec:
+    """Where a query starts or ends, before it is resolved against a log.
+
+    ``kind`` is ``earliest`` / ``latest`` (``value`` None), ``offsets`` (``{(topic, partition): offset}``
+    with -2/-1 allowed per partition), ``timestamp`` (one ms value for every partition) or ``timestamps``
+    (``{(topic, partition): ms}``).
+    """
+
+    kind: str
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    path: str
+    subscription: str  # "subscribe" | "subscribePattern" | "assign"
+    topics: tuple[str, ...] = ()
+    pattern: str | None = None
+    assign: tuple[tuple[str, int], ...] = ()
+    starting: OffsetSpec = OffsetSpec("earliest")
+    ending: OffsetSpec = OffsetSpec("latest")
+    by_timestamp_strategy: str = "error"
+    max_offsets_per_trigger: int | None = None
+    min_partitions: int | None = None
+    fail_on_data_loss: bool = True
+    include_headers: bool = False
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    path: str
+    topic: str | None
+    partitions: int
+    checkpoint_location: str | None
+
+
+def lower_keys(options: Mapping[str, str]) -> dict[str, str]:
+    return {k.lower(): v for k, v in options.items()}
+
+
+def _check_known(opts: Mapping[str, str], valid: tuple[str, ...], what: str) -> None:
+    known = {o.lower() for o in valid}
+    unknown = sorted(k for k in opts if k not in known)
+    if unknown:
+        raise InvalidConfigError(
+            f"unknown option(s) {', '.join(map(repr, unknown))} for {what} format 'kafkalite'; "
+            f"valid options are: {', '.join(valid)}"
+        )
+
+
+def _require_path(opts: Mapping[str, str], what: str) -> str:
+    path = opts.get("path", "").strip()
+    if not path:
+        raise InvalidConfigError(f"option 'path' is required: {what}")
+    return path
+
+
+def parse_bool(name: str, text: str) -> bool:
+    low = str(text).strip().lower()
+    if low not in ("true", "false"):
+        raise InvalidConfigError(f"option {name!r} must be true or false, got {text!r}")
+    return low == "true"
+
+
+def _positive_int(name: str, text: str) -> int:
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        raise InvalidConfigError(f"option {name!r} must be a positive integer, got {text!r}") from None
+    if value < 1:
+        raise InvalidConfigError(f"option {name!r} must be a positive integer, got {text!r}")
+    return value
+
+
+def _timestamp(name: str, value: Any) -> int:
+    try:
+        ts = int(str(value).strip())
+    except ValueError:
+        raise InvalidConfigError(f"option {name!r}: timestamp {value!r} is not an integer (ms)") from None
+    if ts < 0:
+        raise InvalidConfigError(f"option {name!r}: timestamp {ts} must be >= 0 (ms since the epoch)")
+    return ts
+
+
+def parse_json_object(name: str, text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InvalidConfigError(f"option {name!r} is not valid JSON ({e}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise InvalidConfigError(f"option {name!r} must be a JSON object, got {text!r}")
+    return value
+
+
+def _per_partition(name: str, text: str) -> dict[tuple[str, int], int]:
+    """``{"topic": {"0": n}}`` -> ``{(topic, 0): n}`` with integer checks."""
+    out: dict[tuple[str, int], int] = {}
+    for topic, parts in parse_json_object(name, text).items():
+        if not isinstance(parts, dict):
+            raise InvalidConfigError(
+                f'option {name!r}: topic {topic!r} must map to {{"partition": number}}, got {parts!r}'
+            )
+        for p, value in parts.items():
+            try:
+                pnum = int(p)
+            except ValueError:
+                raise InvalidConfigError(f"option {name!r}: partition {p!r} is not a number") from None
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise InvalidConfigError(
+                    f"option {name!r}: value for {topic}-{p} must be an integer, got {value!r}"
+                )
+            out[(topic, pnum)] = value
+    return out
+
+
+def parse_offsets(name: str, text: str, *, streaming: bool) -> OffsetSpec:
+    """``earliest`` / ``latest`` / JSON offsets, with Spark's rule that a batch query cannot start at
+    latest nor end at earliest (an always-empty range is almost certainly a mistake)."""
+    starting = name == "startingOffsets"
+    forbidden_word, forbidden_num = ("latest", LATEST) if starting else ("earliest", EARLIEST)
+    word = text.strip().lower()
+    if word in ("earliest", "latest"):
+        if word == forbidden_word and not streaming:
+            raise InvalidConfigError(f"option {name!r} = {forbidden_word!r} is not allowed in a batch query")
+        return OffsetSpec(word)
+    offsets = _per_partition(name, text)
+    for (topic, p), off in offsets.items():
+        if off < EARLIEST:
+            raise InvalidConfigError(f"option {name!r}: offset for {topic}-{p} must be >= -2, got {off}")
+        if off == forbidden_num and not streaming:
+            raise InvalidConfigError(
+                f"option {name!r}: offset {off} ({forbidden_word}) for {topic}-{p} is not allowed "
+                "in a batch query"
+            )
+    return OffsetSpec("offsets", offsets)
+
+
+def _parse_position(opts: Mapping[str, str], side: str, *, streaming: bool) -> OffsetSpec:
+    """Spark's precedence: ``<side>Timestamp`` over ``<side>OffsetsByTimestamp`` over ``<side>Offsets``."""
+    if f"{side}timestamp" in opts:
+        return OffsetSpec("timestamp", _timestamp(f"{side}Timestamp", opts[f"{side}timestamp"]))
+    if f"{side}offsetsbytimestamp" in opts:
+        name = f"{side}OffsetsByTimestamp"
+        stamps = _per_partition(name, opts[f"{side}offsetsbytimestamp"])
+        return OffsetSpec("timestamps", {tp: _timestamp(name, ts) for tp, ts in stamps.items()})
+    name = f"{side}Offsets"
+    default = "latest" if streaming or side == "ending" else "earliest"
+    return parse_offsets(name, opts.get(f"{side}offsets", default), streaming=streaming)
+
+
+def parse_read_options(options: Mapping[str, str], *, streaming: bool | None = False) -> ReadOptions:
+    """Check every read option; errors name the option and what was wrong. ``streaming=None``: not
+    known yet (``DataSource.schema`` serves both), so the batch-only and streaming-only rules wait."""
+    opts = lower_keys(options)
+    _check_known(opts, READ_OPTIONS, "the streaming source" if streaming else "the source")
+    path = _require_path(opts, "a log directory of <topic>-<partition> logs, a broker's or a Cluster.dir")
+    given = [o for o in SUBSCRIPTION_OPTIONS if o.lower() in opts]
+    if len(given) != 1:
+        raise InvalidConfigError(
+            f"exactly one of {', '.join(SUBSCRIPTION_OPTIONS)} must be given, got "
+            f"{', '.join(given) if given else 'none'}"
+        )
+    if streaming:
+        batch_only = [o for o in BATCH_ONLY_OPTIONS if o.lower() in opts]
+        if batch_only:
+            raise InvalidConfigError(
+                f"option(s) {', '.join(batch_only)} are for batch queries only: a streaming query has no end"
+            )
+    elif streaming is False and "maxoffsetspertrigger" in opts:
+        raise InvalidConfigError("option 'maxOffsetsPerTrigger' is for streaming queries only")
+    kw: dict[str, Any] = {"path": path, "subscription": given[0]}
+    if given[0] == "subscribe":
+        topics = tuple(t.strip() for t in opts["subscribe"].split(",") if t.strip())
+        if not topics:
+            raise InvalidConfigError("option 'subscribe' names no topic (expected 't1,t2,...')")
+        kw["topics"] = topics
+    elif given[0] == "subscribePattern":
+        try:
+            re.compile(opts["subscribepattern"])
+        except re.error as e:
+            raise InvalidConfigError(f"option 'subscribePattern' is not a valid regex: {e}") from None
+        kw["pattern"] = opts["subscribepattern"]
+    else:
+        assigned = []
+        for topic, ps in parse_json_object("assign", opts["assign"]).items():
+            if not isinstance(ps, list) or not all(isinstance(p, int) and p >= 0 for p in ps):
+                raise InvalidConfigError(
+                    f"option 'assign': topic {topic!r} must map to a list of partition numbers, got {ps!r}"
+                )
+            assigned += [(topic, p) for p in ps]
+        if not assigned:
+            raise InvalidConfigError("option 'assign' names no partition")
+        kw["assign"] = tuple(sorted(set(assigned)))
+    kw["starting"] = _parse_position(opts, "starting", streaming=streaming is not False)
+    if streaming is False:
+        kw["ending"] = _parse_position(opts, "ending", streaming=False)
+    strategy = opts.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
+    if strategy not in ("error", "latest"):
+        raise InvalidConfigError(
+            f"option 'startingOffsetsByTimestampStrategy' must be 'error' or 'latest', got {strategy!r}"
+        )
+    kw["by_timestamp_strategy"] = strategy
+    if "maxoffsetspertrigger" in opts:
+        kw["max_offsets_per_trigger"] = _positive_int("maxOffsetsPerTrigger", opts["maxoffsetspertrigger"])
+    if "minpartitions" in opts:
+        kw["min_partitions"] = _positive_int("minPartitions", opts["minpartitions"])
+    kw["fail_on_data_loss"] = parse_bool("failOnDataLoss", opts.get("failondataloss", "true"))
+    kw["include_headers"] = parse_bool("includeHeaders", opts.get("includeheaders", "false"))
+    return ReadOptions(**kw)
+
+
+def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
+    opts = lower_keys(options)
+    _check_known(opts, WRITE_OPTIONS, "the sink")
+    path = _require_path(opts, "the directory the sink writes <topic>-<partition> logs into")
+    topic = opts.get("topic")
+    if topic is not None and not topic.strip():
+        raise InvalidConfigError("option 'topic' is empty")
+    partitions = _positive_int("partitions", opts.get("partitions", "1"))
+    return WriteOptions(path, topic.strip() if topic else None, partitions, opts.get("checkpointlocation"))
+
+
+__all__ = [
+    "EARLIEST",
+    "LATEST",
+    "READ_OPTIONS",
+    "WRITE_OPTIONS",
+    "OffsetSpec",
+    "ReadOptions",
+    "WriteOptions",
+    "lower_keys",
+    "parse_bool",
+    "parse_offsets",
+    "parse_read_options",
+    "parse_write_options",
+]
