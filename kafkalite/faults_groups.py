@@ -61,6 +61,8 @@ class _Member:
     last_poll: int = -(10**9)
     processed: int = 0
     commit_failures: int = 0
+    pending: dict[TopicPartition, int] = field(default_factory=dict)
+    """Processed but not committed (the commit failed, e.g. during a rebalance): retried next round."""
 
 
 class GroupRun:
@@ -208,6 +210,8 @@ class GroupRun:
         c = m.consumer
         batch = c.poll(0)
         if not batch:
+            if m.pending:
+                self._commit(m, {})  # an application retries a failed commit on its next round
             return
         m.batches += 1
         nxt = {tp: recs[-1].offset + 1 for tp, recs in batch.items()}
@@ -231,10 +235,19 @@ class GroupRun:
         from kafkalite.client.consumer_coordinator import CommitFailedError
         from kafkalite.errors import KafkaError, RequestTimedOutError
 
+        if self.commit == "after":
+            # Only what the member still owns: a partition given away is the new owner's to commit.
+            owned = m.consumer.assignment()
+            offsets = {tp: o for tp, o in {**m.pending, **offsets}.items() if tp in owned}
+            m.pending = {}
+            if not offsets:
+                return
         try:
             m.consumer.commit_sync(offsets)
         except (CommitFailedError, KafkaError, RequestTimedOutError):
             m.commit_failures += 1
+            if self.commit == "after":
+                m.pending.update(offsets)
             return
         self.history.committed(m.name, offsets)
         self.committed.update(offsets)
