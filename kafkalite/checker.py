@@ -168,12 +168,14 @@ class Anomaly:
         }
 
     def __str__(self) -> str:
-        where = f"{self.topic}-{self.partition}"
-        if self.offset is not None:
-            where += f"@{self.offset}"
-        what = "" if self.id is None else f" {show_id(self.id)}"
-        detail = f": {self.detail}" if self.detail else ""
-        return f"{self.kind:<13} {where}{what}{detail}"
+        return _finding_line(self, 13, None if self.id is None else show_id(self.id))
+
+
+def _finding_line(f: Anomaly | ConsumerFinding, width: int, who: str | None) -> str:
+    """``kind topic-partition[@offset][ who][: detail]``, the kind padded to ``width``."""
+    where = f"{f.topic}-{f.partition}" + ("" if f.offset is None else f"@{f.offset}")
+    what = "" if who is None else f" {who}"
+    return f"{f.kind:<{width}} {where}{what}" + (f": {f.detail}" if f.detail else "")
 
 
 def show_id(value: Hashable) -> str:
@@ -205,9 +207,55 @@ def _anomaly_key(a: Anomaly) -> tuple:
     )
 
 
+class _Verdict:
+    """What both reports share: counts per kind, violations, the verdict and its text.
+
+    A report names its findings (``_items``), their kinds (``_KINDS``) and its totals (``_totals``).
+    """
+
+    _KINDS: tuple[str, ...] = ()
+
+    def _items(self) -> tuple[Anomaly, ...] | tuple[ConsumerFinding, ...]:
+        raise NotImplementedError
+
+    def _totals(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Findings per kind, every kind present (zero when none), in ``_KINDS`` order."""
+        out = dict.fromkeys(self._KINDS, 0)
+        for f in self._items():
+            out[f.kind] += 1
+        return out
+
+    @property
+    def violations(self) -> list:
+        return [f for f in self._items() if f.violation]
+
+    @property
+    def ok(self) -> bool:
+        """True when no finding is a violation (see ``VIOLATIONS`` and ``CONSUMER_VIOLATIONS``)."""
+        return not self.violations
+
+    def summary(self) -> str:
+        verdict = "OK" if self.ok else "VIOLATED"
+        counts = " ".join(f"{k}={n}" for k, n in self.counts.items())
+        return f"{verdict}: {self._totals()}; {counts}"
+
+    def table(self) -> list[dict[str, Any]]:
+        """One dict per finding, ready for ``pandas.DataFrame(report.table())``."""
+        return [f.row() for f in self._items()]
+
+    def __str__(self) -> str:
+        return "\n".join([self.summary(), *(f"  {f}" for f in self._items())])
+
+
 @dataclass(frozen=True)
-class CheckReport:
+class CheckReport(_Verdict):
     """The checker's verdict: anomalies sorted by kind, partition, offset and id."""
+
+    _KINDS = ANOMALY_KINDS
 
     anomalies: tuple[Anomaly, ...]
     sends: int = 0
@@ -216,13 +264,11 @@ class CheckReport:
     unknown_present: tuple[Hashable, ...] = ()
     unknown_absent: tuple[Hashable, ...] = ()
 
-    @property
-    def counts(self) -> dict[str, int]:
-        """Anomalies per kind, every kind present (zero when none), in ``ANOMALY_KINDS`` order."""
-        out = dict.fromkeys(ANOMALY_KINDS, 0)
-        for a in self.anomalies:
-            out[a.kind] += 1
-        return out
+    def _items(self) -> tuple[Anomaly, ...]:
+        return self.anomalies
+
+    def _totals(self) -> str:
+        return f"{self.sends} sends, {self.acked} acked, {self.read} read"
 
     def of_kind(self, kind: str) -> list[Anomaly]:
         if kind not in _KIND_ORDER:
@@ -269,27 +315,6 @@ class CheckReport:
             if a.kind in (LOST, LOST_ACKS0) and a.acks is not None:
                 out[a.acks] += 1
         return out
-
-    @property
-    def violations(self) -> list[Anomaly]:
-        return [a for a in self.anomalies if a.violation]
-
-    @property
-    def ok(self) -> bool:
-        """True when no acks>=1 record was lost, duplicated, overwritten, and no replicas diverge."""
-        return not self.violations
-
-    def summary(self) -> str:
-        verdict = "OK" if self.ok else "VIOLATED"
-        counts = " ".join(f"{k}={n}" for k, n in self.counts.items())
-        return f"{verdict}: {self.sends} sends, {self.acked} acked, {self.read} read; {counts}"
-
-    def table(self) -> list[dict[str, Any]]:
-        """One dict per anomaly, ready for ``pandas.DataFrame(report.table())``."""
-        return [a.row() for a in self.anomalies]
-
-    def __str__(self) -> str:
-        return "\n".join([self.summary(), *(f"  {a}" for a in self.anomalies)])
 
 
 def total_counts(reports: Iterable[CheckReport]) -> dict[str, int]:
@@ -604,51 +629,30 @@ class ConsumerFinding:
         }
 
     def __str__(self) -> str:
-        where = f"{self.topic}-{self.partition}" + ("" if self.offset is None else f"@{self.offset}")
-        who = "" if self.member is None else f" {self.member}"
-        return f"{self.kind:<16} {where}{who}" + (f": {self.detail}" if self.detail else "")
+        return _finding_line(self, 16, self.member)
 
 
 @dataclass(frozen=True)
-class ConsumptionReport:
+class ConsumptionReport(_Verdict):
+    """The consumer-side verdict: findings sorted by kind, partition, offset and member."""
+
+    _KINDS = CONSUMER_KINDS
+
     findings: tuple[ConsumerFinding, ...]
     records: int = 0
     processed: int = 0
     commits: int = 0
 
-    @property
-    def counts(self) -> dict[str, int]:
-        out = dict.fromkeys(CONSUMER_KINDS, 0)
-        for f in self.findings:
-            out[f.kind] += 1
-        return out
+    def _items(self) -> tuple[ConsumerFinding, ...]:
+        return self.findings
+
+    def _totals(self) -> str:
+        return f"{self.records} records, {self.processed} processed, {self.commits} commits"
 
     def of_kind(self, kind: str) -> list[ConsumerFinding]:
         if kind not in CONSUMER_KINDS:
             raise ValueError(f"unknown consumer finding kind {kind!r}; known: {CONSUMER_KINDS}")
         return [f for f in self.findings if f.kind == kind]
-
-    @property
-    def violations(self) -> list[ConsumerFinding]:
-        return [f for f in self.findings if f.violation]
-
-    @property
-    def ok(self) -> bool:
-        """No record skipped, no commit ahead of processing, no partition with two owners in a generation."""
-        return not self.violations
-
-    def summary(self) -> str:
-        verdict = "OK" if self.ok else "VIOLATED"
-        counts = " ".join(f"{k}={n}" for k, n in self.counts.items())
-        return (
-            f"{verdict}: {self.records} records, {self.processed} processed, {self.commits} commits; {counts}"
-        )
-
-    def table(self) -> list[dict[str, Any]]:
-        return [f.row() for f in self.findings]
-
-    def __str__(self) -> str:
-        return "\n".join([self.summary(), *(f"  {f}" for f in self.findings)])
 
 
 class ConsumptionHistory:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from group_helpers import group_consumer, produce
 
 from kafkalite.broker.group.coordinator import GroupCoordinator
 from kafkalite.client.consumer import (
@@ -89,18 +90,6 @@ def cluster(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(ConsumerCoordinator, "_find_target", lambda self, now: COORD)
     yield c
     c.close()
-
-
-def group_consumer(cluster: Cluster, name: str, **cfg: Any) -> Consumer:
-    props = {"group.id": G, "auto.offset.reset": "earliest", "session.timeout.ms": 10_000,
-             "heartbeat.interval.ms": 1_000, **cfg}  # fmt: skip
-    return cluster.consumer(name, config=props)
-
-
-def produce(cluster: Cluster, topic: str, n: int, partitions: int) -> None:
-    producer = cluster.producer(linger_ms=0)
-    futs = [producer.send(topic, f"v{i}".encode(), partition=i % partitions) for i in range(n)]
-    assert cluster.run_until(lambda: all(f.done() for f in futs), 20_000)
 
 
 def poll_round(consumers: list[Consumer], ms: int = 200) -> dict[str, list]:

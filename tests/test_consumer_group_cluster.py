@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
+from group_helpers import group_consumer as consumer
+from group_helpers import produce as produce_to
 
 from kafkalite.client.consumer import CommitFailedError, Consumer, ConsumerRebalanceListener
 from kafkalite.cluster import Cluster
@@ -20,16 +20,8 @@ def cluster():
     c.close()
 
 
-def consumer(cluster: Cluster, name: str, group: str = "g", **cfg: Any) -> Consumer:
-    props = {"group.id": group, "auto.offset.reset": "earliest", "session.timeout.ms": 10_000,
-             "heartbeat.interval.ms": 1_000, **cfg}  # fmt: skip
-    return cluster.consumer(name, config=props)
-
-
 def produce(cluster: Cluster, topic: str, n: int, partitions: int, start: int = 0) -> None:
-    producer = cluster.producer(linger_ms=0, acks="all")
-    futs = [producer.send(topic, f"v{i}".encode(), partition=i % partitions) for i in range(start, start + n)]
-    assert cluster.run_until(lambda: all(f.done() for f in futs), 30_000)
+    produce_to(cluster, topic, n, partitions, start, acks="all")
 
 
 def poll_all(consumers: list[Consumer], rounds: int, ms: int = 200) -> dict[str, list[bytes]]:

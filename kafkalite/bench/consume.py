@@ -17,12 +17,12 @@ overhead of the group protocol and of splitting the fetches, not a parallel spee
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-MB = 1_000_000
+from kafkalite.bench._report import JsonResult, Throughput
+
 TOPIC = "bench-consume"
 GROUP_ID = "bench-group"
 # Jay Kreps, "Benchmarking Apache Kafka: 2 Million Writes Per Second (On Three Cheap Machines)", 2014:
@@ -39,7 +39,7 @@ FILL_PRODUCER_CONFIG: dict[str, Any] = {
 
 
 @dataclass
-class ConsumeCase:
+class ConsumeCase(Throughput):
     """One timed case: ``records`` records of ``record_size`` value bytes read by ``consumers`` clients."""
 
     name: str
@@ -52,21 +52,12 @@ class ConsumeCase:
     sim_ms: int = 0
     per_consumer: list[int] = field(default_factory=list)
 
-    @property
-    def records_per_s(self) -> float:
-        return self.records / self.seconds if self.seconds > 0 else float("inf")
-
-    @property
-    def mb_per_s(self) -> float:
-        """Value bytes per second in MB (10^6), as Kafka's benchmark counts them."""
-        return self.records * self.record_size / MB / self.seconds if self.seconds > 0 else float("inf")
-
     def to_dict(self) -> dict:
         return {**asdict(self), "records_per_s": self.records_per_s, "mb_per_s": self.mb_per_s}
 
 
 @dataclass
-class ConsumeBenchResult:
+class ConsumeBenchResult(JsonResult):
     records: int
     record_size: int
     partitions: int
@@ -92,9 +83,6 @@ class ConsumeBenchResult:
             "kafka_2014": {"records_per_s": KAFKA_2014_RECORDS_PER_S, "mb_per_s": KAFKA_2014_MB_PER_S},
             "notes": self.notes,
         }
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
 
     def table(self) -> str:
         lines = [

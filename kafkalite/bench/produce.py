@@ -17,12 +17,12 @@ Everything but the wall-clock readings is deterministic for a given seed.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-MB = 1_000_000
+from kafkalite.bench._report import JsonResult, Throughput, per_s
+
 TARGET_RATIO = 0.6
 TOPIC = "bench"
 # Jay Kreps, "Benchmarking Apache Kafka: 2 Million Writes Per Second (On Three Cheap Machines)", 2014:
@@ -39,7 +39,7 @@ PRODUCER_CONFIG: dict[str, Any] = {
 
 
 @dataclass
-class CaseResult:
+class CaseResult(Throughput):
     """One timed run: ``records`` records of ``record_size`` bytes, all acknowledged or not."""
 
     name: str
@@ -58,17 +58,8 @@ class CaseResult:
     requests: int
 
     @property
-    def records_per_s(self) -> float:
-        return self.records / self.seconds if self.seconds > 0 else float("inf")
-
-    @property
-    def mb_per_s(self) -> float:
-        """Value bytes per second, in MB (10^6), as Kafka's benchmark counts them."""
-        return self.records * self.record_size / MB / self.seconds if self.seconds > 0 else float("inf")
-
-    @property
     def events_per_s(self) -> float:
-        return self.sim_events / self.seconds if self.seconds > 0 else float("inf")
+        return per_s(self.sim_events, self.seconds)
 
     @property
     def all_acknowledged(self) -> bool:
@@ -85,7 +76,7 @@ class CaseResult:
 
 
 @dataclass
-class ProduceBenchResult:
+class ProduceBenchResult(JsonResult):
     single: CaseResult
     replicated: CaseResult
     producer_config: dict[str, Any]
@@ -108,9 +99,6 @@ class ProduceBenchResult:
             "kafka_2014": {"records_per_s": KAFKA_2014_RECORDS_PER_S, "mb_per_s": KAFKA_2014_MB_PER_S},
             "notes": self.notes,
         }
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
 
     def table(self) -> str:
         s = self.single

@@ -17,13 +17,14 @@ timing the best of ``3 * repeats`` (a read pass is short, so noise weighs more).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from kafkalite.bench._report import JsonResult, per_s
 
 MiB = 1 << 20
 FETCH_BYTES = 1 << 20
@@ -41,18 +42,18 @@ class Timing:
 
     @property
     def mib_per_s(self) -> float:
-        return self.bytes / MiB / self.seconds if self.seconds > 0 else float("inf")
+        return per_s(self.bytes / MiB, self.seconds)
 
     @property
     def records_per_s(self) -> float:
-        return self.records / self.seconds if self.seconds > 0 else float("inf")
+        return per_s(self.records, self.seconds)
 
     def to_dict(self) -> dict:
         return {**asdict(self), "mib_per_s": self.mib_per_s, "records_per_s": self.records_per_s}
 
 
 @dataclass
-class StorageBenchResult:
+class StorageBenchResult(JsonResult):
     total_bytes: int
     records: int
     batches: int
@@ -85,9 +86,6 @@ class StorageBenchResult:
             d[t.name.replace(".", "_").replace(" ", "_").lower()] = t.to_dict()
         d.update(append_ratio=self.append_ratio, read_ratio=self.read_ratio, target_ratio=TARGET_RATIO)
         return d
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
 
     def table(self) -> str:
         lines = [

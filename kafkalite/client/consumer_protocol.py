@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kafkalite.protocol import TopicPartition
+from kafkalite.protocol.types import Reader, Writer
 
 __all__ = [
     "CONSUMER_PROTOCOL_TYPE",
@@ -49,34 +50,11 @@ class ConsumerProtocolError(ValueError):
 # ------------------------------------------------------------------------------- primitive writers/readers
 
 
-class _Writer:
-    __slots__ = ("parts",)
+class _Writer(Writer):
+    error = ConsumerProtocolError
 
-    def __init__(self) -> None:
-        self.parts: list[bytes] = []
-
-    def int16(self, v: int) -> None:
-        self.parts.append(struct.pack(">h", v))
-
-    def int32(self, v: int) -> None:
-        self.parts.append(struct.pack(">i", v))
-
-    def string(self, s: str | None) -> None:
-        if s is None:
-            self.int16(-1)
-            return
-        b = s.encode("utf-8")
-        if len(b) > 0x7FFF:
-            raise ConsumerProtocolError(f"string of {len(b)} bytes is longer than an int16 length allows")
-        self.int16(len(b))
-        self.parts.append(b)
-
-    def nullable_bytes(self, b: bytes | None) -> None:
-        if b is None:
-            self.int32(-1)
-        else:
-            self.int32(len(b))
-            self.parts.append(bytes(b))
+    def too_long(self, n: int) -> str:
+        return f"string of {n} bytes is longer than an int16 length allows"
 
     def topic_partitions(self, groups: list[tuple[str, list[int]]]) -> None:
         self.int32(len(groups))
@@ -86,52 +64,21 @@ class _Writer:
             for p in parts:
                 self.int32(p)
 
-    def getvalue(self) -> bytes:
-        return b"".join(self.parts)
 
+class _Reader(Reader):
+    error = ConsumerProtocolError
+    any_negative_is_null = True
 
-class _Reader:
-    __slots__ = ("data", "pos", "what")
+    def underflow(self, n: int) -> str:
+        return f"buffer underflow at byte {self.pos} (wanted {n} of {len(self.data)})"
 
-    def __init__(self, data: bytes, what: str) -> None:
-        self.data = bytes(data)
-        self.pos = 0
-        self.what = what
-
-    def _take(self, n: int) -> bytes:
-        if n < 0 or self.pos + n > len(self.data):
-            raise ConsumerProtocolError(
-                f"{self.what}: buffer underflow at byte {self.pos} (wanted {n} of {len(self.data)})"
-            )
-        b = self.data[self.pos : self.pos + n]
-        self.pos += n
-        return b
-
-    def int16(self) -> int:
-        return struct.unpack(">h", self._take(2))[0]
-
-    def int32(self) -> int:
-        return struct.unpack(">i", self._take(4))[0]
-
-    def string(self, nullable: bool = False) -> str | None:
-        n = self.int16()
-        if n < 0:
-            if nullable:
-                return None
-            raise ConsumerProtocolError(f"{self.what}: null string in a non-nullable field")
-        try:
-            return self._take(n).decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise ConsumerProtocolError(f"{self.what}: string is not UTF-8 ({e})") from None
-
-    def nullable_bytes(self) -> bytes | None:
-        n = self.int32()
-        return None if n < 0 else self._take(n)
+    def bad_string(self, n: int) -> str:
+        return "null string in a non-nullable field"
 
     def array_len(self) -> int:
         n = self.int32()
         if n < 0:
-            raise ConsumerProtocolError(f"{self.what}: null array in a non-nullable field")
+            raise self.fail("null array in a non-nullable field")
         return n
 
     def topic_partitions(self) -> list[TopicPartition]:

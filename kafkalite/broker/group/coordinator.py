@@ -443,14 +443,7 @@ class GroupCoordinator:
         if member.awaiting_sync is not None:
             member.awaiting_sync(SyncGroupResponse(error_code=_FENCED))
             member.awaiting_sync = None
-        member.member_id = new_id
-        group.members[new_id] = member
-        group.static_members[instance] = new_id
-        if group.leader_id == old_id:
-            group.leader_id = new_id
-        if old_id in group.pending_sync_members:
-            group.pending_sync_members.discard(old_id)
-            group.pending_sync_members.add(new_id)
+        _rename_static_member(group, member, instance, old_id, new_id)
         self._event(
             "group_member_fenced", group=group.group_id, member=old_id, replaced_by=new_id, instance=instance
         )
@@ -498,14 +491,7 @@ class GroupCoordinator:
     ) -> None:
         new_id = member.member_id
         group.members.pop(new_id, None)
-        member.member_id = old_id
-        group.members[old_id] = member
-        group.static_members[instance] = old_id
-        if group.leader_id == new_id:
-            group.leader_id = old_id
-        if new_id in group.pending_sync_members:
-            group.pending_sync_members.discard(new_id)
-            group.pending_sync_members.add(old_id)
+        _rename_static_member(group, member, instance, new_id, old_id)
         self._event("group_member_reverted", group=group.group_id, member=new_id, restored=old_id)
 
     # ------------------------------------------------------------------ rebalance (the delayed join)
@@ -1117,6 +1103,20 @@ class GroupCoordinator:
             del self.groups[group_id]
             self._transition(group, GroupState.DEAD, "empty group without offsets")
         return expired, dead
+
+
+def _rename_static_member(
+    group: GroupMetadata, member: MemberMetadata, instance: str, old_id: str, new_id: str
+) -> None:
+    """Give the static ``member`` (``instance``) the id ``new_id`` wherever the group knew it as ``old_id``."""
+    member.member_id = new_id
+    group.members[new_id] = member
+    group.static_members[instance] = new_id
+    if group.leader_id == old_id:
+        group.leader_id = new_id
+    if old_id in group.pending_sync_members:
+        group.pending_sync_members.discard(old_id)
+        group.pending_sync_members.add(new_id)
 
 
 __all__ = ["NEW_MEMBER_JOIN_TIMEOUT_MS", "GroupConfig", "GroupCoordinator", "GroupStore"]

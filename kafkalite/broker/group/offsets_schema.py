@@ -29,6 +29,7 @@ import struct
 from dataclasses import dataclass, field
 
 from kafkalite.errors import CorruptRecordError
+from kafkalite.protocol.types import Reader, Writer
 
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
@@ -81,75 +82,9 @@ class GroupMetadataValue:
     members: tuple[MemberMetadataValue, ...] = field(default_factory=tuple)
 
 
-# ----------------------------------------------------------------------------------- primitive writers
-class _Writer:
-    def __init__(self) -> None:
-        self.buf = bytearray()
-
-    def int16(self, v: int) -> _Writer:
-        self.buf += struct.pack(">h", v)
-        return self
-
-    def int32(self, v: int) -> _Writer:
-        self.buf += struct.pack(">i", v)
-        return self
-
-    def int64(self, v: int) -> _Writer:
-        self.buf += struct.pack(">q", v)
-        return self
-
-    def string(self, s: str | None) -> _Writer:
-        if s is None:
-            return self.int16(-1)
-        data = s.encode("utf-8")
-        if len(data) > 0x7FFF:
-            raise ValueError(f"string of {len(data)} bytes does not fit an int16 length")
-        self.int16(len(data))
-        self.buf += data
-        return self
-
-    def bytes_(self, b: bytes | None) -> _Writer:
-        if b is None:
-            return self.int32(-1)
-        self.int32(len(b))
-        self.buf += b
-        return self
-
-
-class _Reader:
-    def __init__(self, data: bytes, what: str) -> None:
-        self.data = bytes(data)
-        self.pos = 0
-        self.what = what
-
-    def _take(self, n: int) -> bytes:
-        if n < 0 or self.pos + n > len(self.data):
-            raise CorruptRecordError(
-                f"{self.what}: needs {n} more bytes at position {self.pos}, has {len(self.data) - self.pos}"
-            )
-        out = self.data[self.pos : self.pos + n]
-        self.pos += n
-        return out
-
-    def int16(self) -> int:
-        return struct.unpack(">h", self._take(2))[0]
-
-    def int32(self) -> int:
-        return struct.unpack(">i", self._take(4))[0]
-
-    def int64(self) -> int:
-        return struct.unpack(">q", self._take(8))[0]
-
-    def string(self, nullable: bool = False) -> str | None:
-        n = self.int16()
-        if n == -1 and nullable:
-            return None
-        if n < 0:
-            raise CorruptRecordError(f"{self.what}: negative string length {n} at position {self.pos - 2}")
-        try:
-            return self._take(n).decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise CorruptRecordError(f"{self.what}: string is not UTF-8 ({e})") from None
+# ---------------------------------------------------------------------------------------- primitives
+class _Reader(Reader):
+    error = CorruptRecordError
 
     def str_(self) -> str:
         s = self.string()
@@ -157,39 +92,33 @@ class _Reader:
         return s
 
     def bytes_(self) -> bytes:
-        n = self.int32()
-        if n == -1:
-            return b""
-        return self._take(n)
-
-    def done(self) -> None:
-        if self.pos != len(self.data):
-            raise CorruptRecordError(f"{self.what}: {len(self.data) - self.pos} unexpected trailing bytes")
+        """A non-null byte array; a null one (length -1) reads as empty."""
+        return self.nullable_bytes() or b""
 
 
 # ----------------------------------------------------------------------------------------- encoders
 def encode_offset_commit_key(group: str, topic: str, partition: int) -> bytes:
     """Key v1: ``version int16 = 1, group string, topic string, partition int32``."""
-    w = _Writer().int16(OFFSET_COMMIT_KEY_VERSION).string(group).string(topic).int32(partition)
-    return bytes(w.buf)
+    w = Writer().int16(OFFSET_COMMIT_KEY_VERSION).string(group).string(topic).int32(partition)
+    return w.getvalue()
 
 
 def encode_group_metadata_key(group: str) -> bytes:
     """Key v2: ``version int16 = 2, group string``."""
-    return bytes(_Writer().int16(GROUP_METADATA_KEY_VERSION).string(group).buf)
+    return Writer().int16(GROUP_METADATA_KEY_VERSION).string(group).getvalue()
 
 
 def encode_offset_commit_value(value: OffsetCommitValue, version: int = OFFSET_COMMIT_VALUE_VERSION) -> bytes:
     """An offset commit value (v3 by default; v0-v2 for compatibility tests)."""
     if version not in (0, 1, 2, 3):
         raise ValueError(f"offset commit value version {version} is not supported (0-3)")
-    w = _Writer().int16(version).int64(value.offset)
+    w = Writer().int16(version).int64(value.offset)
     if version >= 3:
         w.int32(value.leader_epoch)
     w.string(value.metadata or "").int64(value.commit_timestamp)
     if version == 1:
         w.int64(value.expire_timestamp)
-    return bytes(w.buf)
+    return w.getvalue()
 
 
 def encode_group_metadata_value(
@@ -198,7 +127,7 @@ def encode_group_metadata_value(
     """A group metadata value (v3 by default)."""
     if version not in (0, 1, 2, 3):
         raise ValueError(f"group metadata value version {version} is not supported (0-3)")
-    w = _Writer().int16(version).string(value.protocol_type).int32(value.generation)
+    w = Writer().int16(version).string(value.protocol_type).int32(value.generation)
     w.string(value.protocol).string(value.leader)
     if version >= 2:
         w.int64(value.current_state_timestamp)
@@ -210,8 +139,8 @@ def encode_group_metadata_value(
         w.string(m.client_id).string(m.client_host)
         if version >= 1:
             w.int32(m.rebalance_timeout)
-        w.int32(m.session_timeout).bytes_(m.subscription).bytes_(m.assignment)
-    return bytes(w.buf)
+        w.int32(m.session_timeout).nullable_bytes(m.subscription).nullable_bytes(m.assignment)
+    return w.getvalue()
 
 
 # ----------------------------------------------------------------------------------------- decoders
