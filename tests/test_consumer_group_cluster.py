@@ -156,3 +156,19 @@ def test_coordinator_failover_keeps_committed_offsets(cluster: Cluster) -> None:
     # nothing read twice: the new coordinator loaded the offsets from __consumer_offsets
     assert sorted(v for vs in got.values() for v in vs) == sorted(f"v{i}".encode() for i in range(20, 30))
     assert stable(group)
+
+
+def test_commit_while_joining(cluster: Cluster) -> None:
+    """Before the first join completes there is nothing consumed: commit_sync() returns at once (as Java's
+    does); explicit offsets need a generation and raise REBALANCE_IN_PROGRESS."""
+    from kafkalite.errors import RebalanceInProgressError
+
+    cluster.create_topic("t", partitions=1, replication_factor=3)
+    c = consumer(cluster, "early")
+    c.subscribe(["t"])
+    c.poll(0)  # starts finding the coordinator and joining; nothing is assigned yet
+    assert c.generation_id == -1 and c.assignment() == set()
+    c.commit_sync()  # nothing consumed: no error, no request
+    with pytest.raises(RebalanceInProgressError):
+        c.commit_sync({TopicPartition("t", 0): 3})
+    assert cluster.group_offsets("g") == {}

@@ -537,7 +537,7 @@ class ConsumerCoordinator:
             if isinstance(om.offset, bool) or not isinstance(om.offset, int) or om.offset < 0:
                 raise ValueError(f"invalid offset {om.offset!r} for {tp}: must be an integer >= 0")
             clean[tp] = om
-        if self.subscribed:
+        if self.subscribed and clean:  # nothing to commit needs no generation (Java returns at once)
             gen = self.stable_generation()
             if gen is None:
                 if self.rebalance_in_progress() or self.rejoin_needed:
