@@ -77,7 +77,7 @@ from kafkalite.protocol import (
     ResponseEnvelope,
     TopicPartition,
 )
-from kafkalite.records import Record, RecordBatch, iter_batches
+from kafkalite.records import Record, decode_batches, iter_batches
 
 __all__ = [
     "CommitFailedError",
@@ -909,17 +909,18 @@ class Consumer(BaseNode):
                 continue
             self._metrics["bytes-consumed-total"] += len(data)
             position = sent[0]
-            records: list[Record] = []
             end = position
-            verify = self.config.check_crcs
+            wanted = []
             for pos, header in iter_batches(data):
                 if header.next_offset <= position:
                     continue
                 end = max(end, header.next_offset)
                 if header.is_control:
                     continue  # commit/abort markers: never returned, but the position moves past them
-                batch = RecordBatch.decode(data, pos, verify_crc=verify)
-                records.extend(r for r in batch.records if r.offset >= position)
+                wanted.append(pos)
+            # All batches of the fetch in one vectorised pass; records before the position (the start of
+            # the first batch) are checked but never built.
+            records = decode_batches(data, wanted, verify_crc=self.config.check_crcs, min_offset=position)
             if records:
                 st.buffer = records
                 st.buffer_end = end

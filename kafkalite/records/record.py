@@ -346,6 +346,10 @@ _set_value = Record.value.__set__  # type: ignore[attr-defined]
 _set_headers = Record.headers.__set__  # type: ignore[attr-defined]
 
 
+# Below this many records numpy's fixed cost per call outweighs what it saves per record.
+_VECTOR_MIN_RECORDS = 16
+
+
 def decode_records(
     data: bytes,
     count: int,
@@ -356,6 +360,15 @@ def decode_records(
     end: int | None = None,
 ) -> list[Record]:
     """Like ``decode_record_tuples`` but returns ``Record`` objects."""
+    if count >= _VECTOR_MIN_RECORDS:
+        from kafkalite.records.vector import decode_sections  # imports this module
+
+        if end is None:
+            end = len(data)
+        section = data if pos == 0 and end == len(data) else data[pos:end]
+        fast = decode_sections([section], [count], [base_offset], [base_timestamp], [fixed_timestamp])
+        if fast is not None:
+            return fast
     out = []
     append = out.append
     for o, t, k, v, h in decode_record_tuples(

@@ -21,6 +21,10 @@ import pyarrow as pa
 from kafkalite.errors import CorruptRecordError
 from kafkalite.records import BatchHeader, decode_varint
 from kafkalite.records.compression import decompress
+from kafkalite.records.vector import PAD as _PAD
+from kafkalite.records.vector import varints as _varints
+from kafkalite.records.vector import walk_lockstep as _walk
+from kafkalite.records.vector import walk_python as _walk_python
 
 BATCH_HEADER_SIZE = 61
 COMPRESSION_MASK = 0x07
@@ -40,27 +44,6 @@ ARROW_SCHEMA = pa.schema(
     ]
 )
 ARROW_SCHEMA_WITH_HEADERS = ARROW_SCHEMA.append(pa.field("headers", HEADERS_TYPE))
-
-_PAD = b"\x00" * 16  # lets the vectorised varint decoder look ahead without bounds checks
-
-
-def _varints(arr: np.ndarray, pos: np.ndarray, max_bytes: int) -> tuple[np.ndarray, np.ndarray]:
-    """Zig-zag varints starting at every position in ``pos``: (values as int64, byte lengths)."""
-    b = arr[pos].astype(np.uint64)
-    u = b & np.uint64(0x7F)
-    n = np.ones(len(pos), np.int64)
-    more = b >= 0x80
-    k = 1
-    while more.any():
-        if k >= max_bytes:
-            raise CorruptRecordError(f"varint longer than {max_bytes} bytes in a record")
-        bk = arr[pos + k].astype(np.uint64)
-        u |= np.where(more, (bk & np.uint64(0x7F)) << np.uint64(7 * k), np.uint64(0))
-        n += more
-        more &= bk >= 0x80
-        k += 1
-    v = (u >> np.uint64(1)) ^ (np.uint64(0) - (u & np.uint64(1)))
-    return v.view(np.int64), n
 
 
 def _binary_column(blob: pa.Buffer, starts: np.ndarray, lengths: np.ndarray) -> pa.Array:
@@ -101,69 +84,6 @@ def _headers_column(blob: bytes, starts: np.ndarray, counts: np.ndarray, ends: n
             raise CorruptRecordError("record headers do not end where the record does")
         rows[i] = out
     return pa.array(rows, HEADERS_TYPE)
-
-
-# Above this many records per batch (relative to the number of batches) stepping all batches together
-# costs more numpy calls than the plain loop costs Python steps.
-_VECTOR_WALK_MIN_BATCHES = 24
-
-
-def _walk(arr: np.ndarray, bounds: np.ndarray, counts: np.ndarray) -> np.ndarray | None:
-    """Start position of every record, stepping through all batches at once: step ``i`` moves every
-    batch from its record ``i`` to record ``i + 1``. None when the plain loop is the better choice (few
-    large batches) or a record length needs a varint longer than 2 bytes (records over 8 KiB)."""
-    nsec = len(counts)
-    most = int(counts.max())
-    if nsec < _VECTOR_WALK_MIN_BATCHES or most * _VECTOR_WALK_MIN_BATCHES > int(counts.sum()) * 4:
-        return None
-    pos = bounds[:-1].astype(np.int64)
-    out = np.empty((most, nsec), np.int64)
-    # Batches with fewer records stop moving once done; corrupt lengths cannot send a position past
-    # the buffer (the caller's length check reports them).
-    steps = None if (counts == most).all() else np.arange(most)[:, None] < counts[None, :]
-    limit = len(arr) - 3
-    for i in range(most):
-        out[i] = pos
-        b = arr[pos].astype(np.int64)
-        one = b < 0x80
-        if one.all():
-            pos = pos + 1 + (b >> 1)
-        else:
-            b2 = arr[pos + 1].astype(np.int64)
-            if (b2[~one] >= 0x80).any():
-                return None
-            u = np.where(one, b, (b & 0x7F) | (b2 << 7))
-            pos = pos + 2 - one + (u >> 1)
-        if steps is not None:
-            pos = np.where(steps[i], pos, out[i])
-        np.minimum(pos, limit, out=pos)
-    if steps is None:
-        return out.T.reshape(-1)
-    return out.T[steps.T]
-
-
-def _walk_python(blob: bytes, bounds: list[int], counts: list[int], name: str) -> np.ndarray:
-    """Start position of every record, one Python step per record."""
-    starts: list[int] = []
-    add = starts.append
-    for sec, count in enumerate(counts):
-        pos = bounds[sec]
-        for _ in range(count):
-            add(pos)
-            b = blob[pos]
-            if b < 0x80:
-                pos += 1 + (b >> 1)
-            elif blob[pos + 1] < 0x80:
-                pos += 2 + (((b & 0x7F) | (blob[pos + 1] << 7)) >> 1)
-            else:
-                ln, pos = decode_varint(blob, pos)
-                pos += ln
-        if pos != bounds[sec + 1]:
-            raise CorruptRecordError(
-                f"{name}: a records section of {bounds[sec + 1] - bounds[sec]} bytes does not hold "
-                f"exactly {count} records"
-            )
-    return np.array(starts, np.int64)
 
 
 def batches_to_arrow(
