@@ -113,6 +113,32 @@ class Cluster:
             )
         return {p: self.replicas(name, p) for p in range(partitions)}
 
+    def create_partitions(
+        self,
+        name: str,
+        count: int,
+        assignments: Iterable[Iterable[int]] | None = None,
+        *,
+        timeout_ms: int = 30_000,
+    ) -> dict[int, tuple[int, ...]]:
+        """Grow ``name`` to ``count`` partitions (Kafka's CreatePartitions) and wait until every new one has
+        a working leader. Returns the whole assignment; raises the Kafka error (e.g. INVALID_PARTITIONS)."""
+        from kafkalite.protocol import CreatePartitionsRequest, CreatePartitionsTopic
+
+        plan = None if assignments is None else tuple(tuple(r) for r in assignments)
+        req = CreatePartitionsRequest(
+            topics=(CreatePartitionsTopic(name=name, count=count, assignments=plan),)
+        )
+        result = self.request(self.controller(), req, timeout_ms).results[0]
+        if result.error_code:
+            cls = error_for_code(result.error_code) or KafkaError
+            raise cls(result.error_message or "")
+        if not self.run_until(lambda: all(self._partition_ready(name, p) for p in range(count)), timeout_ms):
+            raise RequestTimedOutError(
+                f"topic {name} has no leader for every partition after {timeout_ms} ms"
+            )
+        return {p: self.replicas(name, p) for p in range(count)}
+
     def request(self, broker: int | None, req: Any, timeout_ms: int = 30_000) -> Any:
         """Send ``req`` to ``broker`` from the admin client and run until the answer arrives."""
         if broker is None:

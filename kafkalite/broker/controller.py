@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kafkalite.broker.placement import assign_replicas
+from kafkalite.broker.placement import assign_new_partitions, assign_replicas
 from kafkalite.coordination import paths
 from kafkalite.coordination.store import (
     BadVersion,
@@ -84,6 +84,9 @@ from kafkalite.protocol import (
     AlterPartitionResult,
     BrokerEndpoint,
     CreatableTopicResult,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreatePartitionsTopicResult,
     CreateTopicsRequest,
     CreateTopicsResponse,
     ElectionResult,
@@ -842,10 +845,12 @@ class Controller:
     # --------------------------------------------------------------------------- admin requests
 
     def handle_request(self, src: Any, env: RequestEnvelope) -> bool:
-        """CreateTopics, AlterPartition, ElectLeaders, AlterPartitionReassignments; False for others."""
+        """CreateTopics, CreatePartitions, AlterPartition, ElectLeaders, AlterPartitionReassignments;
+        False for others."""
         req = env.request
         handlers = {
             CreateTopicsRequest: self._create_topics,
+            CreatePartitionsRequest: self._create_partitions,
             AlterPartitionRequest: self._alter_partition,
             ElectLeadersRequest: self._elect_leaders,
             AlterPartitionReassignmentsRequest: self._alter_reassignments,
@@ -868,6 +873,10 @@ class Controller:
         if isinstance(req, CreateTopicsRequest):
             return CreateTopicsResponse(
                 topics=tuple(CreatableTopicResult(name=t.name, error_code=code) for t in req.topics)
+            )
+        if isinstance(req, CreatePartitionsRequest):
+            return CreatePartitionsResponse(
+                results=tuple(CreatePartitionsTopicResult(name=t.name, error_code=code) for t in req.topics)
             )
         if isinstance(req, AlterPartitionRequest):
             return AlterPartitionResponse(error_code=code)
@@ -939,6 +948,78 @@ class Controller:
                 else f"replication factor must be at least 1, got {rf}"
             )
         return assign_replicas(live, n, rf, rng=self.rng)
+
+    # -------------------------------------------------------------------------- CreatePartitions
+    def _create_partitions(self, req: CreatePartitionsRequest) -> CreatePartitionsResponse:
+        """Grow topics: new partitions are placed (or taken from the request), written to the topic's
+        assignment znode and brought online like a new topic's; every broker learns them by UpdateMetadata."""
+        ctx = self.ctx
+        assert ctx is not None
+        results = []
+        batch = _Batch()
+        for t in req.topics:
+            try:
+                added = self._validate_new_partitions(t)
+            except KafkaError as exc:
+                results.append(
+                    CreatePartitionsTopicResult(name=t.name, error_code=exc.code, error_message=str(exc))
+                )
+                self._log("create_partitions_failed", topic=t.name, error=exc.name)
+                continue
+            results.append(CreatePartitionsTopicResult(name=t.name))
+            if req.validate_only:
+                continue
+            parts = ctx.topics[t.name]
+            for p, replicas in added.items():
+                parts[p] = PartitionInfo(tuple(replicas))
+            self._write_assignment(t.name)
+            self._log("partitions_created", topic=t.name, assignment={p: tuple(r) for p, r in added.items()})
+            for p in sorted(added):
+                self._init_partition(TopicPartition(t.name, p), parts[p], batch)
+        self._send_batch(batch)
+        return CreatePartitionsResponse(results=tuple(results))
+
+    def _validate_new_partitions(self, t: Any) -> dict[int, list[int]]:
+        ctx = self.ctx
+        assert ctx is not None
+        parts = ctx.topics.get(t.name)
+        if parts is None:
+            raise UnknownTopicOrPartitionError(f"The topic '{t.name}' does not exist.")
+        current = len(parts)
+        if t.count < current:
+            raise InvalidPartitionsError(
+                f"Topic currently has {current} partitions, which is higher than the requested {t.count}."
+            )
+        if t.count == current:
+            raise InvalidPartitionsError(f"Topic already has {current} partitions.")
+        to_add = t.count - current
+        live = sorted(ctx.live_brokers)
+        if t.assignments is not None:
+            if len(t.assignments) != to_add:
+                raise InvalidReplicaAssignmentError(
+                    f"Increasing the number of partitions by {to_add} but {len(t.assignments)} assignments "
+                    "provided."
+                )
+            rf = len(parts[0].replicas)
+            for i, replicas in enumerate(t.assignments):
+                unknown = sorted(set(replicas) - set(live))
+                if unknown:
+                    raise InvalidReplicaAssignmentError(
+                        f"Unknown broker(s) in replica assignment: {unknown}."
+                    )
+                if len(replicas) != rf or len(set(replicas)) != rf:
+                    raise InvalidReplicaAssignmentError(
+                        f"Inconsistent replication factor between partitions, partition 0 has {rf} while "
+                        f"partition {current + i} has replicas {list(replicas)}."
+                    )
+            return {current + i: list(r) for i, r in enumerate(t.assignments)}
+        rf = len(parts[0].replicas)
+        if rf > len(live):
+            raise InvalidReplicationFactorError(
+                f"Replication factor: {rf} larger than available brokers: {len(live)}."
+            )
+        existing = {p: list(info.replicas) for p, info in parts.items()}
+        return assign_new_partitions(live, existing, to_add)
 
     # ---------------------------------------------------------------------------- AlterPartition
 

@@ -44,6 +44,7 @@ from kafkalite.protocol import (
     AlterPartitionRequest,
     BrokerEndpoint,
     CoordinatorType,
+    CreatePartitionsRequest,
     CreateTopicsRequest,
     DescribedGroup,
     DescribeGroupsRequest,
@@ -84,6 +85,7 @@ from kafkalite.protocol import (
 
 CONTROLLER_APIS = (
     CreateTopicsRequest,
+    CreatePartitionsRequest,
     AlterPartitionRequest,
     ElectLeadersRequest,
     AlterPartitionReassignmentsRequest,

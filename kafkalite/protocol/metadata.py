@@ -115,6 +115,40 @@ class CreateTopicsRequest(Request):
     validate_only: bool = False
 
 
+# ------------------------------------------------------------------------------------ CreatePartitions
+
+
+@message
+class CreatePartitionsTopic(Message):
+    name: str
+    count: int
+    """The topic's new total number of partitions (more than it has)."""
+    assignments: tuple[tuple[int, ...], ...] | None = None
+    """Replicas of each new partition, in partition order; None: placed as Kafka places added partitions."""
+
+
+@message
+class CreatePartitionsTopicResult(Message):
+    name: str
+    error_code: int = NO_ERROR
+    error_message: str | None = None
+
+
+@message
+class CreatePartitionsResponse(Response):
+    api_key = ApiKey.CREATE_PARTITIONS
+    results: tuple[CreatePartitionsTopicResult, ...] = ()
+
+
+@message
+class CreatePartitionsRequest(Request):
+    api_key = ApiKey.CREATE_PARTITIONS
+    response_type = CreatePartitionsResponse
+    topics: tuple[CreatePartitionsTopic, ...] = ()
+    timeout_ms: int = 60_000
+    validate_only: bool = False
+
+
 # ---------------------------------------------------------------------------------------- DeleteTopics
 
 
