@@ -187,3 +187,12 @@ def test_bench_storage_command(tmp_path):
     assert data["appended_equals_raw"] is True
     result = _invoke("bench", "storage", "--mb", "0.25", "--repeats", "1", "--dir", str(tmp_path))
     assert "append/raw-write" in result.output and "read/raw-read" in result.output
+
+
+def test_bench_group_faults_runs_and_reports() -> None:
+    result = _invoke("bench", "group-faults", "--seeds", "1", "--protocol", "range")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert [line.split()[1] for line in lines[:3]] == ["crash", "pause", "coordinator"]
+    assert all("1 ok, 0 violating" in line for line in lines[:3])
+    assert lines[-1] == "runs: 3, violations: 0"
