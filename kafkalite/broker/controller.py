@@ -34,7 +34,7 @@ from __future__ import annotations
 import contextlib
 import json
 import random
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -884,18 +884,34 @@ class Controller:
             return ElectLeadersResponse(error_code=code)
         return AlterPartitionReassignmentsResponse(error_code=code)
 
+    def _validate_each(
+        self,
+        topics: Iterable[Any],
+        validate: Callable[[Any], dict[int, list[int]]],
+        results: list[Any],
+        result_type: type,
+        failed_event: str,
+    ) -> Iterator[tuple[Any, dict[int, list[int]]]]:
+        """``(topic, plan)`` for each topic ``validate`` accepts; a refused one gets its error result
+        appended to ``results`` in request order (the caller appends the accepted ones' results)."""
+        for t in topics:
+            try:
+                plan = validate(t)
+            except KafkaError as exc:
+                results.append(result_type(name=t.name, error_code=exc.code, error_message=str(exc)))
+                self._log(failed_event, topic=t.name, error=exc.name)
+                continue
+            yield t, plan
+
     def _create_topics(self, req: CreateTopicsRequest) -> CreateTopicsResponse:
         ctx = self.ctx
         assert ctx is not None
-        results = []
+        results: list[Any] = []
         batch = _Batch()
-        for t in req.topics:
-            try:
-                assignment = self._validate_new_topic(t)
-            except KafkaError as exc:
-                results.append(CreatableTopicResult(name=t.name, error_code=exc.code, error_message=str(exc)))
-                self._log("create_topic_failed", topic=t.name, error=exc.name)
-                continue
+        checked = self._validate_each(
+            req.topics, self._validate_new_topic, results, CreatableTopicResult, "create_topic_failed"
+        )
+        for t, assignment in checked:
             rf = len(assignment[0])
             results.append(
                 CreatableTopicResult(name=t.name, num_partitions=len(assignment), replication_factor=rf)
@@ -955,17 +971,16 @@ class Controller:
         assignment znode and brought online like a new topic's; every broker learns them by UpdateMetadata."""
         ctx = self.ctx
         assert ctx is not None
-        results = []
+        results: list[Any] = []
         batch = _Batch()
-        for t in req.topics:
-            try:
-                added = self._validate_new_partitions(t)
-            except KafkaError as exc:
-                results.append(
-                    CreatePartitionsTopicResult(name=t.name, error_code=exc.code, error_message=str(exc))
-                )
-                self._log("create_partitions_failed", topic=t.name, error=exc.name)
-                continue
+        checked = self._validate_each(
+            req.topics,
+            self._validate_new_partitions,
+            results,
+            CreatePartitionsTopicResult,
+            "create_partitions_failed",
+        )
+        for t, added in checked:
             results.append(CreatePartitionsTopicResult(name=t.name))
             if req.validate_only:
                 continue
