@@ -150,11 +150,16 @@ class Partition:
         """HW = min LEO over the maximal ISR; only forward. Returns whether it moved."""
         if not self.is_leader:
             return False
-        new_hw = (
-            min(self.remote_leo(r) for r in self.maximal_isr) if self.maximal_isr else self.log_end_offset
-        )
-        if self.broker_id not in self.maximal_isr:
-            new_hw = min(new_hw, self.log_end_offset)
+        # The leader's own LEO always counts, listed or not; one pass, as this runs on every fetch.
+        new_hw = self.log.log_end_offset
+        me = self.broker_id
+        remotes = self.remotes
+        for r in self.maximal_isr:
+            if r != me:
+                st = remotes.get(r)
+                leo = st.log_end_offset if st else -1
+                if leo < new_hw:
+                    new_hw = leo
         if new_hw > self.high_watermark:
             old = self.high_watermark
             self.high_watermark = new_hw

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from itertools import repeat
 from typing import Any, NamedTuple
 
 from kafkalite.errors import KafkaError
 from kafkalite.protocol import TopicPartition
-from kafkalite.records import BATCH_HEADER_SIZE, build_batch
+from kafkalite.records import BATCH_HEADER_SIZE, build_batch, build_values_batch
 
 __all__ = [
     "FutureRecordMetadata",
@@ -55,13 +56,22 @@ class NotCompletedError(RuntimeError):
 class FutureRecordMetadata:
     """One record's outcome, resolved through its batch (Kafka's ``FutureRecordMetadata``)."""
 
-    __slots__ = ("batch", "index", "_error", "topic")
+    # Only batch and index are slots: the producer's fast path creates a future per record without
+    # __init__ (``object.__new__`` and two stores); the rarely set error and topic use class defaults.
+    __slots__ = ("batch", "index", "__dict__")
+    _error: KafkaError | None = None  # failed before reaching a batch
+    _topic = ""
 
     def __init__(self, batch: ProducerBatch | None, index: int, topic: str = "") -> None:
         self.batch = batch
         self.index = index
-        self.topic = topic
-        self._error: KafkaError | None = None  # failed before reaching a batch
+        if topic:
+            self._topic = topic
+
+    @property
+    def topic(self) -> str:
+        batch = self.batch
+        return self._topic or ("" if batch is None else batch.tp.topic)
 
     def _leaf(self) -> tuple[ProducerBatch | None, int]:
         batch, index = self.batch, self.index
@@ -116,7 +126,9 @@ class ProducerBatch:
 
     __slots__ = (
         "tp",
-        "records",
+        "values",
+        "keys",
+        "headers",
         "timestamps",
         "seqs",
         "callbacks",
@@ -139,7 +151,11 @@ class ProducerBatch:
 
     def __init__(self, tp: TopicPartition, created_ms: int, acks: int) -> None:
         self.tp = tp
-        self.records: list[tuple] = []  # (key, value, headers)
+        # Records as columns: the fast path appends only a value; keys and headers lists exist (padded
+        # with None) once a record has a key or headers, so the common batch encodes without tuples.
+        self.values: list[bytes | None] = []
+        self.keys: list[bytes | None] | None = None
+        self.headers: list[Any] | None = None
         self.timestamps: list[int] = []
         self.seqs: list[int] = []  # the producer's send number of each record, for the history
         self.callbacks: list[tuple[int, Callback]] | None = None
@@ -161,13 +177,47 @@ class ProducerBatch:
 
     @property
     def record_count(self) -> int:
-        return len(self.records)
+        return len(self.values)
+
+    @property
+    def records(self) -> list[tuple]:
+        """The records as ``(key, value, headers)`` tuples, in order."""
+        n = len(self.values)
+        keys = self.keys if self.keys is not None else repeat(None, n)
+        headers = self.headers if self.headers is not None else repeat(None, n)
+        return list(zip(keys, self.values, headers, strict=False))  # repeat() pads missing columns
+
+    def append(self, key: bytes | None, value: bytes | None, headers: Any, ts: int, seq: int) -> int:
+        """Add one record; returns its index in the batch."""
+        values = self.values
+        index = len(values)
+        if key is not None:
+            if self.keys is None:
+                self.keys = [None] * index
+            self.keys.append(key)
+        elif self.keys is not None:
+            self.keys.append(None)
+        if headers is not None:
+            if self.headers is None:
+                self.headers = [None] * index
+            self.headers.append(headers)
+        elif self.headers is not None:
+            self.headers.append(None)
+        values.append(value)
+        self.timestamps.append(ts)
+        self.seqs.append(seq)
+        return index
 
     def encode(self, compression: int) -> bytes:
         """The batch's v2 bytes, built once (the batch takes no more records after this)."""
         if self.buffer is None:
             self.full = True
-            self.buffer = build_batch(self.records, timestamp=self.timestamps, compression=compression)
+            buf = None
+            if self.keys is None and self.headers is None and self.values:
+                buf = build_values_batch(self.values, self.timestamps, compression)
+            if buf is None:
+                buf = build_batch(self.records, timestamp=self.timestamps, compression=compression)
+            self.buffer = buf
         return self.buffer
 
     def metadata(self, index: int) -> RecordMetadata:
@@ -177,11 +227,14 @@ class ProducerBatch:
 
     def split(self, now_ms: int) -> list[ProducerBatch]:
         """Halve the batch (after MESSAGE_TOO_LARGE): children keep record order and creation time."""
-        half = (len(self.records) + 1) // 2
+        n = len(self.values)
+        half = (n + 1) // 2
         out = []
-        for lo, hi in ((0, half), (half, len(self.records))):
+        for lo, hi in ((0, half), (half, n)):
             child = ProducerBatch(self.tp, self.created_ms, self.acks)
-            child.records = self.records[lo:hi]
+            child.values = self.values[lo:hi]
+            child.keys = None if self.keys is None else self.keys[lo:hi]
+            child.headers = None if self.headers is None else self.headers[lo:hi]
             child.timestamps = self.timestamps[lo:hi]
             child.seqs = self.seqs[lo:hi]
             child.size = BATCH_HEADER_SIZE + sum(estimate_record_size(*r) for r in child.records)

@@ -66,6 +66,7 @@ INVALID_METADATA_CODES = frozenset({3, 5, 6, 13, 56, 74, 75})
 MAYBE_WRITTEN_CODES = frozenset({7, 20})
 MESSAGE_TOO_LARGE = 10
 RECONNECT_BACKOFF_MS = 50  # Kafka's reconnect.backoff.ms default
+_new_future = object.__new__
 
 
 class ProducerClosedError(RuntimeError):
@@ -135,7 +136,7 @@ class Producer(BaseNode):
         self._corr = 0
         self._cache: dict[str, _TopicCache] = {}
         # Per topic: (open batch, sticky state, metadata version) for send()'s fast path.
-        self._hot: dict[str, tuple[ProducerBatch, Any, int]] = {}
+        self._hot: dict[str, tuple[ProducerBatch, Any, int, list, int]] = {}
         self._fast_max_size = self._max_record - BATCH_HEADER_SIZE
         self._inflight: dict[int, _InFlight] = {}
         self._node_inflight: dict[int, int] = {}
@@ -246,27 +247,29 @@ class Producer(BaseNode):
             # _append would do, minus the checks that cannot fail here. Anything else takes the full path.
             hot = self._hot.get(topic)
             if hot is not None:
-                batch, sticky, version = hot
+                batch, sticky, version, values, switch_bytes = hot
                 size = 11 + len(value)  # estimate_record_size
+                # close() clears _hot, so a hot entry means the producer is open.
                 if (
                     not batch.full
                     and batch.size + size < self._batch_size  # stays open: no scheduling needed
                     and size <= self._fast_max_size
-                    and sticky._produced_bytes + size < 2 * sticky.sticky_batch_size  # no forced switch
+                    and sticky._produced_bytes + size < switch_bytes  # no forced switch
                     and sticky._current == batch.tp.partition
                     and version == self.metadata.version
-                    and not self._closing
                 ):
                     seq = self._seq
                     self._seq = seq + 1
-                    records = batch.records
-                    index = len(records)
-                    records.append((None, value, None))
+                    # batch.append inlined: no key or headers, so only the value column grows.
+                    fut = _new_future(FutureRecordMetadata)
+                    fut.batch = batch
+                    fut.index = len(values)
+                    values.append(value)
                     batch.timestamps.append(self.net._now)
                     batch.seqs.append(seq)
                     batch.size += size
                     sticky._produced_bytes += size
-                    return FutureRecordMetadata(batch, index, topic)
+                    return fut
         if self._closing:
             raise ProducerClosedError("Cannot perform operation after producer has been closed")
         if value is not None and value.__class__ is not bytes:
@@ -307,6 +310,7 @@ class Producer(BaseNode):
     def close(self, timeout_ms: int | None = None) -> None:
         """Stop taking records and send what is queued; ``timeout_ms=0`` fails queued records at once."""
         self._closing = True
+        self._hot.clear()  # send()'s fast path must not take records any more
         self.accumulator.closing = True
         if timeout_ms == 0:
             now = self.net._now
@@ -341,19 +345,17 @@ class Producer(BaseNode):
             acks = batch.acks
             if batch.done and batch.error is None:
                 base = batch.base_offset
-                for i, (seq, rec) in enumerate(zip(batch.seqs, batch.records, strict=True)):
+                for i, (seq, value) in enumerate(zip(batch.seqs, batch.values, strict=True)):
                     offset = base + i if base >= 0 else None
-                    rows.append(
-                        SendRecord(rec[1], topic, partition, ACKED, offset, acks, None, producer, seq)
-                    )
+                    rows.append(SendRecord(value, topic, partition, ACKED, offset, acks, None, producer, seq))
                 continue
             if batch.done:
                 outcome = UNKNOWN if batch.maybe_written else FAILED
                 error = batch.error.name  # type: ignore[union-attr]
             else:
                 outcome, error = UNKNOWN, batch.final_state or "pending"
-            for seq, rec in zip(batch.seqs, batch.records, strict=True):
-                rows.append(SendRecord(rec[1], topic, partition, outcome, None, acks, error, producer, seq))
+            for seq, value in zip(batch.seqs, batch.values, strict=True):
+                rows.append(SendRecord(value, topic, partition, outcome, None, acks, error, producer, seq))
         for w in self._waiting:
             rows.append(SendRecord(w[4], w[1], -1 if w[2] is None else w[2], UNKNOWN, None, self.acks,
                                    "pending", producer, w[0]))  # fmt: skip
@@ -390,7 +392,7 @@ class Producer(BaseNode):
         tp = cache.tps[partition]  # type: ignore[index]
         acc = self.accumulator
         batch = acc.open_batch(tp)
-        if batch is not None and batch.records and batch.size + size > self._batch_size:
+        if batch is not None and batch.values and batch.size + size > self._batch_size:
             batch.full = True
             batch = None
             self._wakeup.schedule(now)
@@ -409,12 +411,12 @@ class Producer(BaseNode):
                 wake = self._wakeup.at
                 if wake is None or wake > now + self._linger:
                     self._wakeup.schedule(now + self._linger)
-        records = batch.records
-        index = len(records)
-        records.append((key, value, headers))
-        batch.timestamps.append(ts)
-        batch.seqs.append(seq)
+        index = batch.append(key, value, headers, ts, seq)
         batch.size += size
+        if batch.keys is not None or batch.headers is not None:
+            hot = self._hot.get(topic)
+            if hot is not None and hot[0] is batch:
+                del self._hot[topic]  # the fast path appends values only; this batch now has key columns
         if callback is not None:
             if batch.callbacks is None:
                 batch.callbacks = []
@@ -424,8 +426,9 @@ class Producer(BaseNode):
             self._wakeup.schedule(now)
         if sticky is not None:
             sticky.update_partition_info(size, cache.n, cache.available, enable_switch=batch.full)
-            if not batch.full:
-                self._hot[topic] = (batch, sticky, cache.version)  # send()'s fast path appends here next
+            if not batch.full and batch.keys is None and batch.headers is None:
+                # send()'s fast path appends here next.
+                self._hot[topic] = (batch, sticky, cache.version, batch.values, 2 * sticky.sticky_batch_size)
         if fut is None:
             return FutureRecordMetadata(batch, index, topic)
         fut.batch, fut.index = batch, index

@@ -24,6 +24,7 @@ from crc32c import crc32c
 
 from kafkalite.errors import CorruptRecordError, InvalidRecordError, MessageTooLargeError
 from kafkalite.records.compression import Compression, compress, decompress
+from kafkalite.records.encode_fast import encode_values
 from kafkalite.records.record import (
     Header,
     Record,
@@ -399,6 +400,21 @@ def build_batch(
         body, n, stamps, deltas, base_offset, compression, timestamp_type, producer_id, producer_epoch,
         base_sequence, partition_leader_epoch, is_transactional, is_control, last_offset_delta,
         max_timestamp, delete_horizon_ms,
+    )  # fmt: skip
+
+
+def build_values_batch(values: list, stamps: list, compression: int = Compression.NONE) -> bytes | None:
+    """``build_batch`` for keyless, headerless records given as a list of values and one timestamp
+    each (a producer batch), or None when ``encode_fast`` does not handle them (use ``build_batch``)."""
+    n = len(values)
+    if n == 0 or len(stamps) != n or stamps[0].__class__ is not int:
+        return None
+    body = encode_values(values, stamps, stamps[0])
+    if body is None:
+        return None
+    return _finish_batch(
+        body, n, stamps, range(n), 0, compression, TimestampType.CREATE_TIME, -1, -1, -1, -1, False,
+        False, None, None, None,
     )  # fmt: skip
 
 
