@@ -162,12 +162,13 @@ def bench_storage(
 @click.option("--records", default=1_000_000, show_default=True, help="Records to produce in each case.")
 @click.option("--record-size", default=100, show_default=True, help="Value bytes per record.")
 @click.option("--seed", default=0, show_default=True, help="Simulation seed.")
+@click.option("--repeats", default=3, show_default=True, help="Keep the fastest of this many runs per case.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def bench_produce(records: int, record_size: int, seed: int, as_json: bool) -> None:
+def bench_produce(records: int, record_size: int, seed: int, repeats: int, as_json: bool) -> None:
     """One producer against a simulated cluster: 1 broker acks=1, and 3 brokers RF=3 acks=all."""
     from kafkalite.bench.produce import run_produce_bench
 
-    result = run_produce_bench(records, record_size, seed=seed)
+    result = run_produce_bench(records, record_size, seed=seed, repeats=repeats)
     click.echo(result.to_json() if as_json else result.table())
 
 

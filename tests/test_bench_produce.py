@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -36,6 +37,14 @@ def test_bench_runs_both_cases() -> None:
     assert d["producer_config"]["batch.size"] == 16384 and d["producer_config"]["linger.ms"] == 5
     assert "821,557" in result.table() and "acks=all / acks=1" in result.table()
     assert result.notes and all("expected" not in n for n in result.notes)
+    assert "best of 3 runs per case, run alternately" in result.notes
+
+
+def test_bench_repeats_are_noted_and_validated() -> None:
+    result = run_produce_bench(400, 50, offer_per_ms=100, repeats=2)
+    assert "best of 2 runs per case, run alternately" in result.notes
+    with pytest.raises(ValueError, match="repeats"):
+        run_produce_bench(400, 50, repeats=0)
 
 
 def test_cli_bench_produce_json() -> None:
