@@ -51,7 +51,7 @@ def dump_log(
 
 @kafkalite.command("consumer-groups")
 @click.option(
-    "--cluster-dir", required=True, type=click.Path(exists=True, file_okay=False),
+    "--cluster-dir", type=click.Path(exists=True, file_okay=False),
     help="A stopped cluster's directory (Cluster.dir: broker-<id> log directories).",
 )  # fmt: skip
 @click.option("--list", "do_list", is_flag=True, help="List the groups.")
@@ -70,8 +70,10 @@ def dump_log(
 @click.option("--to-datetime", help="Reset to the first offset at or after YYYY-MM-DDTHH:mm:SS.sss (UTC).")
 @click.option("--shift-by", type=int, help="Move the committed offset by N (may be negative).")
 @click.option("--execute", is_flag=True, help="Apply the reset (needs a live cluster; see below).")
+@click.pass_context
 def consumer_groups(
-    cluster_dir: str,
+    ctx: click.Context,
+    cluster_dir: str | None,
     do_list: bool,
     describe: bool,
     reset_offsets: bool,
@@ -86,12 +88,18 @@ def consumer_groups(
     """Kafka's kafka-consumer-groups on a cluster directory: --list, --describe, --reset-offsets.
 
     A simulated cluster lives inside one Python process, so from the shell this reads what its brokers left
-    on disk (__consumer_offsets replayed, high watermarks from the checkpoints). Resets are dry runs here;
-    to apply one, call kafkalite.tools.consumer_groups.reset_offsets(cluster, ..., execute=True) on the
-    running Cluster.
+    on disk (__consumer_offsets replayed, high watermarks from the checkpoints). Resets are dry runs here.
+    The same command line runs against a live Cluster, --execute included, with
+    kafkalite.tools.consumer_groups.run(cluster, "--reset-offsets --group G --to-earliest --execute").
     """
     from kafkalite.errors import KafkaError
-    from kafkalite.tools.consumer_groups import OffsetsDirectory, format_describe, format_reset
+    from kafkalite.tools import consumer_groups as cg
+
+    live = ctx.obj  # a running Cluster when called through consumer_groups.run()
+    if (live is None) == (cluster_dir is None):
+        raise click.UsageError(
+            "give --cluster-dir (or call kafkalite.tools.consumer_groups.run on a Cluster)"
+        )
 
     actions = [do_list, describe, reset_offsets]
     if sum(actions) != 1:
@@ -107,25 +115,34 @@ def consumer_groups(
         )
     if not reset_offsets and (chosen or execute):
         raise click.UsageError("--to-*, --shift-by and --execute only go with --reset-offsets")
-    if execute:
+    if execute and live is None:
         raise click.UsageError(
             "--execute needs a running cluster's group coordinator; a directory can only be read. In Python: "
-            "kafkalite.tools.consumer_groups.reset_offsets(cluster, group, topics, mode, value, execute=True)"
+            'kafkalite.tools.consumer_groups.run(cluster, "--reset-offsets ... --execute")'
         )
     try:
-        found = OffsetsDirectory(cluster_dir)
+        mode = chosen[0] if chosen else ""
+        value = {"to_datetime": to_datetime, "shift_by": shift_by}.get(mode)
+        if live is not None:
+            if do_list:
+                click.echo("\n".join(cg.list_groups(live)))
+            elif describe:
+                click.echo(cg.format_describe(*cg.describe_group(live, group)))  # type: ignore[arg-type]
+            else:
+                rows = cg.reset_offsets(live, group, list(topics) or None, mode, value, execute=execute)  # type: ignore[arg-type]
+                click.echo(cg.format_reset(rows, executed=execute))
+            return
+        found = cg.OffsetsDirectory(cluster_dir)  # type: ignore[arg-type]
         if do_list:
             for g in found.groups():
                 click.echo(g)
         elif describe:
             state, rows = found.describe(group)  # type: ignore[arg-type]
-            click.echo(format_describe(state, rows))
+            click.echo(cg.format_describe(state, rows))
         else:
-            mode = chosen[0]
-            value = {"to_datetime": to_datetime, "shift_by": shift_by}.get(mode)
             rows = found.plan_reset(group, list(topics) or None, mode, value)  # type: ignore[arg-type]
-            click.echo(format_reset(rows, executed=False))
-    except (KafkaError, ValueError) as e:
+            click.echo(cg.format_reset(rows, executed=False))
+    except (KafkaError, ValueError, cg.GroupNotEmptyError) as e:
         raise click.ClickException(str(e)) from e
 
 

@@ -145,3 +145,22 @@ def test_cli_on_a_cluster_directory(cluster) -> None:
     assert out.exit_code == 2 and "--group" in out.output
     out = run(kafkalite, ["consumer-groups", "--cluster-dir", d, "--reset-offsets", "--group", "app"])
     assert out.exit_code == 2 and "--to-earliest" in out.output
+
+
+def test_the_command_line_on_a_live_cluster_executes_resets(cluster) -> None:
+    import click
+
+    from kafkalite.tools.consumer_groups import run
+
+    assert run(cluster, "--list").split() == ["app"]
+    described = run(cluster, ["--describe", "--group", "app"])
+    assert described.strip() == format_describe(*describe_group(cluster, "app")).strip()
+    with pytest.raises(click.ClickException, match="inactive"):  # a member is still in the group
+        run(cluster, "--reset-offsets --group app --to-earliest --execute")
+    assert cluster.group_offsets("app") == {T0: 15, T1: 5}
+    cluster.member.close()  # leaves: the group is Empty
+    out = run(cluster, "--reset-offsets --group app --shift-by -3 --execute")
+    assert "Dry run" not in out
+    assert cluster.group_offsets("app") == {T0: 12, T1: 2}
+    with pytest.raises(click.UsageError, match="cluster-dir"):
+        run(cluster, "--list --cluster-dir " + str(cluster.dir))

@@ -6,7 +6,8 @@ is no server to connect to from a shell. So the tool has two entry points over t
 * **in-process**, a ``Cluster`` object: ``list_groups(cluster)``, ``describe_group(cluster, group)`` and
   ``reset_offsets(cluster, group, ...)`` talk to the brokers with Kafka's requests (ListGroups,
   DescribeGroups, OffsetFetch, OffsetCommit through the group's coordinator), exactly as the real tool does.
-  This is the full tool, ``--execute`` included, for notebooks and tests.
+  This is the full tool, ``--execute`` included, for notebooks and tests; ``run(cluster, "--describe
+  --group G")`` takes the shell command's own arguments and prints what it prints.
 * **a cluster directory** (``Cluster.dir``, or any directory of ``broker-<id>`` log directories), from the
   shell: ``kafkalite consumer-groups --cluster-dir DIR ...``. Nothing runs there, so the tool reads what the
   brokers left on disk: each ``__consumer_offsets`` partition replayed like a loading coordinator (last
@@ -41,6 +42,7 @@ __all__ = [
     "parse_datetime",
     "plan_reset",
     "reset_offsets",
+    "run",
 ]
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -232,6 +234,22 @@ def reset_offsets(
                 cls = error_for_code(p.error_code) or KafkaError
                 raise cls(f"OffsetCommit of {p.tp} for group {group!r}")
     return rows
+
+
+def run(cluster: Any, args: str | Sequence[str]) -> str:
+    """Run ``kafkalite consumer-groups ARGS`` against the live ``cluster`` (no ``--cluster-dir``) and return
+    what it prints; a usage or Kafka error raises ``click.ClickException`` with the tool's message."""
+    import shlex
+
+    from click.testing import CliRunner
+
+    from kafkalite.cli import consumer_groups
+
+    argv = shlex.split(args) if isinstance(args, str) else list(args)
+    result = CliRunner().invoke(
+        consumer_groups, argv, obj=cluster, catch_exceptions=False, standalone_mode=False
+    )
+    return result.output
 
 
 # ----------------------------------------------------------------------------------- text output
