@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from kafkalite.broker.replica_manager import ReplicaManager
 
 TRUNCATING, FETCHING, RESETTING, FAILED = "truncating", "fetching", "resetting", "failed"
+_BYTES = (bytes, bytearray)
 
 
 @dataclass
@@ -237,7 +238,7 @@ class ReplicaFetcher:
                     st.state = TRUNCATING
                     self._truncate_to_epoch_end(st, r.diverging_epoch.epoch, r.diverging_epoch.end_offset)
                     continue
-                data = r.records if isinstance(r.records, bytes | bytearray) else r.records.read()
+                data = r.records if isinstance(r.records, _BYTES) else r.records.read()
                 if data:
                     try:
                         self.rm._append_as_follower(p, data)

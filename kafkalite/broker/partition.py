@@ -56,6 +56,7 @@ class Partition:
         self.remotes: dict[int, ReplicaState] = {}
         self.high_watermark = min(max(high_watermark, 0), log.log_end_offset)
         self._log_event = log_event or (lambda *a, **k: None)
+        self._tp_name = str(tp)  # events name the partition several times per produced batch
 
     # ----- views -----------------------------------------------------------------------------------
     @property
@@ -84,7 +85,7 @@ class Partition:
         return st.last_caught_up_ms if st else -1
 
     def event(self, kind: str, **fields: Any) -> None:
-        self._log_event(kind, tp=str(self.tp), **fields)
+        self._log_event(kind, tp=self._tp_name, **fields)
 
     def __repr__(self) -> str:
         role = "leader" if self.is_leader else f"follower of {self.leader_id}"

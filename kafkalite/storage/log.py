@@ -424,16 +424,27 @@ class Log:
         if self._compact:
             self._check_keys(data, pos)
 
-    def _validate_all(self, data) -> list:
-        """Split a buffer of concatenated batches, validating each; nothing is written on failure."""
+    def _validate_all(self, data, *, as_tuples: bool = False) -> list:
+        """Split a buffer of concatenated batches, validating each (CRC included); nothing is written on
+        failure. Items are ``(slice, BatchHeader)``, or ``(slice, header field tuple)`` with ``as_tuples``."""
         view = memoryview(data)
         out = []
         pos = 0
-        while pos < len(view):
-            h = validate_batch(view, pos, max_size=self._max_message_bytes)
-            size = h.batch_length + 12
-            self._check_batch(view, pos, h, size)
-            out.append((view[pos : pos + size], h))
+        end = len(view)
+        max_size = self._max_message_bytes
+        while pos < end:
+            # The plain-tuple check first (no objects built); validate_batch raises the error that names
+            # what is wrong, so the slow path is only taken by bad data.
+            f = valid_header_fields(view, pos, max_size)
+            h = None
+            if f is None:
+                h = validate_batch(view, pos, max_size=max_size)
+                f = astuple(h)
+            size = f[1] + 12
+            if f[12] == 0 or size > self._segment_bytes or self._compact:
+                h = h or BatchHeader(*f)
+                self._check_batch(view, pos, h, size)
+            out.append((view[pos : pos + size], f if as_tuples else (h or BatchHeader(*f))))
             pos += size
         return out
 
@@ -484,7 +495,9 @@ class Log:
         partitionLeaderEpoch feeds the leader-epoch cache, which is how followers learn epochs.
         """
         self._check_writable()
-        items = self._validate_all(records)
+        # Header fields as tuples (BatchHeader order): base 0, leader epoch 2, last delta 6, max ts 8,
+        # count 12. This runs for every batch on every follower.
+        items = self._validate_all(records, as_tuples=True)
         infos: list[LogAppendInfo] = []
         if not items:
             return infos
@@ -492,28 +505,26 @@ class Log:
             seg = self._segments[-1]
             try:
                 expected = self._leo
-                for _data, h in items:
-                    if h.base_offset != expected:
+                for _data, f in items:
+                    if f[0] != expected:
                         raise InvalidRecordError(
-                            f"follower append to {self.dir.name}: batch starts at offset {h.base_offset} "
+                            f"follower append to {self.dir.name}: batch starts at offset {f[0]} "
                             f"but the log end offset is {expected}"
                         )
-                    expected = h.last_offset + 1
-                for data, h in items:
+                    expected = f[0] + f[6] + 1
+                for data, f in items:
                     size = len(data)
-                    last = h.last_offset
-                    if seg._size and seg.should_roll(size, h.max_timestamp, last, None):
+                    base, epoch, max_ts, count = f[0], f[2], f[8], f[12]
+                    last = base + f[6]
+                    if seg._size and seg.should_roll(size, max_ts, last, None):
                         seg = self._roll_locked()
-                    seg.append(bytes(data), last, h.max_timestamp, last, defer=True)
-                    if h.partition_leader_epoch >= 0 and (
-                        not self._epochs or h.partition_leader_epoch > self._epochs[-1][0]
-                    ):
-                        self._assign_epoch(h.partition_leader_epoch, h.base_offset)
+                    # The slice itself, not a copy: write_deferred below writes it before we return.
+                    seg.append(data, last, max_ts, last, defer=True)
+                    if epoch >= 0 and (not self._epochs or epoch > self._epochs[-1][0]):
+                        self._assign_epoch(epoch, base)
                     self._leo = last + 1
-                    self._unflushed += h.records_count
-                    infos.append(
-                        LogAppendInfo(h.base_offset, last, h.max_timestamp, last, h.records_count, size)
-                    )
+                    self._unflushed += count
+                    infos.append(LogAppendInfo(base, last, max_ts, last, count, size))
             finally:
                 seg.write_deferred()
             if self._unflushed >= self._flush_messages or (

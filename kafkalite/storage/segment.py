@@ -36,6 +36,7 @@ MIN_BATCH_SIZE = 61
 # maxTimestamp: the first 43 header bytes, all a scan needs.
 _SCAN = struct.Struct(">qiibIhiqq")
 _SCAN_CHUNK = 4096
+_READ_HINTS = 8  # batch boundaries remembered for readers (a few followers and consumers per partition)
 _RECOVER_CHUNK = 1 << 20
 _INT_MAX = 0x7FFFFFFF
 
@@ -101,7 +102,9 @@ class LogSegment:
         self._bytes_since_index = 0
         self.last_recovery_reason: str | None = None
         self._deferred: list = []
-        self._read_hint: tuple[int, int] | None = None  # (next offset, its batch position) after a read
+        # next offset -> its batch position, left by recent reads. Several, not one: the followers of a
+        # partition (and its consumers) fetch at different offsets, and each continues where it stopped.
+        self._read_hints: dict[int, int] = {}
 
     # ----- construction ----------------------------------------------------------------------------
     @classmethod
@@ -240,7 +243,7 @@ class LogSegment:
         Returns the number of bytes truncated. In read-only mode nothing on disk changes: the segment just
         serves the valid prefix, with indexes rebuilt in memory.
         """
-        self._read_hint = None
+        self._read_hints.clear()
         self.offset_index.reset()
         self.time_index.reset()
         self._max_ts, self._offset_of_max_ts = NO_TIMESTAMP, self.base_offset
@@ -436,10 +439,10 @@ class LogSegment:
     ) -> FileSlice | None:
         """Whole batches from the one containing ``offset``, up to ``max_bytes`` (at least one batch if
         ``min_one``) and never past ``max_position``. None if no batch here reaches ``offset``."""
-        hint = self._read_hint
-        if hint is not None and hint[0] == offset:
-            # A consumer continuing where its last fetch ended: the batch boundary is already known.
-            start = hint[1]
+        hints = self._read_hints
+        start = hints.get(offset)
+        if start is not None:
+            # A reader continuing where its last fetch ended: the batch boundary is already known.
             if start >= self._size:
                 return None
         else:
@@ -472,7 +475,9 @@ class LogSegment:
                     end, next_offset = start + size, last + 1
                     break
         if next_offset >= 0:
-            self._read_hint = (next_offset, end)
+            hints[next_offset] = end
+            if len(hints) > _READ_HINTS:
+                del hints[next(iter(hints))]  # the oldest
         return FileSlice(self.log_path, start, end - start, file=self._file)
 
     def find_offset_by_timestamp(self, timestamp: int, start_offset: int = 0) -> tuple[int, int] | None:
@@ -497,7 +502,7 @@ class LogSegment:
         if found is None:
             return 0
         position = found[0]
-        self._read_hint = None
+        self._read_hints.clear()
         removed = self._size - position
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
