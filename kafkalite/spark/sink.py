@@ -290,6 +290,15 @@ def _discard(messages: list) -> None:
         shutil.rmtree(d, ignore_errors=True)
 
 
+def _stage(opts: WriteOptions, job: str, iterator: Iterator[pa.RecordBatch]) -> StagedBatches:
+    """One Spark task's share of a write: its rows encoded into its own staging files (the commit appends them)."""
+    task, attempt = _task_identity()
+    stager = _Stager(opts, job, task, attempt)
+    for batch in iterator:
+        stager.add_arrow(batch)
+    return stager.finish()
+
+
 class KafkaliteWriter(DataSourceArrowWriter):
     """Batch writes (``df.write``): stage in tasks, append in ``commit``."""
 
@@ -305,11 +314,7 @@ class KafkaliteWriter(DataSourceArrowWriter):
         self.job = uuid.uuid4().hex  # only names the staging directory
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedBatches:
-        task, attempt = _task_identity()
-        stager = _Stager(self.opts, self.job, task, attempt)
-        for batch in iterator:
-            stager.add_arrow(batch)
-        return stager.finish()
+        return _stage(self.opts, self.job, iterator)
 
     def commit(self, messages: list) -> None:
         root = Path(self.opts.path)
@@ -334,11 +339,7 @@ class KafkaliteStreamWriter(DataSourceStreamArrowWriter):
         self.job = uuid.uuid4().hex
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedBatches:
-        task, attempt = _task_identity()
-        stager = _Stager(self.opts, self.job, task, attempt)
-        for batch in iterator:
-            stager.add_arrow(batch)
-        return stager.finish()
+        return _stage(self.opts, self.job, iterator)
 
     def _state_file(self) -> Path | None:
         if not self.opts.checkpoint_location:

@@ -261,6 +261,16 @@ def plan_ranges(options: Mapping[str, str] | ReadOptions) -> list[OffsetRange]:
 # reading
 
 
+def read_partition(partition: KafkaliteInputPartition) -> Iterator[pa.RecordBatch]:
+    """What one Spark task reads, batch or streaming: its planned offset range, with the query's options."""
+    return read_range(
+        partition.logdir,
+        partition.range,
+        fail_on_data_loss=partition.fail_on_data_loss,
+        include_headers=partition.include_headers,
+    )
+
+
 def read_range(
     logdir: str | Path,
     rng: OffsetRange,
@@ -384,9 +394,4 @@ class KafkaliteReader(DataSourceReader):
         ]
 
     def read(self, partition: KafkaliteInputPartition) -> Iterator[pa.RecordBatch]:
-        yield from read_range(
-            partition.logdir,
-            partition.range,
-            fail_on_data_loss=partition.fail_on_data_loss,
-            include_headers=partition.include_headers,
-        )
+        return read_partition(partition)

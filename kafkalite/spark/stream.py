@@ -35,7 +35,7 @@ from kafkalite.spark.source import (
     OffsetRange,
     PartitionBounds,
     partition_bounds,
-    read_range,
+    read_partition,
     resolve_offset,
     select_partitions,
     split_ranges,
@@ -174,12 +174,7 @@ class KafkaliteStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         ]
 
     def read(self, partition: KafkaliteInputPartition) -> Iterator[pa.RecordBatch]:
-        yield from read_range(
-            partition.logdir,
-            partition.range,
-            fail_on_data_loss=partition.fail_on_data_loss,
-            include_headers=partition.include_headers,
-        )
+        return read_partition(partition)
 
     def commit(self, end: dict) -> None:
         """Nothing to do: the data stays in the log, and progress lives in Spark's checkpoint."""
