@@ -128,8 +128,43 @@ LATEST_TIMESTAMP = -1  # ListOffsets: the log end offset (or LSO under read_comm
 EARLIEST_TIMESTAMP = -2  # ListOffsets: the log start offset
 MAX_TIMESTAMP = -3  # ListOffsets: the offset of the record with the largest timestamp
 
-#: Every message class is built with this decorator: frozen, slotted, keyword-only, repr from ``Message``.
-message = dataclasses.dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+
+def fast_frozen_init(cls: type) -> type:
+    """Give a frozen, slotted dataclass an ``__init__`` that fills its slots through their descriptors.
+
+    The ``__init__`` that ``dataclasses`` writes for a frozen class calls ``object.__setattr__`` once per
+    field, which costs about 2.5 µs for a ten-field message; the simulator builds several messages per
+    record batch. Setting each slot through its member descriptor gets around the frozen ``__setattr__``
+    the same way at a third of the cost. Same signature, same defaults; instances stay frozen.
+    """
+    fields = [f for f in dataclasses.fields(cls) if f.init]
+    if any(f.default_factory is not dataclasses.MISSING for f in fields) or hasattr(cls, "__post_init__"):
+        return cls  # not needed by any message so far; keep the generated __init__
+    ns: dict[str, object] = {}
+    params = []
+    kw = False
+    for f in fields:
+        if f.kw_only and not kw:
+            params.append("*")
+            kw = True
+        ns[f"_set_{f.name}"] = cls.__dict__[f.name].__set__
+        if f.default is dataclasses.MISSING:
+            params.append(f.name)
+        else:
+            ns[f"_default_{f.name}"] = f.default
+            params.append(f"{f.name}=_default_{f.name}")
+    body = "".join(f"    _set_{f.name}(self, {f.name})\n" for f in fields) or "    pass\n"
+    exec(f"def __init__(self, {', '.join(params)}):\n{body}", ns)  # noqa: S102 - generated from field names
+    init = ns["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"  # type: ignore[attr-defined]
+    cls.__init__ = init  # type: ignore[misc]
+    return cls
+
+
+def message(cls: type) -> type:
+    """Every message class is built with this decorator: frozen, slotted, keyword-only, repr from
+    ``Message``, and the faster ``__init__`` of ``fast_frozen_init``."""
+    return fast_frozen_init(dataclasses.dataclass(frozen=True, slots=True, kw_only=True, repr=False)(cls))
 
 
 def _show(value: object) -> str:

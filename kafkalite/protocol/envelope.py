@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafkalite.protocol.api import Request, Response
+from kafkalite.protocol.api import Request, Response, fast_frozen_init
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class RequestEnvelope:
     correlation_id: int
@@ -22,6 +23,7 @@ class RequestEnvelope:
         return ResponseEnvelope(self.correlation_id, response)
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class ResponseEnvelope:
     correlation_id: int
