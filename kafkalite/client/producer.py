@@ -97,6 +97,29 @@ class _TopicCache:
         self.tps = tps
 
 
+class _HotBatch:
+    """What ``send()``'s fast path needs to append a value to a topic's open sticky batch.
+
+    ``room`` counts down the bytes the fast path may still add: the least of what keeps the batch
+    open, what keeps the sticky partitioner from a forced switch, and the largest record. The bytes
+    and sends taken this way reach the sticky state and the send counter when the entry is cooled
+    (``Producer._cool``), so the per-record path updates one counter instead of three.
+    """
+
+    __slots__ = ("batch", "values", "stamps", "seqs", "sticky", "version", "room", "start_room", "start_len")
+
+    def __init__(self, batch: ProducerBatch, sticky: Any, version: int, room: int, seqs: list | None) -> None:
+        self.batch = batch
+        self.values = batch.values
+        self.stamps = batch.timestamps
+        self.seqs = seqs  # None when the history is off: nothing reads per-record send numbers then
+        self.sticky = sticky
+        self.version = version
+        self.room = room
+        self.start_room = room
+        self.start_len = len(batch.values)
+
+
 class Producer(BaseNode):
     """A Kafka producer on the simulated network (add it with ``net.add_node(client_id, producer)``).
 
@@ -135,8 +158,8 @@ class Producer(BaseNode):
         self._seq = 0
         self._corr = 0
         self._cache: dict[str, _TopicCache] = {}
-        # Per topic: (open batch, sticky state, metadata version) for send()'s fast path.
-        self._hot: dict[str, tuple[ProducerBatch, Any, int, list, int]] = {}
+        # Per topic: the open sticky batch send()'s fast path appends to.
+        self._hot: dict[str, _HotBatch] = {}
         self._fast_max_size = self._max_record - BATCH_HEADER_SIZE
         self._inflight: dict[int, _InFlight] = {}
         self._node_inflight: dict[int, int] = {}
@@ -170,7 +193,8 @@ class Producer(BaseNode):
     @property
     def metrics(self) -> dict[str, int]:
         """Kafka-named counters. ``record-send-total`` is every ``send()`` call, i.e. the send counter."""
-        self._metrics["record-send-total"] = self._seq
+        uncounted = sum(len(h.values) - h.start_len for h in self._hot.values() if h.seqs is None)
+        self._metrics["record-send-total"] = self._seq + uncounted
         return self._metrics
 
     # ---------------------------------------------------------------------------------- node hooks
@@ -198,10 +222,10 @@ class Producer(BaseNode):
         req = self._inflight.pop(msg.correlation_id, None)
         if req is None:
             # The request timed out and its connection was dropped; Kafka never sees this answer.
-            self.metrics["late-response-total"] += 1
+            self._metrics["late-response-total"] += 1
             return
         self._node_inflight[req.node] -= 1
-        self.metrics["response-total"] += 1
+        self._metrics["response-total"] += 1
         resp = msg.response
         if req.is_metadata:
             self._meta_inflight = None
@@ -235,41 +259,37 @@ class Producer(BaseNode):
         callback: Callback | None = None,
     ) -> FutureRecordMetadata:
         """Queue one record; the future (and ``callback(metadata, error)``) completes when it is acked."""
+        hot = self._hot.get(topic)
         if (
-            key is None
-            and value.__class__ is bytes
+            hot is not None
+            and key is None
             and partition is None
             and headers is None
             and timestamp is None
             and callback is None
+            and value.__class__ is bytes
         ):
-            # Fast path for the common send (no key, sticky partition, the open batch has room): what
-            # _append would do, minus the checks that cannot fail here. Anything else takes the full path.
-            hot = self._hot.get(topic)
-            if hot is not None:
-                batch, sticky, version, values, switch_bytes = hot
-                size = 11 + len(value)  # estimate_record_size
-                # close() clears _hot, so a hot entry means the producer is open.
-                if (
-                    not batch.full
-                    and batch.size + size < self._batch_size  # stays open: no scheduling needed
-                    and size <= self._fast_max_size
-                    and sticky._produced_bytes + size < switch_bytes  # no forced switch
-                    and sticky._current == batch.tp.partition
-                    and version == self.metadata.version
-                ):
+            # Fast path for the common send (no key, the open sticky batch has room): what _append
+            # would do, minus the checks that cannot fail here. close() clears _hot, so a hot entry
+            # means the producer is open. Anything else takes the full path.
+            size = 11 + len(value)  # estimate_record_size
+            room = hot.room - size
+            batch = hot.batch
+            if room > 0 and not batch.full and hot.version == self.metadata.version:
+                hot.room = room
+                batch.size += size
+                values = hot.values
+                fut = _new_future(FutureRecordMetadata)
+                fut.batch = batch
+                fut.index = len(values)
+                values.append(value)
+                hot.stamps.append(self.net._now)
+                seqs = hot.seqs
+                if seqs is not None:
                     seq = self._seq
                     self._seq = seq + 1
-                    # batch.append inlined: no key or headers, so only the value column grows.
-                    fut = _new_future(FutureRecordMetadata)
-                    fut.batch = batch
-                    fut.index = len(values)
-                    values.append(value)
-                    batch.timestamps.append(self.net._now)
-                    batch.seqs.append(seq)
-                    batch.size += size
-                    sticky._produced_bytes += size
-                    return fut
+                    seqs.append(seq)
+                return fut
         if self._closing:
             raise ProducerClosedError("Cannot perform operation after producer has been closed")
         if value is not None and value.__class__ is not bytes:
@@ -310,7 +330,8 @@ class Producer(BaseNode):
     def close(self, timeout_ms: int | None = None) -> None:
         """Stop taking records and send what is queued; ``timeout_ms=0`` fails queued records at once."""
         self._closing = True
-        self._hot.clear()  # send()'s fast path must not take records any more
+        for topic in list(self._hot):
+            self._cool(topic)  # send()'s fast path must not take records any more
         self.accumulator.closing = True
         if timeout_ms == 0:
             now = self.net._now
@@ -379,6 +400,8 @@ class Producer(BaseNode):
         fut: FutureRecordMetadata | None,
         now: int,
     ) -> FutureRecordMetadata:
+        if topic in self._hot:
+            self._cool(topic)  # the sticky state below must see every byte the fast path took
         sticky = None
         chosen = partition is None
         if chosen:
@@ -405,7 +428,7 @@ class Producer(BaseNode):
                 batch = acc.open_batch(tp)
             if batch is None:
                 batch = acc.new_batch(tp, now)
-                self.metrics["batch-total"] += 1
+                self._metrics["batch-total"] += 1
                 if self._history_on:
                     self._batches.append(batch)
                 wake = self._wakeup.at
@@ -413,10 +436,6 @@ class Producer(BaseNode):
                     self._wakeup.schedule(now + self._linger)
         index = batch.append(key, value, headers, ts, seq)
         batch.size += size
-        if batch.keys is not None or batch.headers is not None:
-            hot = self._hot.get(topic)
-            if hot is not None and hot[0] is batch:
-                del self._hot[topic]  # the fast path appends values only; this batch now has key columns
         if callback is not None:
             if batch.callbacks is None:
                 batch.callbacks = []
@@ -426,13 +445,31 @@ class Producer(BaseNode):
             self._wakeup.schedule(now)
         if sticky is not None:
             sticky.update_partition_info(size, cache.n, cache.available, enable_switch=batch.full)
-            if not batch.full and batch.keys is None and batch.headers is None:
-                # send()'s fast path appends here next.
-                self._hot[topic] = (batch, sticky, cache.version, batch.values, 2 * sticky.sticky_batch_size)
+            if (
+                not batch.full
+                and batch.keys is None  # the fast path appends values only
+                and batch.headers is None
+                and sticky.current_partition == tp.partition  # no forced switch just happened
+            ):
+                room = min(
+                    self._batch_size - batch.size,
+                    2 * sticky.sticky_batch_size - sticky.produced_bytes,
+                    self._fast_max_size + 1,
+                )
+                seqs = batch.seqs if self._history_on else None
+                self._hot[topic] = _HotBatch(batch, sticky, cache.version, room, seqs)
         if fut is None:
             return FutureRecordMetadata(batch, index, topic)
         fut.batch, fut.index = batch, index
         return fut
+
+    def _cool(self, topic: str) -> None:
+        """End ``topic``'s fast-path entry, handing on what it took: bytes to the sticky partitioner,
+        sends to the send counter."""
+        hot = self._hot.pop(topic)
+        hot.sticky._produced_bytes += hot.start_room - hot.room
+        if hot.seqs is None:
+            self._seq += len(hot.values) - hot.start_len
 
     def _topic_cache(self, topic: str) -> _TopicCache | None:
         info = self.metadata.topic(topic)
@@ -459,7 +496,7 @@ class Producer(BaseNode):
         # Timeouts first: missing responses, then batches past delivery.timeout.ms.
         for req in [r for r in self._inflight.values() if r.deadline <= now]:
             if req.corr in self._inflight:
-                self.metrics["request-timeout-total"] += 1
+                self._metrics["request-timeout-total"] += 1
                 self.log("request_timeout", broker=req.node, correlation_id=req.corr)
                 self._disconnect(req.node, now, timed_out=True)
         self._expire(now)
@@ -546,8 +583,8 @@ class Producer(BaseNode):
             partitions=tuple(ProducePartition(tp=b.tp, records=b.buffer or b"") for b in batches),
         )
         corr = self._next_corr()
-        self.metrics["request-total"] += 1
-        self.metrics["batch-bytes-total"] += sum(len(b.buffer or b"") for b in batches)
+        self._metrics["request-total"] += 1
+        self._metrics["batch-bytes-total"] += sum(len(b.buffer or b"") for b in batches)
         if cfg.max_in_flight == 1:
             for b in batches:
                 self.accumulator.muted.add(b.tp)  # guarantee order: one batch per partition in flight
@@ -580,7 +617,7 @@ class Producer(BaseNode):
                 continue
             corr = self._next_corr()
             if self.net.send(self.node_id, node, RequestEnvelope(corr, self.client_id, req)):
-                self.metrics["metadata-request-total"] += 1
+                self._metrics["metadata-request-total"] += 1
                 inflight = _InFlight(corr, node, None, now + self.config.request_timeout_ms, now)
                 self._inflight[corr] = inflight
                 self._meta_inflight = inflight
@@ -590,7 +627,7 @@ class Producer(BaseNode):
         self._meta_backoff_until = now + self.config.retry_backoff_ms
 
     def _connection_failed(self, node: int, now: int) -> None:
-        self.metrics["connection-failure-total"] += 1
+        self._metrics["connection-failure-total"] += 1
         self._node_backoff[node] = now + RECONNECT_BACKOFF_MS
         self.metadata.request_update()
 
@@ -664,7 +701,7 @@ class Producer(BaseNode):
                 b.maybe_written = True
             if code == MESSAGE_TOO_LARGE and b.record_count > 1:
                 # Kafka splits the batch and tries again rather than failing every record in it.
-                self.metrics["batch-split-total"] += 1
+                self._metrics["batch-split-total"] += 1
                 children = b.split(now)
                 if self._history_on:
                     self._batches.extend(children)
@@ -682,7 +719,7 @@ class Producer(BaseNode):
             and now - b.created_ms < cfg.delivery_timeout_ms
             and not self._closed
         ):
-            self.metrics["record-retry-total"] += b.record_count
+            self._metrics["record-retry-total"] += b.record_count
             self.log("retry", tp=str(b.tp), error=err.name, attempt=b.attempts)
             if code in INVALID_METADATA_CODES:
                 self.metadata.request_update()
@@ -737,7 +774,7 @@ class Producer(BaseNode):
         b.error = err
         b.done = True
         b.in_flight = False
-        self.metrics["record-error-total"] += b.record_count
+        self._metrics["record-error-total"] += b.record_count
         self.log("batch_failed", tp=str(b.tp), error=err.name, records=b.record_count)
         self._run_callbacks(b)
 
@@ -762,7 +799,7 @@ class Producer(BaseNode):
     ) -> FutureRecordMetadata:
         fut = FutureRecordMetadata(None, 0, topic)
         fut._error = err
-        self.metrics["record-error-total"] += 1
+        self._metrics["record-error-total"] += 1
         if self._history_on:
             self._early.append(
                 SendRecord(value, topic, partition, FAILED, None, self.acks, err.name, self.client_id, seq)
