@@ -147,6 +147,7 @@ class ProducerBatch:
         "in_flight",
         "acks",
         "final_state",
+        "bytes_only",
     )
 
     def __init__(self, tp: TopicPartition, created_ms: int, acks: int) -> None:
@@ -174,6 +175,7 @@ class ProducerBatch:
         self.in_flight = False
         self.acks = acks
         self.final_state = ""
+        self.bytes_only = True  # every value is bytes (no None): the encoder may skip checking
 
     @property
     def record_count(self) -> int:
@@ -203,6 +205,8 @@ class ProducerBatch:
             self.headers.append(headers)
         elif self.headers is not None:
             self.headers.append(None)
+        if value.__class__ is not bytes:
+            self.bytes_only = False
         values.append(value)
         self.timestamps.append(ts)
         self.seqs.append(seq)
@@ -214,7 +218,9 @@ class ProducerBatch:
             self.full = True
             buf = None
             if self.keys is None and self.headers is None and self.values:
-                buf = build_values_batch(self.values, self.timestamps, compression)
+                buf = build_values_batch(
+                    self.values, self.timestamps, compression, bytes_only=self.bytes_only
+                )
             if buf is None:
                 buf = build_batch(self.records, timestamp=self.timestamps, compression=compression)
             self.buffer = buf
@@ -235,6 +241,7 @@ class ProducerBatch:
             child.values = self.values[lo:hi]
             child.keys = None if self.keys is None else self.keys[lo:hi]
             child.headers = None if self.headers is None else self.headers[lo:hi]
+            child.bytes_only = self.bytes_only
             child.timestamps = self.timestamps[lo:hi]
             child.seqs = self.seqs[lo:hi]
             child.size = BATCH_HEADER_SIZE + sum(estimate_record_size(*r) for r in child.records)

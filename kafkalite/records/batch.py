@@ -403,13 +403,16 @@ def build_batch(
     )  # fmt: skip
 
 
-def build_values_batch(values: list, stamps: list, compression: int = Compression.NONE) -> bytes | None:
+def build_values_batch(
+    values: list, stamps: list, compression: int = Compression.NONE, *, bytes_only: bool = False
+) -> bytes | None:
     """``build_batch`` for keyless, headerless records given as a list of values and one timestamp
-    each (a producer batch), or None when ``encode_fast`` does not handle them (use ``build_batch``)."""
+    each (a producer batch), or None when ``encode_fast`` does not handle them (use ``build_batch``).
+    ``bytes_only``: the caller knows every value is ``bytes``."""
     n = len(values)
     if n == 0 or len(stamps) != n or stamps[0].__class__ is not int:
         return None
-    body = encode_values(values, stamps, stamps[0])
+    body = encode_values(values, stamps, stamps[0], bytes_only=bytes_only)
     if body is None:
         return None
     return _finish_batch(
@@ -454,30 +457,30 @@ def _finish_batch(
     attrs = _attributes(compression, timestamp_type, is_transactional, is_control)
     if delete_horizon_ms is not None:
         attrs |= DELETE_HORIZON_BIT
-    buf = bytearray(BATCH_HEADER_SIZE + len(payload))
+    # The header is packed on its own and the CRC carried from its tail into the payload, so the
+    # payload is copied once (by the join) rather than into a zeroed buffer and then out again.
     try:
-        _HEADER.pack_into(
-            buf,
-            0,
-            base_offset,
-            len(buf) - LOG_OVERHEAD,
-            partition_leader_epoch,
-            MAGIC_V2,
-            0,
-            attrs,
-            last_offset_delta,
-            base_ts,
-            max_timestamp,
-            producer_id,
-            producer_epoch,
-            base_sequence,
-            n,
+        header = bytearray(
+            _HEADER.pack(
+                base_offset,
+                BATCH_HEADER_SIZE + len(payload) - LOG_OVERHEAD,
+                partition_leader_epoch,
+                MAGIC_V2,
+                0,
+                attrs,
+                last_offset_delta,
+                base_ts,
+                max_timestamp,
+                producer_id,
+                producer_epoch,
+                base_sequence,
+                n,
+            )
         )
     except struct.error as e:
         raise InvalidRecordError(f"batch header field out of range: {e}") from None
-    buf[BATCH_HEADER_SIZE:] = payload
-    _U32.pack_into(buf, CRC_OFFSET, crc32c(memoryview(buf)[CRC_START:]))
-    return bytes(buf)
+    _U32.pack_into(header, CRC_OFFSET, crc32c(payload, crc32c(memoryview(header)[CRC_START:])))
+    return b"".join((header, payload))
 
 
 def _records_section(buf, pos: int, h: BatchHeader) -> bytes:

@@ -72,16 +72,21 @@ def _glues(vlen: int, ts_b: bytes, upto: int) -> list[bytes]:
     return glues
 
 
-def encode_values(values: list, stamps: list, base_ts: int) -> bytes | None:
+def encode_values(values: list, stamps: list, base_ts: int, *, bytes_only: bool = False) -> bytes | None:
     """Records section for keyless, headerless records with bytes ``values`` and per-record ``stamps``
     (timestamps; deltas against ``base_ts``), offset deltas 0, 1, 2, ...; None if the shape is not handled.
+    ``bytes_only`` is the caller's word that every value is ``bytes`` (a producer batch knows), which
+    skips that check.
     """
     n = len(values)
     if n == 0 or n >= _MAX_RECORDS or len(stamps) != n:
         return None
-    if set(map(type, values)) != {bytes}:
+    if not bytes_only and set(map(type, values)) != {bytes}:
         return None
-    lens = set(map(len, values))
+    try:
+        lens = set(map(len, values))
+    except TypeError:  # a None value: not this shape
+        return None
     if max(lens) > _MAX_VALUE:
         return None
     ts_cache: dict = {}
