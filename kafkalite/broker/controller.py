@@ -203,6 +203,15 @@ def endpoint_from_registration(reg: paths.BrokerRegistration) -> BrokerEndpoint:
     return BrokerEndpoint(node_id=reg.broker_id, host=host, port=port, rack=reg.rack)
 
 
+def leader_imbalance_exceeded(not_preferred: int, total: int, percentage: float) -> bool:
+    """Kafka's auto-rebalance trigger for one preferred broker: ``not_preferred / total > percentage / 100``.
+
+    Compared as two doubles exactly as Kafka does; ``ratio * 100 > percentage`` differs at the boundary
+    (7/50 against 14%: 0.14 * 100 is 14.000000000000002, so it would fire where Kafka does not).
+    """
+    return total > 0 and not_preferred / total > percentage / 100
+
+
 class Controller:
     """One broker's controller component: watches ``/controller``, and when elected runs the cluster."""
 
@@ -1232,13 +1241,14 @@ class Controller:
         pct = float(self.config["leader.imbalance.per.broker.percentage"])
         by_preferred: dict[int, list[TopicPartition]] = {}
         for tp, info in ctx.partitions():
-            if info.state is not None and tp not in ctx.reassigning:
+            # A partition without leader state still counts in Kafka's denominator, never as not led.
+            if tp not in ctx.reassigning:
                 by_preferred.setdefault(info.replicas[0], []).append(tp)
         batch = _Batch()
         for broker, tps in sorted(by_preferred.items()):
-            not_led = [tp for tp in tps if ctx.info(tp).state.leader != broker]  # type: ignore[union-attr]
+            not_led = [tp for tp in tps if (st := ctx.info(tp).state) is not None and st.leader != broker]
             ratio = len(not_led) / len(tps)
-            if ratio * 100 <= pct or broker not in ctx.live_brokers:
+            if not leader_imbalance_exceeded(len(not_led), len(tps), pct) or broker not in ctx.live_brokers:
                 continue
             self._log("leader_imbalance", broker=broker, ratio=round(ratio, 4), partitions=len(tps))
             self.elect_preferred(not_led, batch, reason="auto_leader_rebalance")
@@ -1387,4 +1397,5 @@ __all__ = [
     "PartitionInfo",
     "STALE_BROKER_EPOCH",
     "StaleControllerEpochError",
+    "leader_imbalance_exceeded",
 ]
