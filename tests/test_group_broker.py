@@ -18,6 +18,7 @@ from kafkalite.errors import (
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
     IllegalGenerationError,
+    InvalidTopicError,
     MemberIdRequiredError,
     NotCoordinatorError,
     RequestTimedOutError,
@@ -25,6 +26,8 @@ from kafkalite.errors import (
 from kafkalite.protocol import (
     AlterPartitionReassignmentsRequest,
     ElectLeadersRequest,
+    ProducePartition,
+    ProduceRequest,
     Reassignment,
     TopicPartition,
 )
@@ -42,6 +45,7 @@ from kafkalite.protocol.group import (
     SyncGroupAssignment,
     SyncGroupRequest,
 )
+from kafkalite.records import build_batch
 
 FAST = {"offsets.topic.num.partitions": 5, "group.initial.rebalance.delay.ms": 0}
 TP = TopicPartition("orders", 0)
@@ -451,3 +455,25 @@ def test_cli_dump_log_offsets_decoder_flag(cluster: Cluster) -> None:
         'key: {"type":"1","data":{"group":"g","topic":"orders","partition":0}} payload: {"version":"3"'
         in result.output
     )
+
+
+# ------------------------------------------------------------------------------------ internal topic
+def test_clients_cannot_produce_to_the_offsets_topic(cluster: Cluster) -> None:
+    coord = cluster.coordinator("g1")
+    p = coordinator_partition("g1", 5)
+    tp = TopicPartition(OFFSETS_TOPIC, p)
+    end = cluster.replica(coord, OFFSETS_TOPIC, p).log_end_offset
+    forged = build_batch([(b"key", b"not an offset record")], timestamp=0)
+    resp = cluster.request(
+        coord, ProduceRequest(acks=-1, partitions=(ProducePartition(tp=tp, records=forged),))
+    )
+    (part,) = resp.partitions
+    assert part.error_code == InvalidTopicError.code
+    producer = cluster.producer("p")
+    fut = producer.send(OFFSETS_TOPIC, b"v", partition=p)
+    assert cluster.run_until(fut.done, 30_000)
+    assert isinstance(fut.exception(), InvalidTopicError)
+    assert cluster.replica(coord, OFFSETS_TOPIC, p).log_end_offset == end  # nothing was written
+    # The coordinator's own writes still go through.
+    join_and_sync(cluster, coord, "g1")
+    assert cluster.replica(coord, OFFSETS_TOPIC, p).log_end_offset > end

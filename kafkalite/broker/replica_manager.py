@@ -27,6 +27,7 @@ from kafkalite.broker.partition import Partition
 from kafkalite.errors import (
     FencedLeaderEpochError,
     InvalidRequiredAcksError,
+    InvalidTopicError,
     KafkaError,
     NotEnoughReplicasAfterAppendError,
     NotEnoughReplicasError,
@@ -40,6 +41,7 @@ from kafkalite.errors import (
 )
 from kafkalite.protocol import (
     EARLIEST_TIMESTAMP,
+    INTERNAL_TOPICS,
     LATEST_TIMESTAMP,
     NO_ERROR,
     AlterPartitionItem,
@@ -430,9 +432,12 @@ class ReplicaManager:
             return
         statuses: dict[TopicPartition, ProducePartitionStatus] = {}
         done: dict[TopicPartition, tuple[int, int, int]] = {}
+        internal_allowed = isinstance(src, _LocalReply)  # only the broker's own coordinators
         for pp in req.partitions:
             p = self._partitions.get(pp.tp)
             try:
+                if pp.tp.topic in INTERNAL_TOPICS and not internal_allowed:
+                    raise InvalidTopicError(f"Cannot append to internal topic {pp.tp.topic}")
                 if p is None:
                     raise UnknownTopicOrPartitionError(f"{pp.tp} is not hosted on broker {self.broker_id}")
                 if not p.is_leader:

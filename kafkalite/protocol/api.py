@@ -127,6 +127,8 @@ NO_TIMESTAMP = -1
 LATEST_TIMESTAMP = -1  # ListOffsets: the log end offset (or LSO under read_committed)
 EARLIEST_TIMESTAMP = -2  # ListOffsets: the log start offset
 MAX_TIMESTAMP = -3  # ListOffsets: the offset of the record with the largest timestamp
+#: Topics only brokers write to (Kafka's ``Topic.INTERNAL_TOPICS``): clients may read them, not produce.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 def fast_frozen_init(cls: type) -> type:
