@@ -9,7 +9,7 @@ decisions, while ``high_watermark``, ``log_end_offsets`` and ``read_all`` look a
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,13 @@ class _Admin(BaseNode):
 
 
 class Cluster:
-    """A simulated Kafka cluster (ZooKeeper mode): brokers 1..N, the node ``"zk"``, clients you add."""
+    """A simulated Kafka cluster (ZooKeeper mode): brokers 1..N, the node ``"zk"``, clients you add.
+
+    ``config`` holds broker keys shared by every broker. ``racks`` gives broker ``i`` (1-based) the
+    ``broker.rack`` ``racks[i - 1]`` (None for no rack), e.g. ``Cluster(6, racks=["a", "a", "b", "b",
+    "c", "c"])``; new topics and partitions are then placed rack-aware. It overrides a ``broker.rack`` in
+    ``config``.
+    """
 
     def __init__(
         self,
@@ -61,7 +67,10 @@ class Cluster:
         latency_ms: int = 1,
         *,
         log_messages: str = "none",
+        racks: Sequence[str | None] | None = None,
     ) -> None:
+        if racks is not None and (isinstance(racks, str) or len(racks) != brokers):
+            raise ValueError(f"racks needs one entry per broker ({brokers}), got {racks!r}")
         self.net = SimNetwork(seed, latency_ms=latency_ms, log_messages=log_messages)  # type: ignore[arg-type]
         self._tmp = tempfile.TemporaryDirectory(prefix="kafkalite-") if dir is None else None
         self.dir = Path(self._tmp.name if self._tmp is not None else dir)  # type: ignore[arg-type]
@@ -69,7 +78,10 @@ class Cluster:
         self.zk: ZkNode = self.net.add_node(ZK_NODE_ID, ZkNode(), tick_ms=ZK_TICK_MS)
         self.brokers: dict[int, KafkaBroker] = {}
         for b in range(1, brokers + 1):
-            node = KafkaBroker(b, self.dir / f"broker-{b}", dict(config or {}))
+            props = dict(config or {})
+            if racks is not None:
+                props["broker.rack"] = racks[b - 1]
+            node = KafkaBroker(b, self.dir / f"broker-{b}", props)
             self.brokers[b] = self.net.add_node(b, node, tick_ms=BROKER_TICK_MS)
         self._admin: _Admin = self.net.add_node("admin", _Admin())
         self._clients = 0

@@ -6,6 +6,10 @@ model are kept in ``extra`` (Kafka warns about unknown keys rather than failing)
 (``min.insync.replicas``, ``unclean.leader.election.enable`` and every ``LogConfig`` key) are merged by
 ``topic_config``; broker-level log defaults may be given with Kafka's ``log.`` prefix
 (``log.segment.bytes``) or as the topic key itself.
+
+``broker.rack`` (default null) names the broker's rack; the broker writes it into its ``/brokers/ids``
+registration, and the controller places replicas rack-aware when every live broker has one (it refuses
+to place when only some do).
 """
 
 from __future__ import annotations
@@ -18,9 +22,10 @@ from kafkalite.config import parse_bool, parse_int
 from kafkalite.errors import InvalidConfigError
 from kafkalite.storage.config import LogConfig
 
-# Kafka name -> (field, kind, default, minimum)
+# Kafka name -> (field, kind, default, minimum); kind "str?" is a string that may be null.
 _SPECS: dict[str, tuple[str, str, Any, int | None]] = {
     "broker.id": ("broker_id", "int", -1, -1),
+    "broker.rack": ("broker_rack", "str?", None, None),
     "log.dirs": ("log_dirs", "str", "/tmp/kafka-logs", None),
     "min.insync.replicas": ("min_insync_replicas", "int", 1, 1),
     "replica.lag.time.max.ms": ("replica_lag_time_max_ms", "int", 30000, 0),
@@ -70,6 +75,8 @@ _TOPIC_KEYS = {"min.insync.replicas", "unclean.leader.election.enable"}
 def _parse(key: str, kind: str, value: Any, minimum: int | None) -> Any:
     if kind == "str":
         return str(value)
+    if kind == "str?":
+        return None if value is None else str(value)
     if kind == "bool":
         return parse_bool(key, value)
     return parse_int(key, value, low=minimum)
@@ -80,6 +87,7 @@ class BrokerConfig:
     """A broker's settings; build with ``from_props`` (Kafka names) or keyword fields."""
 
     broker_id: int = -1
+    broker_rack: str | None = None
     log_dirs: str = "/tmp/kafka-logs"
     min_insync_replicas: int = 1
     replica_lag_time_max_ms: int = 30000

@@ -972,7 +972,27 @@ class Controller:
                 if rf > len(live)
                 else f"replication factor must be at least 1, got {rf}"
             )
-        return assign_replicas(live, n, rf, rng=self.rng)
+        racks = self._live_racks()
+        return assign_replicas(live, n, rf, rng=self.rng, broker_racks=racks)
+
+    def _live_racks(self) -> dict[int, str | None] | None:
+        """``broker.rack`` of each live broker from its registration; None when no broker has one.
+
+        Some brokers with a rack and some without is refused as Kafka's ZooKeeper mode does, before any
+        random draw, so the request fails cleanly instead of placement raising in the event loop.
+        """
+        ctx = self.ctx
+        assert ctx is not None
+        racks = {b: ep.rack if (ep := ctx.endpoints.get(b)) is not None else None for b in ctx.live_brokers}
+        missing = sorted(b for b, r in racks.items() if r is None)
+        if len(missing) == len(racks):
+            return None
+        if missing:
+            raise InvalidReplicaAssignmentError(
+                f"brokers {missing} have no broker.rack while others have one: rack-aware placement "
+                "needs a rack on every live broker"
+            )
+        return racks
 
     # -------------------------------------------------------------------------- CreatePartitions
     def _create_partitions(self, req: CreatePartitionsRequest) -> CreatePartitionsResponse:
@@ -1043,7 +1063,7 @@ class Controller:
                 f"Replication factor: {rf} larger than available brokers: {len(live)}."
             )
         existing = {p: list(info.replicas) for p, info in parts.items()}
-        return assign_new_partitions(live, existing, to_add)
+        return assign_new_partitions(live, existing, to_add, broker_racks=self._live_racks())
 
     # ---------------------------------------------------------------------------- AlterPartition
 

@@ -175,6 +175,8 @@ def assign_new_partitions(
     broker_ids: Sequence[int],
     existing: Mapping[int, Sequence[int]],
     partitions_to_add: int,
+    *,
+    broker_racks: Mapping[int, str | None] | None = None,
 ) -> dict[int, list[int]]:
     """Replicas for partitions added to a topic (Kafka's CreatePartitions without an explicit plan).
 
@@ -182,6 +184,9 @@ def assign_new_partitions(
     is the position of partition 0's leader (or the next higher broker id) in the sorted broker list,
     so leaders continue the round-robin. As in Kafka, the follower shift restarts from the start index
     rather than from where topic creation left it.
+
+    ``broker_racks`` makes the placement rack aware, as in ``assign_replicas``. Kafka still takes the
+    start index from the id-sorted list, then uses it in the rack-alternated one; so does this.
     """
     if 0 not in existing:
         raise ValueError("the existing assignment has no partition 0")
@@ -194,4 +199,5 @@ def assign_new_partitions(
         len(existing[0]),
         start_index=start_index,
         start_partition_id=len(existing),
+        broker_racks=broker_racks,
     )

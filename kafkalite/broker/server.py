@@ -290,7 +290,10 @@ class KafkaBroker(BaseNode):
                 zk.connect()
             paths.ensure_persistent_paths(zk)
             reg = paths.BrokerRegistration(
-                self.broker_id, (f"PLAINTEXT://{self.host}:{self.port}",), timestamp=self.now_ms()
+                self.broker_id,
+                (f"PLAINTEXT://{self.host}:{self.port}",),
+                timestamp=self.now_ms(),
+                rack=self.config.broker_rack,
             )
             zk.create(paths.broker_path(self.broker_id), reg.encode(), ephemeral=True)
             stat = zk.exists(paths.broker_path(self.broker_id))
