@@ -26,6 +26,7 @@ from kafkalite.errors import (
 from kafkalite.protocol import (
     AlterPartitionReassignmentsRequest,
     ElectLeadersRequest,
+    MetadataRequest,
     ProducePartition,
     ProduceRequest,
     Reassignment,
@@ -474,6 +475,8 @@ def test_clients_cannot_produce_to_the_offsets_topic(cluster: Cluster) -> None:
     assert cluster.run_until(fut.done, 30_000)
     assert isinstance(fut.exception(), InvalidTopicError)
     assert cluster.replica(coord, OFFSETS_TOPIC, p).log_end_offset == end  # nothing was written
+    meta = cluster.request(coord, MetadataRequest(topics=(OFFSETS_TOPIC, "orders")))
+    assert {t.name: t.is_internal for t in meta.topics}[OFFSETS_TOPIC] is True
     # The coordinator's own writes still go through.
     join_and_sync(cluster, coord, "g1")
     assert cluster.replica(coord, OFFSETS_TOPIC, p).log_end_offset > end

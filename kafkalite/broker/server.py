@@ -39,6 +39,7 @@ from kafkalite.errors import (
 )
 from kafkalite.net.sim import BaseNode
 from kafkalite.protocol import (
+    INTERNAL_TOPICS,
     NO_ERROR,
     NO_LEADER,
     AlterPartitionReassignmentsRequest,
@@ -149,7 +150,9 @@ class MetadataCache:
                         offline_replicas=st.offline_replicas,
                     )
                 )
-            topics.append(TopicMetadata(name=name, partitions=tuple(pms)))
+            topics.append(
+                TopicMetadata(name=name, is_internal=name in INTERNAL_TOPICS, partitions=tuple(pms))
+            )
         return MetadataResponse(
             brokers=tuple(self.live_brokers[b] for b in sorted(self.live_brokers)),
             cluster_id="kafkalite",
