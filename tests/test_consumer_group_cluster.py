@@ -172,3 +172,14 @@ def test_commit_while_joining(cluster: Cluster) -> None:
     with pytest.raises(RebalanceInProgressError):
         c.commit_sync({TopicPartition("t", 0): 3})
     assert cluster.group_offsets("g") == {}
+
+
+def test_pattern_subscription_leaves_out_internal_topics_only(cluster: Cluster) -> None:
+    # exclude.internal.topics (default true) drops topics the brokers mark internal, not every "__" name.
+    cluster.create_topic("__audit", partitions=1, replication_factor=3)
+    cluster.create_topic("orders", partitions=1, replication_factor=3)
+    assert cluster.coordinator("g") is not None  # __consumer_offsets exists from here on
+    c = consumer(cluster, "a", "g")
+    c.subscribe(pattern=r".*")
+    poll_all([c], 20)
+    assert c.subscription() == {"__audit", "orders"}

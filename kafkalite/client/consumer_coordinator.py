@@ -68,7 +68,7 @@ from kafkalite.errors import (
     UnknownTopicOrPartitionError,
     error_for_code,
 )
-from kafkalite.protocol import TopicPartition
+from kafkalite.protocol import INTERNAL_TOPICS, TopicPartition
 from kafkalite.protocol.api import CoordinatorType
 from kafkalite.protocol.group import (
     FindCoordinatorRequest,
@@ -363,7 +363,7 @@ class ConsumerCoordinator:
         return {
             t
             for t in self.c.metadata.topics
-            if self.pattern.fullmatch(t) and not (self.cfg.exclude_internal_topics and t.startswith("__"))
+            if self.pattern.fullmatch(t) and not (self.cfg.exclude_internal_topics and t in INTERNAL_TOPICS)
         }
 
     def needs_metadata(self) -> bool:
