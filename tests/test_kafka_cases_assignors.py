@@ -204,20 +204,38 @@ def _by_instance(got: Assignment, subs: Mapping[str, Subscription]) -> dict[str,
     return {s.group_instance_id: set(got[m]) for m, s in subs.items() if s.group_instance_id}  # type: ignore[misc]
 
 
-def test_range_static_members_survive_member_id_changes() -> None:
-    # testStaticMemberRangeAssignmentPersistentAfterMemberIdChanges
+@pytest.mark.parametrize(
+    ("assignor", "expected"),
+    [
+        # testStaticMemberRangeAssignmentPersistentAfterMemberIdChanges
+        (
+            RangeAssignor,
+            {
+                "instance1": "topic1-0, topic1-1, topic2-0, topic2-1",
+                "instance2": "topic1-2, topic1-3, topic2-2, topic2-3",
+                "instance3": "topic1-4, topic2-4",
+            },
+        ),
+        # testStaticMemberRoundRobinAssignmentPersistentAfterMemberIdChanges
+        (
+            RoundRobinAssignor,
+            {
+                "instance1": "topic1-0, topic1-3, topic2-1, topic2-4",
+                "instance2": "topic1-1, topic1-4, topic2-2",
+                "instance3": "topic1-2, topic2-0, topic2-3",
+            },
+        ),
+    ],
+)
+def test_static_members_survive_member_id_changes(assignor: type, expected: dict[str, str]) -> None:
     ppt = {"topic1": 5, "topic2": 5}
     both = ["topic1", "topic2"]
     subs = {f"consumer{i}": sub(both, group_instance_id=f"instance{i}") for i in (1, 2, 3)}
-    expected = {
-        "instance1": set(tps("topic1-0, topic1-1, topic2-0, topic2-1")),
-        "instance2": set(tps("topic1-2, topic1-3, topic2-2, topic2-3")),
-        "instance3": set(tps("topic1-4, topic2-4")),
-    }
-    assert _by_instance(RangeAssignor().assign(ppt, subs), subs) == expected
+    want = {instance: set(tps(names)) for instance, names in expected.items()}
+    assert _by_instance(assignor().assign(ppt, subs), subs) == want
     subs["consumer4"] = subs.pop("consumer3")
     subs["consumer5"] = subs.pop("consumer2")
-    assert _by_instance(RangeAssignor().assign(ppt, subs), subs) == expected
+    assert _by_instance(assignor().assign(ppt, subs), subs) == want
 
 
 def _spec_assign(
@@ -383,22 +401,6 @@ def test_roundrobin_static_members_persistent() -> None:
     subs["consumer5"] = sub(both)
     expected["consumer5"] = expected.pop("consumer4")
     assert RoundRobinAssignor().assign(ppt, subs) == expected
-
-
-def test_roundrobin_static_members_survive_member_id_changes() -> None:
-    # testStaticMemberRoundRobinAssignmentPersistentAfterMemberIdChanges
-    ppt = {"topic1": 5, "topic2": 5}
-    both = ["topic1", "topic2"]
-    subs = {f"consumer{i}": sub(both, group_instance_id=f"instance{i}") for i in (1, 2, 3)}
-    expected = {
-        "instance1": set(tps("topic1-0, topic1-3, topic2-1, topic2-4")),
-        "instance2": set(tps("topic1-1, topic1-4, topic2-2")),
-        "instance3": set(tps("topic1-2, topic2-0, topic2-3")),
-    }
-    assert _by_instance(RoundRobinAssignor().assign(ppt, subs), subs) == expected
-    subs["consumer4"] = subs.pop("consumer3")
-    subs["consumer5"] = subs.pop("consumer2")
-    assert _by_instance(RoundRobinAssignor().assign(ppt, subs), subs) == expected
 
 
 # ==================================================================================================

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+from test_partitioner import SequentialPartitioner  # draws 0, 1, 2, ... as Kafka's test helper
+from test_placement import KAFKA_5_BROKERS_10_PARTITIONS_RF3
 
 from kafkalite.broker.controller import leader_imbalance_exceeded
 from kafkalite.broker.group.placement import coordinator_partition, java_string_hash, kafka_abs
@@ -79,19 +81,9 @@ def test_group_partition_uses_abs_not_mask() -> None:
 
 
 def test_replica_assignment_without_racks() -> None:
-    # testReplicaAssignment: brokers 0..4, 10 partitions, RF 3, fixed start index 0.
-    expected = {
-        0: [0, 1, 2],
-        1: [1, 2, 3],
-        2: [2, 3, 4],
-        3: [3, 4, 0],
-        4: [4, 0, 1],
-        5: [0, 2, 3],
-        6: [1, 3, 4],
-        7: [2, 4, 0],
-        8: [3, 0, 1],
-        9: [4, 1, 2],
-    }
+    # testReplicaAssignment: brokers 0..4, 10 partitions, RF 3, fixed start index 0; a negative first
+    # partition id counts as 0.
+    expected = KAFKA_5_BROKERS_10_PARTITIONS_RF3
     assert assign_replicas(range(5), 10, 3, start_index=0, start_partition_id=-1) == expected
     with pytest.raises(InvalidReplicationFactorError):
         assign_replicas(range(5), 10, 0)
@@ -205,31 +197,7 @@ def test_add_partitions_continues_round_robin() -> None:
 # --- KIP-794 sticky switching (BuiltInPartitionerTest) -----------------------------------------------------
 
 
-class Sequential(BuiltInPartitioner):
-    """Kafka's SequentialPartitioner: the "random" draws are 0, 1, 2, ..."""
-
-    def __init__(self, topic: str, batch: int) -> None:
-        super().__init__(topic, batch)
-        self._next = 0
-
-    def random_partition(self) -> int:
-        self._next += 1
-        return self._next - 1
-
-
-def test_sticky_switch_after_batch_size() -> None:
-    # testStickyPartitioning: 3 partitions, sticky size 3 bytes, one byte per record.
-    a = Sequential("topicA", 3)
-    first = a.peek_current_partition(3)
-    for _ in range(2):
-        a.update_partition_info(1, 3)
-        assert a.peek_current_partition(3) == first
-    a.update_partition_info(1, 3)
-    assert a.peek_current_partition(3) != first
-    b = Sequential("topicB", 1)
-    for _ in range(10):
-        assert b.peek_current_partition(1) == 0
-        b.update_partition_info(1, 1)
+# testStickyPartitioning is test_partitioner.test_built_in_switches_after_batch_size_bytes.
 
 
 def test_sticky_skips_unavailable_partitions() -> None:
@@ -255,7 +223,7 @@ def test_sticky_skips_unavailable_partitions() -> None:
 def test_adaptive_frequencies_follow_queue_sizes() -> None:
     # adaptivePartitionsTest: queue sizes 5, 0, 3, 0, 1 -> weights 6 - size, exactly over 2 cycles.
     sizes = [5, 0, 3, 0, 1]
-    p = Sequential("topicA", 1)
+    p = SequentialPartitioner("topicA", 1)
     p.update_partition_load_stats(sizes, list(range(5)), len(sizes))
     seen = Counter()
     for _ in range(p.load_stats_range_end() * 2):
