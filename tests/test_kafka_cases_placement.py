@@ -9,30 +9,18 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from test_partitioner import SequentialPartitioner  # draws 0, 1, 2, ... as Kafka's test helper
+from test_partitioner import KAFKA_MURMUR2_VECTORS
 from test_placement import KAFKA_5_BROKERS_10_PARTITIONS_RF3
 
 from kafkalite.broker.controller import leader_imbalance_exceeded
 from kafkalite.broker.group.placement import coordinator_partition, java_string_hash, kafka_abs
 from kafkalite.broker.placement import assign_new_partitions, assign_replicas, rack_alternated_brokers
-from kafkalite.client.partitioner import BuiltInPartitioner, murmur2, partition_for_key, to_positive
+from kafkalite.client.partitioner import BuiltInPartitioner, partition_for_key, to_positive
 from kafkalite.errors import InvalidPartitionsError, InvalidReplicationFactorError
 
 # --- murmur2 and the key partitioner (UtilsTest.testMurmur2) ------------------------------------------
 
-MURMUR2 = [
-    (b"21", -973932308),
-    (b"foobar", -790332482),
-    (b"a-little-bit-long-string", -985981536),
-    (b"a-little-bit-longer-string", -1486304829),
-    (b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58897971),
-    (b"abc", 479470107),
-]
-
-
-@pytest.mark.parametrize(("key", "expected"), MURMUR2)
-def test_murmur2_kafka_vectors(key: bytes, expected: int) -> None:
-    assert murmur2(key) == expected
+MURMUR2 = KAFKA_MURMUR2_VECTORS  # test_partitioner checks murmur2 itself on them
 
 
 @pytest.mark.parametrize(("key", "expected"), MURMUR2)
@@ -197,40 +185,8 @@ def test_add_partitions_continues_round_robin() -> None:
 # --- KIP-794 sticky switching (BuiltInPartitionerTest) -----------------------------------------------------
 
 
-# testStickyPartitioning is test_partitioner.test_built_in_switches_after_batch_size_bytes.
-
-
-def test_sticky_skips_unavailable_partitions() -> None:
-    # unavailablePartitionsTest: A has 0 and 2 available, B only 1, C none (then any partition).
-    a = BuiltInPartitioner("topicA", 1)
-    seen = set()
-    for _ in range(101):
-        part = a.peek_current_partition(3, [0, 2])
-        assert part != 1
-        seen.add(part)
-        a.update_partition_info(1, 3, [0, 2])
-    assert len(seen) == 2
-    b = BuiltInPartitioner("topicB", 1)
-    for _ in range(101):
-        assert b.peek_current_partition(2, [1]) == 1
-        b.update_partition_info(1, 2, [1])
-    c = BuiltInPartitioner("topicC", 1)
-    assert c.peek_current_partition(1, []) == 0
-    c.update_partition_info(1, 1, [])
-    assert c.peek_current_partition(1, []) == 0
-
-
-def test_adaptive_frequencies_follow_queue_sizes() -> None:
-    # adaptivePartitionsTest: queue sizes 5, 0, 3, 0, 1 -> weights 6 - size, exactly over 2 cycles.
-    sizes = [5, 0, 3, 0, 1]
-    p = SequentialPartitioner("topicA", 1)
-    p.update_partition_load_stats(sizes, list(range(5)), len(sizes))
-    seen = Counter()
-    for _ in range(p.load_stats_range_end() * 2):
-        part = p.peek_current_partition(5)
-        seen[part] += 1
-        p.update_partition_info(1, 5)
-    assert [seen[i] for i in range(5)] == [(6 - s) * 2 for s in sizes]
+# Kafka's BuiltInPartitionerTest cases (stickyPartitioning, unavailablePartitions, adaptivePartitions)
+# are test_partitioner's test_built_in_* tests.
 
 
 def test_sticky_batch_size_must_be_positive() -> None:
