@@ -112,6 +112,42 @@ def test_offset_index_rejects_bad_entries_and_detects_corruption(tmp_path):
     assert "multiple" in OffsetIndex(tmp_path / "c.index", 0, 64, mutable=False).corrupt_reason
 
 
+def test_index_entries_reach_the_file_a_page_at_a_time(tmp_path):
+    def in_file(idx):
+        raw = idx.path.read_bytes()
+        return [e for e in struct.iter_unpack(">ii", raw) if e != (0, 0)]
+
+    idx = OffsetIndex(tmp_path / "p.index", 0, 8 * 2048)
+    for i in range(1, 601):  # a page holds 512 entries of 8 bytes
+        idx.append(i, 10 * i)
+    assert len(in_file(idx)) == 512 and len(idx) == 600  # lookups see all 600 at once
+    idx.flush()
+    assert in_file(idx) == idx.entries
+    idx.truncate_to(300)  # entries for 300 and later are zeroed in the file, not only forgotten
+    assert in_file(idx) == idx.entries and len(idx) == 299
+    idx.append(300, 3001)
+    idx.trim()
+    assert idx.path.read_bytes() == b"".join(struct.pack(">ii", *e) for e in idx.entries)
+
+
+def test_crash_loses_unwritten_index_entries_and_recovery_rebuilds_them(tmp_path):
+    d = tmp_path / "t-0"
+    cfg = {"index.interval.bytes": 1}  # an entry per batch: a page fills after 512 batches
+    log = Log.open(d, cfg)
+    for i in range(700):
+        log.append(batch(1, ts=T0 + i))
+    entries = log.active_segment.offset_index.entries
+    log.crash()
+    on_disk = [
+        e for e in struct.iter_unpack(">ii", log.active_segment.index_path.read_bytes()) if e != (0, 0)
+    ]
+    assert len(on_disk) == 512 < len(entries)
+    log = Log.open(d, cfg)
+    assert log.active_segment.offset_index.entries == entries
+    assert next(log.read(650, 1).records.records()).offset == 650
+    log.close()
+
+
 def test_time_index_only_grows(tmp_path):
     ti = TimeIndex(tmp_path / "x.timeindex", 50, 12 * 10)
     assert ti.maybe_append(100, 52)
