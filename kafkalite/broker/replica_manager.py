@@ -600,7 +600,12 @@ class ReplicaManager:
             return FencedLeaderEpochError.code
         return UnknownLeaderEpochError.code
 
-    def _read_partition(self, req: FetchRequest, fp: Any) -> tuple[FetchPartitionResponse, int]:
+    def _read_partition(
+        self, req: FetchRequest, fp: Any, *, copy: bool = True
+    ) -> tuple[FetchPartitionResponse | None, int]:
+        """The answer for one partition of a fetch and its size in bytes. ``copy=False`` only sizes the
+        data (None instead of a response when there is data), as a waiting fetch checks ``fetch.min.bytes``
+        without reading what it will read again on completion."""
         p = self._partitions.get(fp.tp)
         if p is None:
             return FetchPartitionResponse(tp=fp.tp, error_code=UnknownTopicOrPartitionError.code), 0
@@ -639,6 +644,8 @@ class ReplicaManager:
                 last_stable_offset=hw,
                 log_start_offset=start,
             ), 0
+        if not copy:
+            return None, info.records.size
         data = info.records.read()  # bytes on the simulated wire: the leader's file may change underneath
         return FetchPartitionResponse(
             tp=fp.tp, records=data, high_watermark=hw, last_stable_offset=hw, log_start_offset=start
@@ -706,11 +713,7 @@ class ReplicaManager:
         return False
 
     def _bytes_ready(self, op: DelayedFetch) -> int:
-        n = 0
-        for fp in op.request.partitions:
-            r, size = self._read_partition(op.request, fp)
-            n += size
-        return n
+        return sum(self._read_partition(op.request, fp, copy=False)[1] for fp in op.request.partitions)
 
     def _complete_fetch(self, op: DelayedFetch) -> None:
         if op.completed:
