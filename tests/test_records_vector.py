@@ -145,3 +145,53 @@ def test_corrupted_sections_give_the_same_outcome(b, edits, chop, count_change):
     many = _outcome(lambda: decode_sections([data, data], [n, n], [0, 0], [T0, T0], [None, None]))
     twice = _outcome(lambda: exact(data, n, 0, T0) * 2)
     assert many is None or many == twice
+
+
+# Lengths are what the walk reads; the bytes themselves are cheap filler.
+small = st.none() | small_sizes.map(lambda n: b"\x01" * n)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    shapes=st.lists(
+        st.lists(st.tuples(small, small, no_headers), min_size=1, max_size=8), min_size=1, max_size=4
+    ),
+    copies=st.integers(24, 30),
+    damage=st.none() | st.tuples(st.integers(min_value=0), st.integers(0, 255)),
+)
+def test_lockstep_walk_finds_the_plain_walks_starts(shapes, copies, damage):
+    """The table-driven walk over many batches at once returns the plain walk's record starts; on
+    damaged data it returns those or None (the plain walk then names the damage)."""
+    sections = [build_batch(shapes[i % len(shapes)]) for i in range(copies)]  # >= 24 batches
+    got, want, counts = _walks(sections, damage)
+    if damage is None and max(counts) * 6 <= sum(counts):  # balanced: the walk does not defer
+        assert got is not None and got.tolist() == want
+    elif got is not None and not isinstance(want, tuple):
+        assert got.tolist() == want
+
+
+def test_lockstep_walk_leaves_records_over_8_kib_to_the_plain_walk():
+    sections = [build_batch([(b"k", b"\x01" * 100)] * 4) for _ in range(30)]
+    got, want, _ = _walks(sections, None)
+    assert got is not None and got.tolist() == want
+    sections[7] = build_batch([(b"k", b"\x01" * 100), (b"k", b"\x01" * 9000), (b"k", b"")])
+    got, want, _ = _walks(sections, None)
+    assert got is None and len(want) == 4 * 29 + 3
+
+
+def _walks(sections, damage):
+    """(lockstep walk, plain walk or its error, counts) over the records sections of ``sections``."""
+    import numpy as np
+
+    from kafkalite.records.vector import byte_pairs, walk_lockstep, walk_python
+
+    headers = [RecordBatch.decode(b).header for b in sections]
+    bodies = [_records_section(b, 0, h) for b, h in zip(sections, headers, strict=True)]
+    counts = [h.records_count for h in headers]
+    data = bytearray(b"".join(bodies))
+    if damage is not None:
+        data[damage[0] % len(data)] = damage[1]
+    data = bytes(data)
+    bounds = np.cumsum([0, *(len(x) for x in bodies)])
+    got = walk_lockstep(byte_pairs(data), bounds, np.array(counts, np.int64))
+    return got, _outcome(lambda: walk_python(data, bounds.tolist(), counts, "t-0").tolist()), counts

@@ -50,38 +50,33 @@ def varints(arr: np.ndarray, pos: np.ndarray, max_bytes: int) -> tuple[np.ndarra
 VECTOR_WALK_MIN_BATCHES = 24
 
 
-def walk_lockstep(arr: np.ndarray, bounds: np.ndarray, counts: np.ndarray) -> np.ndarray | None:
+def walk_lockstep(words: np.ndarray, bounds: np.ndarray, counts: np.ndarray) -> np.ndarray | None:
     """Start position of every record, stepping through all batches at once: step ``i`` moves every
-    batch from its record ``i`` to record ``i + 1``. None when the plain loop is the better choice (few
-    large batches) or a record length needs a varint longer than 2 bytes (records over 8 KiB)."""
+    batch from its record ``i`` to record ``i + 1`` with one lookup in the byte-pair table (``words``:
+    the byte pair at every position, as ``decode_sections`` builds it). None when the plain loop is the
+    better choice (few large batches) or a record length is not a 1- or 2-byte varint above 0 (records
+    over 8 KiB, or corrupt ones: ``walk_python`` then says what is wrong)."""
     nsec = len(counts)
     most = int(counts.max())
     if nsec < VECTOR_WALK_MIN_BATCHES or most * VECTOR_WALK_MIN_BATCHES > int(counts.sum()) * 4:
         return None
+    record_step = varint_tables()[3]
     pos = bounds[:-1].astype(np.int64)
     out = np.empty((most, nsec), np.int64)
-    # Batches with fewer records stop moving once done; corrupt lengths cannot send a position past
-    # the buffer (the caller's length check reports them).
+    # Batches with fewer records stop moving once done; a length the table cannot read sends a position
+    # to the end of the padding, and the check after the loop sees it.
     steps = None if (counts == most).all() else np.arange(most)[:, None] < counts[None, :]
-    limit = len(arr) - 3
+    limit = len(words) - 1
     for i in range(most):
         out[i] = pos
-        b = arr[pos].astype(np.int64)
-        one = b < 0x80
-        if one.all():
-            pos = pos + 1 + (b >> 1)
-        else:
-            b2 = arr[pos + 1].astype(np.int64)
-            if (b2[~one] >= 0x80).any():
-                return None
-            u = np.where(one, b, (b & 0x7F) | (b2 << 7))
-            pos = pos + 2 - one + (u >> 1)
+        pos = pos + record_step[words[pos]]
         if steps is not None:
             pos = np.where(steps[i], pos, out[i])
         np.minimum(pos, limit, out=pos)
-    if steps is None:
-        return out.T.reshape(-1)
-    return out.T[steps.T]
+    starts = out.T.reshape(-1) if steps is None else out.T[steps.T]
+    if (record_step[words[starts]] >= _FAR).any():
+        return None
+    return starts
 
 
 def walk_python(blob, bounds: Sequence[int], counts: Sequence[int], name: str) -> np.ndarray:
@@ -116,6 +111,13 @@ def walk_python(blob, bounds: Sequence[int], counts: Sequence[int], name: str) -
 # computed from it lands far past the data, where no record can end, so the fast path gives up.
 _FAR = 1 << 40
 _TABLES: tuple[np.ndarray, ...] | None = None
+
+
+def byte_pairs(blob) -> np.ndarray:
+    """The little-endian byte pair at every position of ``blob`` (zero padding after its end), what the
+    tables below are indexed with."""
+    padded = bytes(blob) + PAD
+    return np.ndarray((len(padded) - 1,), "<u2", padded, 0, (1,))
 
 
 def varint_tables() -> tuple[np.ndarray, ...]:
@@ -231,7 +233,7 @@ def _run_starts(blob, words: np.ndarray, lo: int, hi: int, n: int) -> np.ndarray
     return np.concatenate(out) if len(out) > 1 else out[0]
 
 
-def _fields(words: np.ndarray, starts: np.ndarray) -> tuple:
+def record_fields(words: np.ndarray, starts: np.ndarray) -> tuple:
     """Every record's end, varints and field positions, a few numpy calls per field for all records;
     the last item is where each record's header count sits. IndexError after an odd field."""
     val_t, size_t, step_t, record_step_t, size_and_attributes_t = varint_tables()
@@ -291,7 +293,7 @@ def _locate(
     if not parts:
         return ()
     starts = np.concatenate(parts) if len(parts) > 1 else parts[0]
-    fields = _fields(words, starts)
+    fields = record_fields(words, starts)
     if not _tiles(starts, fields[0], counts, bounds):
         return None
     return starts, *fields
@@ -319,8 +321,7 @@ def decode_sections(
     for b in (*base_offsets, *base_timestamps):
         if not -_SAFE_BASE < b < _SAFE_BASE:
             return None
-    padded = bytes(blob) + PAD
-    words = np.ndarray((len(padded) - 1,), "<u2", padded, 0, (1,))  # the byte pair at every position
+    words = byte_pairs(blob)
     try:
         located = _locate(blob, words, counts, bounds, True) or _locate(blob, words, counts, bounds, False)
         if located is None or located == ():
@@ -402,4 +403,14 @@ def _decode_odd(
     return out
 
 
-__all__ = ["PAD", "build_records", "decode_sections", "varints", "walk_lockstep", "walk_python"]
+__all__ = [
+    "PAD",
+    "build_records",
+    "byte_pairs",
+    "decode_sections",
+    "record_fields",
+    "varint_tables",
+    "varints",
+    "walk_lockstep",
+    "walk_python",
+]

@@ -22,9 +22,14 @@ from kafkalite.errors import CorruptRecordError
 from kafkalite.records import BatchHeader, decode_varint
 from kafkalite.records.compression import decompress
 from kafkalite.records.vector import PAD as _PAD
-from kafkalite.records.vector import varints as _varints
-from kafkalite.records.vector import walk_lockstep as _walk
-from kafkalite.records.vector import walk_python as _walk_python
+from kafkalite.records.vector import (
+    byte_pairs,
+    record_fields,
+    varint_tables,
+    varints,
+    walk_lockstep,
+    walk_python,
+)
 
 BATCH_HEADER_SIZE = 61
 COMPRESSION_MASK = 0x07
@@ -86,6 +91,43 @@ def _headers_column(blob: bytes, starts: np.ndarray, counts: np.ndarray, ends: n
     return pa.array(rows, HEADERS_TYPE)
 
 
+def _table_fields(words: np.ndarray, starts: np.ndarray) -> tuple | None:
+    """Every record's end and fields from the byte-pair tables; None when one needs a varint of 3
+    bytes or more (a key or value over 8 KiB, a far timestamp) or holds an impossible length."""
+    val, size = varint_tables()[:2]
+    try:
+        rec_end, tsd, od, kl, key_start, vl, value_start, p = record_fields(words, starts)
+        w = words[p]
+    except IndexError:
+        return None
+    headers_start = p + size[w]
+    if (rec_end >= len(words)).any() or (headers_start >= len(words)).any():
+        return None
+    return rec_end, tsd, od, kl, key_start, vl, value_start, val[w], headers_start
+
+
+def _varint_fields(blob, starts: np.ndarray, name: str) -> tuple:
+    """The same as ``_table_fields`` for any varint length, a byte column at a time."""
+    arr = np.frombuffer(blob + _PAD, np.uint8)
+    ln, n0 = varints(arr, starts, 5)
+    if (ln < 0).any():
+        raise CorruptRecordError(f"{name}: record lengths do not add up to their batch")
+    p = starts + n0
+    rec_end = p + ln
+    tsd, n1 = varints(arr, p + 1, 10)  # +1: the attributes byte
+    q = p + 1 + n1
+    od, n2 = varints(arr, q, 5)
+    q += n2
+    kl, n3 = varints(arr, q, 5)
+    key_start = q + n3
+    q = key_start + np.maximum(kl, 0)
+    vl, n4 = varints(arr, q, 5)
+    value_start = q + n4
+    q = value_start + np.maximum(vl, 0)
+    hc, n5 = varints(arr, q, 5)
+    return rec_end, tsd, od, kl, key_start, vl, value_start, hc, q + n5
+
+
 def batches_to_arrow(
     data,
     batches: Sequence[tuple[int, BatchHeader]],
@@ -116,36 +158,24 @@ def batches_to_arrow(
     if not sections:
         return None
     blob = b"".join(sections)
-
-    arr = np.frombuffer(blob + _PAD, np.uint8)
-    sizes = [len(x) for x in sections]
-    bounds = np.cumsum([0, *sizes])
+    bounds = np.cumsum([0, *(len(x) for x in sections)])
     counts = np.array(sec_counts, np.int64)
-    starts = _walk(arr, bounds, counts)
+    name = f"{topic}-{partition}"
+    words = byte_pairs(blob)
+    starts = walk_lockstep(words, bounds, counts)
     if starts is None:
-        starts = _walk_python(blob, bounds.tolist(), sec_counts, f"{topic}-{partition}")
-    ln, n0 = _varints(arr, starts, 5)
-    p = starts + n0
-    rec_end = p + ln
+        starts = walk_python(blob, bounds.tolist(), sec_counts, name)
+    located = _table_fields(words, starts)
+    if located is None:
+        located = _varint_fields(blob, starts, name)
+    rec_end, tsd, od, kl, key_start, vl, value_start, hc, headers_start = located
     nxt = np.empty_like(rec_end)
     nxt[:-1] = starts[1:]
     nxt[np.cumsum(counts) - 1] = bounds[1:]  # each section's last record ends where the section does
-    if (ln < 0).any() or (rec_end != nxt).any():
-        raise CorruptRecordError(f"{topic}-{partition}: record lengths do not add up to their batch")
-    tsd, n1 = _varints(arr, p + 1, 10)  # +1: the attributes byte
-    q = p + 1 + n1
-    od, n2 = _varints(arr, q, 5)
-    q += n2
-    kl, n3 = _varints(arr, q, 5)
-    key_start = q + n3
-    q = key_start + np.maximum(kl, 0)
-    vl, n4 = _varints(arr, q, 5)
-    value_start = q + n4
-    q = value_start + np.maximum(vl, 0)
-    hc, n5 = _varints(arr, q, 5)
-    headers_start = q + n5
+    if (rec_end != nxt).any():
+        raise CorruptRecordError(f"{name}: record lengths do not add up to their batch")
     if (headers_start > rec_end).any() or ((hc == 0) & (headers_start != rec_end)).any():
-        raise CorruptRecordError(f"{topic}-{partition}: a record's fields do not fit its length")
+        raise CorruptRecordError(f"{name}: a record's fields do not fit its length")
 
     offsets = np.repeat(np.array(sec_base_off, np.int64), counts) + od
     fixed = np.repeat(np.array(sec_fixed, np.bool_), counts)
