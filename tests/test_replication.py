@@ -234,6 +234,22 @@ def test_consumer_reads_only_below_hw_and_follower_hw_follows(c3):
     assert c3.net.events("leo")
 
 
+def test_follower_learns_a_new_hw_with_data_or_at_the_fetch_wait_not_at_once(tmp_path):
+    """KAFKA-9952 (Kafka 2.6): a follower's waiting fetch is not answered just because the HW moved;
+    the follower learns the new HW with the next data, or when ``replica.fetch.wait.max.ms`` runs out."""
+    c = Cluster(tmp_path, 3, replica_fetch_wait_max_ms=300)
+    c.elect(1, 0, (1, 2, 3))
+    cid = c.produce(1, [b"a"], acks=-1)
+    assert c.run_until(lambda: c.answer(cid) is not None)
+    acked = c.net.now_ms()
+    assert c.rm(1).partition(TP).high_watermark == 1
+    assert c.run_until(lambda: all(c.rm(b).partition(TP).high_watermark == 1 for b in (2, 3)), 1000)
+    waited = c.net.now_ms() - acked
+    assert 250 <= waited <= 310  # the followers' parked fetches ran to their max wait
+    fetches = [e for e in c.net.events("hw") if e.node in (2, 3)]
+    assert len(fetches) == 2
+
+
 def test_min_insync_replicas_not_enough_replicas(tmp_path):
     c = Cluster(tmp_path, 3, min_insync_replicas=2)
     c.elect(1, 0, (1,))

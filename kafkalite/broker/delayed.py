@@ -43,9 +43,6 @@ class DelayedFetch:
     env: RequestEnvelope
     src: Any
     request: FetchRequest
-    hw_at_read: dict[TopicPartition, int]
-    """Leader HW per partition when the fetch was first read: a follower fetch completes when it moves,
-    so the follower learns the new HW without waiting for data or the timeout."""
     timer_id: int | None = None
     completed: bool = False
 

@@ -657,15 +657,12 @@ class ReplicaManager:
         results = []
         total = 0
         errors = False
-        hws: dict[TopicPartition, int] = {}
         for fp in req.partitions:
             r, n = self._read_partition(req, fp)
             results.append(r)
             total += n
             errors = errors or r.error_code != NO_ERROR or r.diverging_epoch is not None
             p = self._partitions.get(fp.tp)
-            if p is not None:
-                hws[fp.tp] = p.high_watermark
             if (
                 req.replica_id >= 0
                 and r.error_code == NO_ERROR
@@ -676,11 +673,11 @@ class ReplicaManager:
         if req.max_wait_ms <= 0 or total >= req.min_bytes or errors or not req.partitions:
             self._send(src, env.reply(FetchResponse(partitions=tuple(results))))
             return
-        op = DelayedFetch(env, src, req, hws)
+        op = DelayedFetch(env, src, req)
         op.timer_id = self._set_timer(req.max_wait_ms, lambda _now: self._complete_fetch(op))
         for fp in req.partitions:
             self._delayed_fetch.setdefault(fp.tp, []).append(op)
-        self._check_fetch(op)  # the follower state update above may already have moved the HW
+        self._check_fetch(op)  # what the update above set off (a produce callback may append) may be ready
 
     def _update_follower(
         self, p: Partition, replica: int, fetch_offset: int, log_start: int, now: int
@@ -699,9 +696,6 @@ class ReplicaManager:
         for fp in req.partitions:
             p = self._partitions.get(fp.tp)
             if p is None or not p.is_leader or self._check_epoch(p, fp.current_leader_epoch) != NO_ERROR:
-                force = True
-                break
-            if op.is_follower and p.high_watermark != op.hw_at_read.get(fp.tp, p.high_watermark):
                 force = True
                 break
             end = p.log_end_offset if op.is_follower else p.high_watermark
