@@ -52,8 +52,10 @@ def test_run_storage_bench_tiny(tmp_path):
     d = result.to_dict()
     assert set(d) >= {"raw_write", "log_append", "raw_read", "log_read", "append_ratio", "read_ratio"}
     assert d["log_append"]["mib_per_s"] > 0
+    assert d["checked_write"]["us_per_batch"] > 0 and d["checked_write"]["ratio"] > 0
     table = result.table()
     assert "Log.append" in table and "target >= 0.9" in table and "page-cache" in table
+    assert "batch check + write" in table
     assert list(tmp_path.iterdir()) == []  # cleaned up after itself
 
 

@@ -1,11 +1,15 @@
 """How close does ``Log`` come to the file system under it?
 
-Four timings over the same pre-built batches, in one run:
+Timings over the same pre-built batches, in one run:
 
 (a) raw write: the batches written one by one into a single file (open, write per batch, fsync, close);
 (b) ``Log.append`` of the same batches into a fresh log (open, append per batch, close, which fsyncs);
 (c) raw read of the resulting segment files in 1 MiB chunks;
 (d) ``Log.read`` + ``FileSlice.read`` over the whole log in 1 MiB fetches, as a consumer's fetches walk it.
+
+A fifth, to show where the gap between (a) and (b) lies: (e) the least a log that checks its input can
+do, the broker's batch check (CRC32C and header checks, as Kafka's broker does before an append) and
+one write per batch, with no offsets stamped and no index kept, timed like (a).
 
 Both write sides end with an fsync: ``Log.close`` flushes its segment (and trims and syncs the indexes),
 as Kafka does on a clean shutdown, so the raw writer fsyncs its file before closing too. No fsync per
@@ -66,6 +70,7 @@ class StorageBenchResult(JsonResult):
     log_read: Timing
     appended_equals_raw: bool
     segments: int
+    checked_write_seconds: float = 0.0  # (e): batch check + one write per batch, open to fsync and close
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -76,6 +81,14 @@ class StorageBenchResult(JsonResult):
     def read_ratio(self) -> float:
         return self.log_read.mib_per_s / self.raw_read.mib_per_s
 
+    @property
+    def checked_write_ratio(self) -> float:
+        """(e) against the raw write: the ceiling for any log that checks each batch before writing it."""
+        return self.raw_write.seconds / self.checked_write_seconds if self.checked_write_seconds else 0.0
+
+    def per_batch_us(self, seconds: float) -> float:
+        return seconds / self.batches * 1e6 if self.batches else 0.0
+
     def to_dict(self) -> dict:
         d = {
             k: v
@@ -85,6 +98,11 @@ class StorageBenchResult(JsonResult):
         for t in (self.raw_write, self.log_append, self.raw_read, self.log_read):
             d[t.name.replace(".", "_").replace(" ", "_").lower()] = t.to_dict()
         d.update(append_ratio=self.append_ratio, read_ratio=self.read_ratio, target_ratio=TARGET_RATIO)
+        d["checked_write"] = {
+            "seconds": self.checked_write_seconds,
+            "us_per_batch": self.per_batch_us(self.checked_write_seconds),
+            "ratio": self.checked_write_ratio,
+        }
         return d
 
     def table(self) -> str:
@@ -100,6 +118,12 @@ class StorageBenchResult(JsonResult):
         for label, r in (("append/raw-write", self.append_ratio), ("read/raw-read", self.read_ratio)):
             verdict = "ok" if r >= TARGET_RATIO else "below target"
             lines.append(f"{label:<17} {r:5.2f}  (target >= {TARGET_RATIO}: {verdict})")
+        us = self.per_batch_us
+        lines.append(
+            f"per batch: raw write {us(self.raw_write.seconds):.1f} us, batch check + write "
+            f"{us(self.checked_write_seconds):.1f} us (ratio {self.checked_write_ratio:.2f}x of raw: the most a "
+            f"log that checks CRCs can reach), Log.append {us(self.log_append.seconds):.1f} us"
+        )
         lines.append(
             f"log segments: {self.segments}; appended bytes == raw bytes: {self.appended_equals_raw}"
         )
@@ -143,6 +167,24 @@ def build_batches(
         stamp_batch(b, 0, base_offset=i * n)
         batches.append(bytes(b))
     return batches, count * n
+
+
+def checked_write(path: Path, batches: list[bytes]) -> float:
+    """Seconds to check each batch as the broker does (CRC32C included) and write it into a new file at
+    ``path``, then fsync and close: (e) of the module docstring."""
+    from kafkalite.records.batch import valid_header_fields
+
+    t0 = time.perf_counter()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for b in batches:
+            if valid_header_fields(b, 0) is None:
+                raise ValueError("benchmark batch failed validation")
+            os.write(fd, b)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return time.perf_counter() - t0
 
 
 def _fresh(path: Path) -> Path:
@@ -249,6 +291,7 @@ def run_storage_bench(
     try:
         raw_path = root / "raw.log"
         log_dir = root / "bench-0"
+        checked = float("inf")
         best = {
             "raw write": float("inf"),
             "Log.append": float("inf"),
@@ -261,6 +304,8 @@ def run_storage_bench(
             best["raw write"] = min(best["raw write"], raw_write(raw_path, batches))
             _fresh(log_dir)
             best["Log.append"] = min(best["Log.append"], log_append(log_dir, batches, config=config))
+            raw_path.unlink(missing_ok=True)
+            checked = min(checked, checked_write(raw_path, batches))
         segs = segment_files(log_dir)
         appended = b"".join(p.read_bytes() for p in segs) if nbytes <= 64 * MiB else None
         equal = (appended == b"".join(batches)) if appended is not None else _same_bytes(segs, batches)
@@ -297,6 +342,7 @@ def run_storage_bench(
         log_read=timings["Log.read"],
         appended_equals_raw=equal,
         segments=len(segs),
+        checked_write_seconds=checked,
         notes=notes,
     )
 
