@@ -117,7 +117,7 @@ class ProduceBenchResult(JsonResult):
                 f"{c.events_per_s:>13,.0f} {acked:>9}"
             )
         verdict = "ok" if self.ratio >= TARGET_RATIO else "below target"
-        lines.append(f"acks=all / acks=1  {self.ratio:5.2f}  (target >= {TARGET_RATIO}: {verdict})")
+        lines.append(f"acks=all / acks=1  {self.ratio:5.3f}  (target >= {TARGET_RATIO}: {verdict})")
         lines.append(
             f"context: Kafka 2014 benchmark, one producer thread, no replication: "
             f"{KAFKA_2014_RECORDS_PER_S:,} records/s ({KAFKA_2014_MB_PER_S} MB/s) over real sockets and disks"

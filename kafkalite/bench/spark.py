@@ -158,10 +158,10 @@ class SparkBenchResult:
         s2 = self.scaling(2)
         if s2 is not None:
             ok = "ok" if s2 >= TARGET_SCALING else "below target"
-            lines.append(f"2 partitions / 1 partition: {s2:.2f}x (target >= {TARGET_SCALING}: {ok})")
+            lines.append(f"2 partitions / 1 partition: {s2:.3f}x (target >= {TARGET_SCALING}: {ok})")
         ok = "ok" if self.vs_parquet >= TARGET_VS_PARQUET else "below target"
         lines.append(
-            f"best kafkalite / Parquet:   {self.vs_parquet:.2f}x (target >= {TARGET_VS_PARQUET}: {ok})"
+            f"best kafkalite / Parquet:   {self.vs_parquet:.3f}x (target >= {TARGET_VS_PARQUET}: {ok})"
         )
         for c in self.ceiling:
             k = self.case(c.partitions)

@@ -117,7 +117,7 @@ class StorageBenchResult(JsonResult):
             lines.append(f"{t.name:<12} {t.seconds:>9.3f} {t.mib_per_s:>9.1f} {t.records_per_s:>12,.0f}")
         for label, r in (("append/raw-write", self.append_ratio), ("read/raw-read", self.read_ratio)):
             verdict = "ok" if r >= TARGET_RATIO else "below target"
-            lines.append(f"{label:<17} {r:5.2f}  (target >= {TARGET_RATIO}: {verdict})")
+            lines.append(f"{label:<17} {r:5.3f}  (target >= {TARGET_RATIO}: {verdict})")
         us = self.per_batch_us
         lines.append(
             f"per batch: raw write {us(self.raw_write.seconds):.1f} us, batch check + write "
