@@ -36,6 +36,7 @@ def test_bench_runs_both_cases() -> None:
     assert d["target_ratio"] == TARGET_RATIO and d["ratio"] > 0
     assert d["producer_config"]["batch.size"] == 16384 and d["producer_config"]["linger.ms"] == 5
     assert "821,557" in result.table() and "acks=all / acks=1" in result.table()
+    assert "421,823 records/s (40.2 MB/s), 0.51 of no replication" in result.table()
     assert result.notes and all("expected" not in n for n in result.notes)
     assert "best of 3 runs per case, run alternately" in result.notes
 
@@ -54,6 +55,9 @@ def test_cli_bench_produce_json() -> None:
     assert d["single"]["records"] == d["replicated"]["records"] == 2000
     assert d["single"]["all_acknowledged"] and d["replicated"]["all_acknowledged"]
     assert d["kafka_2014"]["records_per_s"] == 821_557
+    # Kafka's own acks=all cost in the same 2014 post: 421,823 of 821,557 records/s.
+    assert d["kafka_2014_sync_replication"]["records_per_s"] == 421_823
+    assert round(d["kafka_2014_sync_replication"]["ratio"], 2) == 0.51
 
 
 def _reference(records, stamps, base_ts) -> bytes:
