@@ -149,16 +149,17 @@ class _Index:
         if done >= n or self._fd is None:
             return
         pack = self.ENTRY.pack
-        data = b"".join(map(pack, self._keys[done:], self._vals[done:]))
-        size = self.ENTRY.size
+        self._pwrite_all(b"".join(map(pack, self._keys[done:], self._vals[done:])), done * self.ENTRY.size)
+        self._written = n
+
+    def _pwrite_all(self, data: bytes, at: int) -> None:
+        """``pwrite`` all of ``data`` at ``at``, finishing a short write in a loop."""
         view = memoryview(data)
-        at = done * size
         while view:
             k = os.pwrite(self._fd, view, at)
             if not k:
                 raise KafkaStorageError(f"write to {self.path.name} made no progress")
             view, at = view[k:], at + k
-        self._written = n
 
     def close(self) -> None:
         self.trim()
@@ -228,7 +229,7 @@ class _Index:
         esize = self.ENTRY.size
         if self._fd is not None:
             if n < self._written:  # zero what the file holds past the kept entries, as Kafka's truncate does
-                os.pwrite(self._fd, bytes((self._written - n) * esize), n * esize)
+                self._pwrite_all(bytes((self._written - n) * esize), n * esize)
                 self._written = n
         elif not self.in_memory and self.path.exists():
             with open(self.path, "r+b") as f:
