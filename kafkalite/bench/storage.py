@@ -11,9 +11,11 @@ A fifth, to show where the gap between (a) and (b) lies: (e) the least a log tha
 do, the broker's batch check (CRC32C and header checks, as Kafka's broker does before an append) and
 one write per batch, with no offsets stamped and no index kept, timed like (a).
 
-Both write sides end with an fsync: ``Log.close`` flushes its segment (and trims and syncs the indexes),
-as Kafka does on a clean shutdown, so the raw writer fsyncs its file before closing too. No fsync per
-batch on either side (``flush.messages`` keeps Kafka's default: never).
+Each write timing starts once the previous run's files are deleted and the delete is committed (an
+fsync of their directory), so that no run pays for another's cleanup. Both write sides end with an
+fsync: ``Log.close`` flushes its segment (and trims and syncs the indexes), as Kafka does on a clean
+shutdown, so the raw writer fsyncs its file before closing too. No fsync per batch on either side
+(``flush.messages`` keeps Kafka's default: never).
 Reads come from the page cache (the files were just written; dropping the cache needs root), so (c)
 and (d) measure CPU cost, not the disk. Each write timing is the best of ``repeats`` runs, each read
 timing the best of ``3 * repeats`` (a read pass is short, so noise weighs more).
@@ -187,6 +189,14 @@ def checked_write(path: Path, batches: list[bytes]) -> float:
     return time.perf_counter() - t0
 
 
+def _settle(directory: Path) -> None:
+    """Start a write timing from a quiet file system. The previous run's delete of its 256 MiB file is
+    committed first (fsync of the directory that held it), or the next timing pays for it."""
+    from kafkalite.storage.checkpoint import fsync_dir
+
+    fsync_dir(directory)
+
+
 def _fresh(path: Path) -> Path:
     shutil.rmtree(path, ignore_errors=True)
     path.mkdir(parents=True)
@@ -301,10 +311,13 @@ def run_storage_bench(
         read_bytes = {}
         for _ in range(repeats):
             raw_path.unlink(missing_ok=True)
+            _settle(root)
             best["raw write"] = min(best["raw write"], raw_write(raw_path, batches))
             _fresh(log_dir)
+            _settle(root)
             best["Log.append"] = min(best["Log.append"], log_append(log_dir, batches, config=config))
             raw_path.unlink(missing_ok=True)
+            _settle(root)
             checked = min(checked, checked_write(raw_path, batches))
         segs = segment_files(log_dir)
         appended = b"".join(p.read_bytes() for p in segs) if nbytes <= 64 * MiB else None
