@@ -28,7 +28,7 @@ from kafkalite.records.control import (
     build_control_batch,
     parse_control_record,
 )
-from kafkalite.records.record import Header, Record
+from kafkalite.records.record import Header, Record, record_size, record_size_upper_bound
 from kafkalite.records.varint import (
     decode_uvarint,
     decode_varint,
@@ -64,6 +64,8 @@ __all__ = [
     "encode_varlong",
     "iter_batches",
     "parse_control_record",
+    "record_size",
+    "record_size_upper_bound",
     "stamp_batch",
     "valid_header_fields",
     "validate_batch",

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kafkalite.errors import CorruptRecordError, InvalidRecordError
-from kafkalite.records.varint import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, decode_varint
+from kafkalite.records.varint import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, decode_varint, sizeof_varint
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +105,41 @@ def encode_record(
             body += hv
     _put_uvarint(out, len(body) << 1)
     out += body
+
+
+# What a record can add beyond its key, value and headers: attributes (1), the longest timestamp delta
+# varlong (10), offset delta varint (5) and length varint (5). Kafka's DefaultRecord.MAX_RECORD_OVERHEAD.
+MAX_RECORD_OVERHEAD = 21
+
+
+def _field_size(data) -> int:
+    return 1 if data is None else sizeof_varint(len(data)) + len(data)
+
+
+def _headers_size(headers) -> int:
+    if not headers:
+        return 1
+    hs = _norm_headers(headers)
+    return sizeof_varint(len(hs)) + sum(_field_size(hk) + _field_size(hv) for hk, hv in hs)
+
+
+def record_size(offset_delta: int, timestamp_delta: int, key, value, headers=None) -> int:
+    """Exact encoded size of one record, its length varint included (Kafka's
+    ``DefaultRecord.sizeInBytes``): what a producer counts to decide whether a batch has room."""
+    body = (
+        1
+        + sizeof_varint(timestamp_delta)
+        + sizeof_varint(offset_delta)
+        + _field_size(key)
+        + _field_size(value)
+        + _headers_size(headers)
+    )
+    return body + sizeof_varint(body)
+
+
+def record_size_upper_bound(key, value, headers=None) -> int:
+    """The most one record can take whatever its deltas (Kafka's ``DefaultRecord.recordSizeUpperBound``)."""
+    return MAX_RECORD_OVERHEAD + _field_size(key) + _field_size(value) + _headers_size(headers)
 
 
 # Unsigned varint bytes of every value below 2**14 (one or two bytes): zigzag lengths up to 8191 and
