@@ -1,15 +1,16 @@
 """Batches, futures and the RecordAccumulator: where records wait between ``send()`` and the Sender.
 
 As in Kafka's client, each partition has a deque of ``ProducerBatch``; ``send()`` appends to the last
-batch until ``batch.size`` (estimated) bytes, then opens a new one. A batch is *ready* once it is full,
-has waited ``linger.ms`` (``retry.backoff.ms`` after a failed attempt), or a flush or close is under way;
-``drain`` takes at most one ready batch per partition for each broker, up to ``max.request.size`` a
-request. Records are kept as tuples while the batch is open and encoded once (``build_batch``) when it is
-first drained.
+batch while the record's exact encoded size fits under ``batch.size`` (Kafka's ``hasRoomFor``), then
+opens a new one. A broker is *ready* once one of its partitions has a full batch, a batch that waited
+``linger.ms`` (``retry.backoff.ms`` after a failed attempt), or a flush or close is under way; ``drain``
+then takes the first batch of each of its partitions, up to ``max.request.size`` a request. Records are
+kept as columns while the batch is open and encoded once (``build_batch``) when it is first drained.
 """
 
 from __future__ import annotations
 
+import struct
 from collections import deque
 from collections.abc import Callable
 from itertools import repeat
@@ -17,27 +18,67 @@ from typing import Any, NamedTuple
 
 from kafkalite.errors import KafkaError
 from kafkalite.protocol import TopicPartition
-from kafkalite.records import BATCH_HEADER_SIZE, build_batch, build_values_batch
+from kafkalite.records import (
+    BATCH_HEADER_SIZE,
+    build_batch,
+    build_values_batch,
+    record_size,
+    record_size_upper_bound,
+)
 
 __all__ = [
+    "CompressionRatioEstimator",
     "FutureRecordMetadata",
     "NotCompletedError",
     "ProducerBatch",
     "RecordAccumulator",
     "RecordMetadata",
-    "estimate_record_size",
+    "batch_size_upper_bound",
 ]
 
-RECORD_OVERHEAD = 11  # attributes, length and delta varints, null-header count: a generous estimate
+_F32 = struct.Struct("<f")
 
 
-def estimate_record_size(key: bytes | None, value: bytes | None, headers: Any) -> int:
-    """Upper-bound estimate of a record's encoded size (Kafka estimates too, before compression)."""
-    size = RECORD_OVERHEAD + (len(key) if key else 0) + (len(value) if value else 0)
-    if headers:
-        for hk, hv in headers:
-            size += 10 + len(hk) + (len(hv) if hv else 0)
-    return size
+def _f32(x: float) -> float:
+    """``x`` rounded to a Java float: Kafka keeps compression ratios in 32-bit floats."""
+    return _F32.unpack(_F32.pack(x))[0]
+
+
+# Kafka's MemoryRecordsBuilder and CompressionRatioEstimator constants.
+COMPRESSION_RATE_ESTIMATION_FACTOR = _f32(1.05)
+COMPRESSION_RATIO_IMPROVING_STEP = _f32(0.005)
+COMPRESSION_RATIO_DETERIORATE_STEP = _f32(0.05)
+
+
+class CompressionRatioEstimator:
+    """How well each topic's batches compressed so far, per codec (Kafka's ``CompressionRatioEstimator``).
+
+    A batch bound for a compressed topic is sized with the estimate of its creation time: a batch that
+    compresses worse than expected raises it at once, a better one lowers it by a small step. Kafka keeps
+    one table per JVM; here each producer has its own, so simulated producers do not share state.
+    """
+
+    def __init__(self) -> None:
+        self._ratios: dict[tuple[str, int], float] = {}
+
+    def estimation(self, topic: str, codec: int) -> float:
+        return self._ratios.get((topic, codec), 1.0)
+
+    def update(self, topic: str, codec: int, observed: float) -> float:
+        current = self.estimation(topic, codec)
+        observed = _f32(observed)
+        if observed > current:
+            current = max(_f32(current + COMPRESSION_RATIO_DETERIORATE_STEP), observed)
+        elif observed < current:
+            current = max(_f32(current - COMPRESSION_RATIO_IMPROVING_STEP), observed)
+        self._ratios[(topic, codec)] = current
+        return current
+
+
+def batch_size_upper_bound(key: bytes | None, value: bytes | None, headers: Any) -> int:
+    """The most a batch holding only this record can take (Kafka's ``estimateBatchSizeUpperBound``):
+    what ``send()`` checks against ``max.request.size`` and ``buffer.memory``."""
+    return BATCH_HEADER_SIZE + record_size_upper_bound(key, value, headers)
 
 
 class RecordMetadata(NamedTuple):
@@ -133,6 +174,9 @@ class ProducerBatch:
         "seqs",
         "callbacks",
         "size",
+        "records_bytes",
+        "limit",
+        "ratio",
         "created_ms",
         "last_attempt_ms",
         "attempts",
@@ -150,7 +194,9 @@ class ProducerBatch:
         "bytes_only",
     )
 
-    def __init__(self, tp: TopicPartition, created_ms: int, acks: int) -> None:
+    def __init__(
+        self, tp: TopicPartition, created_ms: int, acks: int, limit: int = 0, ratio: float = 0.0
+    ) -> None:
         self.tp = tp
         # Records as columns: the fast path appends only a value; keys and headers lists exist (padded
         # with None) once a record has a key or headers, so the common batch encodes without tuples.
@@ -160,7 +206,13 @@ class ProducerBatch:
         self.timestamps: list[int] = []
         self.seqs: list[int] = []  # the producer's send number of each record, for the history
         self.callbacks: list[tuple[int, Callback]] | None = None
+        # Kafka's MemoryRecordsBuilder sizing: ``size`` is the estimated encoded size (header plus the
+        # records' exact sizes, scaled by ``ratio`` * 1.05 when compressed, ``ratio`` 0 meaning not
+        # compressed); ``limit`` is the write limit, max(batch.size, the first record's upper bound).
         self.size = BATCH_HEADER_SIZE
+        self.records_bytes = 0
+        self.limit = limit
+        self.ratio = ratio
         self.created_ms = created_ms
         self.last_attempt_ms = created_ms
         self.attempts = 0
@@ -180,6 +232,32 @@ class ProducerBatch:
     @property
     def record_count(self) -> int:
         return len(self.values)
+
+    def next_record_size(self, ts: int, key: bytes | None, value: bytes | None, headers: Any) -> int:
+        """Exact size the next record would take here (its offset and timestamp deltas count)."""
+        stamps = self.timestamps
+        return record_size(len(stamps), ts - stamps[0] if stamps else 0, key, value, headers)
+
+    def has_room(self, nbytes: int) -> bool:
+        """Kafka's ``hasRoomFor``: one more record of ``nbytes`` fits under the write limit (a batch takes
+        at least one record; compression of the new record is not counted on)."""
+        if self.full:
+            return False
+        return not self.values or self.limit >= self.size + nbytes
+
+    def count_bytes(self, nbytes: int) -> int:
+        """Account for a record of ``nbytes`` just appended; returns how much the estimated size grew
+        (all of it for a batch's first record, header included), as Kafka reports appended bytes."""
+        before = self.size if len(self.values) > 1 else 0
+        self.records_bytes += nbytes
+        if self.ratio:
+            est = _f32(_f32(self.records_bytes * self.ratio) * COMPRESSION_RATE_ESTIMATION_FACTOR)
+            self.size = BATCH_HEADER_SIZE + int(est)
+        else:
+            self.size += nbytes
+        if self.size >= self.limit:
+            self.full = True  # Kafka's isFull: the write limit is reached
+        return self.size - before
 
     @property
     def records(self) -> list[tuple]:
@@ -244,7 +322,12 @@ class ProducerBatch:
             child.bytes_only = self.bytes_only
             child.timestamps = self.timestamps[lo:hi]
             child.seqs = self.seqs[lo:hi]
-            child.size = BATCH_HEADER_SIZE + sum(estimate_record_size(*r) for r in child.records)
+            child.records_bytes = sum(
+                record_size(i, ts - child.timestamps[0], k, v, h)
+                for i, ((k, v, h), ts) in enumerate(zip(child.records, child.timestamps, strict=True))
+            )
+            child.size = BATCH_HEADER_SIZE + child.records_bytes
+            child.limit = self.limit
             child.full = True
             child.maybe_written = self.maybe_written
             child.last_attempt_ms = now_ms
@@ -279,16 +362,22 @@ class RecordAccumulator:
         self.flushing = False
         self.closing = False
         self._drain_index: dict[int, int] = {}
+        self.ratios = CompressionRatioEstimator()
 
     # ------------------------------------------------------------------------------------ appending
 
-    def new_batch(self, tp: TopicPartition, now_ms: int) -> ProducerBatch:
+    def new_batch(
+        self, tp: TopicPartition, now_ms: int, first_record_bound: int = 0, compression: int = 0
+    ) -> ProducerBatch:
+        """Open a batch at the tail of ``tp``'s deque. Its write limit is ``batch.size``, or the upper bound
+        of its first record when that is larger (such a record gets a batch of its own)."""
         dq = self.batches.get(tp)
         if dq is None:
             dq = self.batches[tp] = deque()
         elif dq:
             dq[-1].full = True
-        batch = ProducerBatch(tp, now_ms, self.acks)
+        ratio = self.ratios.estimation(tp.topic, compression) if compression else 0.0
+        batch = ProducerBatch(tp, now_ms, self.acks, max(self.batch_size, first_record_bound), ratio)
         dq.append(batch)
         return batch
 
@@ -319,7 +408,7 @@ class RecordAccumulator:
         """The time the first batch of a partition may go, given how many batches are queued behind it."""
         if batch.attempts:
             return batch.last_attempt_ms + self.backoff_ms(batch.attempts)
-        if batch.full or queued > 1 or batch.size >= self.batch_size or self.flushing or self.closing:
+        if batch.full or queued > 1 or self.flushing or self.closing:
             return batch.created_ms
         return batch.created_ms + self.linger_ms
 
@@ -344,6 +433,14 @@ class RecordAccumulator:
                 next_at = at
         return nodes, next_at, unknown
 
+    def node_ready(self, partitions: list[TopicPartition], now_ms: int) -> bool:
+        """Whether one of ``partitions`` (those a broker leads) has a batch ready to go now."""
+        for tp in partitions:
+            dq = self.batches.get(tp)
+            if dq and tp not in self.muted and self._ready_at(dq[0], len(dq)) <= now_ms:
+                return True
+        return False
+
     def drain(
         self,
         partitions_of: Callable[[int], list[TopicPartition]],
@@ -352,9 +449,12 @@ class RecordAccumulator:
         compression: int,
         now_ms: int,
     ) -> list[ProducerBatch]:
-        """Take one ready batch per partition led by ``node``, up to ``max_size`` bytes in all.
+        """Take the first batch of each partition led by ``node``, up to ``max_size`` bytes in all.
 
-        The start position rotates per node (as Kafka's drainIndex) so no partition starves.
+        As Kafka's ``drainBatchesForOneNode``: once a broker is ready (one of its partitions has a ready
+        batch), batches still lingering on its other partitions ride along in the same request; only a
+        batch backing off before a retry stays. The start position rotates per node (Kafka's drainIndex)
+        so no partition starves.
         """
         parts = partitions_of(node)
         if not parts:
@@ -368,9 +468,13 @@ class RecordAccumulator:
             if not dq or tp in self.muted:
                 continue
             first = dq[0]
-            if self._ready_at(first, len(dq)) > now_ms:
+            if first.attempts and first.last_attempt_ms + self.backoff_ms(first.attempts) > now_ms:
                 continue
+            fresh = first.buffer is None
             nbytes = len(first.encode(compression))
+            if fresh and compression and first.records_bytes:
+                # Kafka's ProducerBatch.close: feed the observed ratio back for the next batches' sizing.
+                self.ratios.update(tp.topic, compression, (nbytes - BATCH_HEADER_SIZE) / first.records_bytes)
             if out and size + nbytes > max_size:
                 break  # the request is full; this partition goes first next time
             dq.popleft()

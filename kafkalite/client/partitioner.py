@@ -217,13 +217,15 @@ class KeyHashPartitioner(_Base):
 class RoundRobinPartitioner(_Base):
     """Kafka's ``RoundRobinPartitioner``: keys ignored, one counter per topic.
 
-    The counter indexes the available partitions when there are any, all partitions otherwise. Like
-    Kafka's, it advances on every call, so a producer that asks again after ``on_new_batch`` (Kafka's
-    does, for custom partitioners) skips a partition.
+    The counter indexes the available partitions when there are any, all partitions otherwise. The
+    producer asks a configured partitioner a second time when a record would open a new batch; since
+    Kafka 4.0 (KAFKA-17632) ``on_new_batch`` remembers the partition just chosen and the second call
+    returns it without moving the counter, so every partition gets its turn.
     """
 
     def __init__(self) -> None:
         self._counters: dict[str, int] = {}
+        self._previous: tuple[str, int] | None = None
 
     def partition(
         self,
@@ -234,6 +236,9 @@ class RoundRobinPartitioner(_Base):
         available: Sequence[int] | None = None,
     ) -> int:
         _check_num_partitions(num_partitions)
+        previous, self._previous = self._previous, None
+        if previous is not None and previous[0] == topic:
+            return previous[1]
         value_ = self._counters.get(topic, 0)
         # Kafka's AtomicInteger wraps at 2**32; to_positive keeps the index non-negative after that.
         self._counters[topic] = (value_ + 1) & _MASK32
@@ -241,6 +246,11 @@ class RoundRobinPartitioner(_Base):
         if candidates:
             return candidates[to_positive(value_) % len(candidates)]
         return to_positive(value_) % num_partitions
+
+    def on_new_batch(
+        self, topic: str, num_partitions: int, available: Sequence[int] | None, prev_partition: int
+    ) -> None:
+        self._previous = (topic, prev_partition)
 
 
 def _available(num_partitions: int, available: Sequence[int] | None) -> Sequence[int]:

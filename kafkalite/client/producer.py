@@ -32,7 +32,7 @@ from kafkalite.client.accumulator import (
     ProducerBatch,
     RecordAccumulator,
     RecordMetadata,
-    estimate_record_size,
+    batch_size_upper_bound,
 )
 from kafkalite.client.config import ProducerConfig
 from kafkalite.client.metadata import FATAL_TOPIC_ERRORS, ClusterMetadata
@@ -56,7 +56,8 @@ from kafkalite.protocol import (
     ResponseEnvelope,
     TopicPartition,
 )
-from kafkalite.records import BATCH_HEADER_SIZE
+from kafkalite.records import record_size
+from kafkalite.records.varint import sizeof_varint
 
 __all__ = ["FutureRecordMetadata", "Producer", "ProducerClosedError", "RecordMetadata"]
 
@@ -100,13 +101,19 @@ class _TopicCache:
 class _HotBatch:
     """What ``send()``'s fast path needs to append a value to a topic's open sticky batch.
 
-    ``room`` counts down the bytes the fast path may still add: the least of what keeps the batch
-    open, what keeps the sticky partitioner from a forced switch, and the largest record. The bytes
-    and sends taken this way reach the sticky state and the send counter when the entry is cooled
-    (``Producer._cool``), so the per-record path updates one counter instead of three.
+    A record's exact size depends on its offset and timestamp deltas and its value's length only through
+    varint widths, so within a *regime* (index below ``idx_end``, time at most ``ts_end``, value length in
+    ``lmin..lmax``) it is ``c + len(value)``. ``lmax`` also keeps records past ``max.request.size`` on the
+    full path, which checks them. ``room`` counts down the bytes the fast path may still add: the least of
+    what keeps the batch under its write limit and what keeps the sticky partitioner from a forced switch.
+    The bytes and sends taken this way reach the sticky state and the send counter when the entry is
+    cooled (``Producer._cool``), so the per-record path updates one counter instead of three.
     """
 
-    __slots__ = ("batch", "values", "stamps", "seqs", "sticky", "version", "room", "start_room", "start_len")
+    __slots__ = (
+        "batch", "values", "stamps", "seqs", "sticky", "version", "room", "start_room", "start_len",
+        "c", "lmin", "lmax", "idx_end", "ts_end",
+    )  # fmt: skip
 
     def __init__(self, batch: ProducerBatch, sticky: Any, version: int, room: int, seqs: list | None) -> None:
         self.batch = batch
@@ -118,6 +125,19 @@ class _HotBatch:
         self.room = room
         self.start_room = room
         self.start_len = len(batch.values)
+        self.c = self.lmin = self.lmax = self.idx_end = self.ts_end = 0
+
+
+def _same_width(v: int) -> int:
+    """The largest ``w >= v >= 0`` whose zigzag varint is as wide as ``v``'s."""
+    width = max(1, ((v << 1).bit_length() + 6) // 7)
+    return (1 << (7 * width - 1)) - 1
+
+
+def _lowest_same_width(v: int) -> int:
+    """The smallest ``w <= v`` (``v >= 0``) whose zigzag varint is as wide as ``v``'s."""
+    width = max(1, ((v << 1).bit_length() + 6) // 7)
+    return 0 if width == 1 else 1 << (7 * (width - 1) - 1)
 
 
 class Producer(BaseNode):
@@ -136,6 +156,7 @@ class Producer(BaseNode):
         self._batch_size = cfg.batch_size
         self._linger = cfg.linger_ms
         self._max_request_size = cfg.max_request_size
+        self._buffer_memory = cfg.buffer_memory
         self._max_record = min(cfg.max_request_size, cfg.buffer_memory)
         self._compression = cfg.compression
         self._history_on = cfg.history_enabled
@@ -160,7 +181,6 @@ class Producer(BaseNode):
         self._cache: dict[str, _TopicCache] = {}
         # Per topic: the open sticky batch send()'s fast path appends to.
         self._hot: dict[str, _HotBatch] = {}
-        self._fast_max_size = self._max_record - BATCH_HEADER_SIZE
         self._inflight: dict[int, _InFlight] = {}
         self._node_inflight: dict[int, int] = {}
         self._node_backoff: dict[int, int] = {}
@@ -215,6 +235,8 @@ class Producer(BaseNode):
             self._builtin = None
             self._hash_keys = True
         self._on_new_batch = getattr(self.partitioner, "on_new_batch", None)
+        # Kafka asks a configured partitioner (any but the built-in one) again for a new batch.
+        self._abort_on_new_batch = not isinstance(self.partitioner, DefaultPartitioner)
 
     def on_message(self, src: NodeId, msg: Any, now_ms: int) -> None:
         if not isinstance(msg, ResponseEnvelope):
@@ -272,26 +294,35 @@ class Producer(BaseNode):
             # Fast path for the common send (no key, the open sticky batch has room): what _append
             # would do, minus the checks that cannot fail here. close() clears _hot, so a hot entry
             # means the producer is open. Anything else takes the full path.
-            size = 11 + len(value)  # estimate_record_size
-            room = hot.room - size
-            batch = hot.batch
-            if room > 0 and not batch.full and hot.version == self.metadata.version:
-                hot.room = room
-                batch.size += size
-                values = hot.values
-                fut = _new_future(FutureRecordMetadata)
-                fut.batch = batch
-                fut.index = len(values)
-                values.append(value)
-                hot.stamps.append(self.net._now)
-                seqs = hot.seqs
-                if seqs is not None:
-                    seq = self._seq
-                    self._seq = seq + 1
-                    seqs.append(seq)
-                return fut
+            values = hot.values
+            index = len(values)
+            now = self.net._now
+            vlen = len(value)
+            if hot.lmin <= vlen <= hot.lmax and index < hot.idx_end and now <= hot.ts_end:
+                size = hot.c + vlen  # the record's exact size in this regime
+                room = hot.room - size
+                batch = hot.batch
+                if room > 0 and not batch.full and hot.version == self.metadata.version:
+                    hot.room = room
+                    batch.size += size
+                    fut = _new_future(FutureRecordMetadata)
+                    fut.batch = batch
+                    fut.index = index
+                    values.append(value)
+                    hot.stamps.append(now)
+                    seqs = hot.seqs
+                    if seqs is not None:
+                        seq = self._seq
+                        self._seq = seq + 1
+                        seqs.append(seq)
+                    return fut
         if self._closing:
             raise ProducerClosedError("Cannot perform operation after producer has been closed")
+        # Kafka's ProducerRecord refuses these before anything else happens.
+        if partition is not None and partition < 0:
+            raise ValueError(f"invalid partition {partition}: a partition number is >= 0, or None")
+        if timestamp is not None and timestamp < 0:
+            raise ValueError(f"invalid timestamp {timestamp}: a timestamp is >= 0, or None")
         if value is not None and value.__class__ is not bytes:
             value = self._value_ser(value) if self._value_ser else _to_bytes(value)
         if key is not None and key.__class__ is not bytes:
@@ -300,14 +331,16 @@ class Producer(BaseNode):
         self._seq = seq + 1
         now = self.net._now
         ts = now if timestamp is None else timestamp
-        if headers:
-            size = estimate_record_size(key, value, headers)
-        else:  # estimate_record_size inlined: this is the per-record hot path
-            size = 11 + (len(key) if key else 0) + (len(value) if value else 0)
-        if size + BATCH_HEADER_SIZE > self._max_record:
+        bound = batch_size_upper_bound(key, value, headers)
+        if bound > self._max_request_size or bound > self._buffer_memory:
+            limit, name = (
+                (self._max_request_size, "max.request.size")
+                if bound > self._max_request_size
+                else (self._buffer_memory, "buffer.memory")
+            )
             err = MessageTooLargeError(
-                f"The message is {size + BATCH_HEADER_SIZE} bytes when serialized which is larger than "
-                f"{self._max_record}, which is the value of the max.request.size configuration."
+                f"The message is {bound} bytes when serialized (at most), larger than the {limit} "
+                f"bytes of the producer's {name} configuration."
             )
             return self._fail_early(seq, topic, -1 if partition is None else partition, value, err, callback)
         cache = self._cache.get(topic)
@@ -320,7 +353,7 @@ class Producer(BaseNode):
             self.metadata.add_topic(topic)
             self._wakeup.schedule(now)
             return fut
-        return self._append(cache, seq, topic, partition, key, value, headers, ts, size, callback, None, now)
+        return self._append(cache, seq, topic, partition, key, value, headers, ts, callback, None, now)
 
     def flush(self) -> None:
         """Make every queued batch ready now (Kafka's flush); run the network to let them complete."""
@@ -395,11 +428,12 @@ class Producer(BaseNode):
         value: bytes | None,
         headers: Any,
         ts: int,
-        size: int,
         callback: Callback | None,
         fut: FutureRecordMetadata | None,
         now: int,
     ) -> FutureRecordMetadata:
+        """Kafka's ``RecordAccumulator.append`` (and ``KafkaProducer.doSend``'s second try): place the
+        record in its partition's open batch when its exact size fits, else in a new batch."""
         if topic in self._hot:
             self._cool(topic)  # the sticky state below must see every byte the fast path took
         sticky = None
@@ -407,61 +441,121 @@ class Producer(BaseNode):
         if chosen:
             if self._builtin is not None and (key is None or not self._hash_keys):
                 sticky = self._builtin(topic)
-                partition = sticky.peek_current_partition(cache.n, cache.available)
             else:
-                partition = self.partitioner.partition(topic, key, value, cache.n, cache.available)
-                if partition < 0 or partition >= cache.n:
-                    raise ValueError(f"partitioner returned an invalid partition {partition} for {topic!r}")
-        tp = cache.tps[partition]  # type: ignore[index]
+                partition = self._choose(topic, key, value, cache)
         acc = self.accumulator
-        batch = acc.open_batch(tp)
-        if batch is not None and batch.values and batch.size + size > self._batch_size:
-            batch.full = True
-            batch = None
-            self._wakeup.schedule(now)
-        if batch is None:
-            if chosen and sticky is None and self._on_new_batch is not None:
-                # KIP-480 partitioners move on when a record would start a new batch, then choose again.
+        nbytes = 0
+        while True:
+            if sticky is not None:
+                partition = sticky.peek_current_partition(cache.n, cache.available)
+            tp = cache.tps[partition]  # type: ignore[index]
+            batch = self._open_batch_with_room(tp, ts, key, value, headers, now)
+            if batch is not None:
+                nbytes = batch.next_record_size(ts, key, value, headers)
+                break
+            # The partition has no batch open for this record. A switch an earlier append held back
+            # (its batch was not full then) happens now, and the record follows it: Kafka's
+            # partitionChanged. After a switch the new partition has no bytes yet, so this loops once.
+            if sticky is None:
+                break
+            sticky.update_partition_info(0, cache.n, cache.available, enable_switch=True)
+            if sticky.current_partition == partition:
+                break
+        if batch is None and self._abort_on_new_batch:
+            # A configured partitioner is asked again when a record would open a new batch (Kafka's
+            # abortOnNewBatch, KIP-480): its on_new_batch hook runs first; explicit partitions stay.
+            if self._on_new_batch is not None:
                 self._on_new_batch(topic, cache.n, cache.available, partition)
-                partition = self.partitioner.partition(topic, key, value, cache.n, cache.available)
+            if chosen:
+                partition = self._choose(topic, key, value, cache)
                 tp = cache.tps[partition]
-                batch = acc.open_batch(tp)
-            if batch is None:
-                batch = acc.new_batch(tp, now)
-                self._metrics["batch-total"] += 1
-                if self._history_on:
-                    self._batches.append(batch)
-                wake = self._wakeup.at
-                if wake is None or wake > now + self._linger:
-                    self._wakeup.schedule(now + self._linger)
+            batch = self._open_batch_with_room(tp, ts, key, value, headers, now)
+            if batch is not None:
+                nbytes = batch.next_record_size(ts, key, value, headers)
+        if batch is None:
+            batch = acc.new_batch(tp, now, batch_size_upper_bound(key, value, headers), self._compression)
+            nbytes = record_size(0, 0, key, value, headers)
+            self._metrics["batch-total"] += 1
+            if self._history_on:
+                self._batches.append(batch)
+            wake = self._wakeup.at
+            if wake is None or wake > now + self._linger:
+                self._wakeup.schedule(now + self._linger)
         index = batch.append(key, value, headers, ts, seq)
-        batch.size += size
+        appended = batch.count_bytes(nbytes)
         if callback is not None:
             if batch.callbacks is None:
                 batch.callbacks = []
             batch.callbacks.append((index, callback))
-        if batch.size >= self._batch_size:
-            batch.full = True
+        if batch.full:
             self._wakeup.schedule(now)
         if sticky is not None:
-            sticky.update_partition_info(size, cache.n, cache.available, enable_switch=batch.full)
+            sticky.update_partition_info(appended, cache.n, cache.available, enable_switch=batch.full)
             if (
                 not batch.full
                 and batch.keys is None  # the fast path appends values only
                 and batch.headers is None
+                and not batch.ratio  # nor does it estimate compression
+                and value.__class__ is bytes
+                and ts >= batch.timestamps[0]
                 and sticky.current_partition == tp.partition  # no forced switch just happened
             ):
-                room = min(
-                    self._batch_size - batch.size,
-                    2 * sticky.sticky_batch_size - sticky.produced_bytes,
-                    self._fast_max_size + 1,
-                )
-                seqs = batch.seqs if self._history_on else None
-                self._hot[topic] = _HotBatch(batch, sticky, cache.version, room, seqs)
+                self._make_hot(topic, batch, sticky, cache.version, value, now)
         if fut is None:
             return FutureRecordMetadata(batch, index, topic)
         fut.batch, fut.index = batch, index
         return fut
+
+    def _choose(self, topic: str, key: bytes | None, value: bytes | None, cache: _TopicCache) -> int:
+        partition = self.partitioner.partition(topic, key, value, cache.n, cache.available)
+        if partition < 0:  # Kafka refuses a negative answer (IllegalArgumentException)
+            raise ValueError(f"partitioner returned an invalid partition {partition} for {topic!r}")
+        if partition >= cache.n:
+            # Kafka would queue the record for a partition that does not exist until it expires.
+            raise ValueError(
+                f"partitioner returned partition {partition} but {topic!r} has {cache.n} partitions"
+            )
+        return partition
+
+    def _open_batch_with_room(
+        self, tp: TopicPartition, ts: int, key: bytes | None, value: bytes | None, headers: Any, now: int
+    ) -> ProducerBatch | None:
+        """``tp``'s open batch if the record fits in it; a batch it does not fit is closed to appends
+        (Kafka's closeForRecordAppends) and so becomes ready to send."""
+        batch = self.accumulator.open_batch(tp)
+        if batch is None:
+            return None
+        if batch.has_room(batch.next_record_size(ts, key, value, headers)):
+            return batch
+        batch.full = True
+        self._wakeup.schedule(now)
+        return None
+
+    def _make_hot(
+        self, topic: str, batch: ProducerBatch, sticky: Any, version: int, value: bytes, now: int
+    ) -> None:
+        """Open the fast path on ``batch`` for the regime of widths the next record falls in."""
+        index = len(batch.values)
+        base_ts = batch.timestamps[0]
+        delta = now - base_ts
+        vlen = len(value)
+        # A null-key, header-less record: attributes, null key and header count take a byte each.
+        body = 3 + sizeof_varint(delta) + sizeof_varint(index) + sizeof_varint(vlen) + vlen
+        size = body + sizeof_varint(body)
+        fixed = body - vlen
+        # Value lengths that keep the length varint and the body-length varint as wide as now, and that
+        # pass send()'s size check (the upper bound is 84 bytes plus the value and its length varint).
+        lmin = max(_lowest_same_width(vlen), _lowest_same_width(body) - fixed)
+        lmax = min(_same_width(vlen), _same_width(body) - fixed, self._max_record - 84 - sizeof_varint(vlen))
+        if not lmin <= vlen <= lmax:
+            return
+        room = min(batch.limit - batch.size, 2 * sticky.sticky_batch_size - sticky.produced_bytes)
+        hot = _HotBatch(batch, sticky, version, room, batch.seqs if self._history_on else None)
+        hot.c = size - vlen
+        hot.lmin, hot.lmax = lmin, lmax
+        hot.idx_end = _same_width(index) + 1
+        hot.ts_end = base_ts + _same_width(delta)
+        self._hot[topic] = hot
 
     def _cool(self, topic: str) -> None:
         """End ``topic``'s fast-path entry, handing on what it took: bytes to the sticky partitioner,
@@ -526,6 +620,8 @@ class Producer(BaseNode):
                 self._send_produce(node, batches, now)
                 if self._node_backoff.get(node, 0) > now:
                     break  # the connection just failed
+                if not acc.node_ready(self._partitions_led_by(node), now):
+                    break  # what is left lingers: Kafka's next ready() check would not pick it
         if acc.flushing and self.idle():
             acc.flushing = False
         self._schedule_next(now, next_ready)
@@ -677,8 +773,7 @@ class Producer(BaseNode):
             if cache is None or (partition is not None and partition >= cache.n):
                 self._waiting.append(w)
                 continue
-            size = estimate_record_size(key, value, headers)
-            self._append(cache, seq, topic, partition, key, value, headers, ts, size, callback, fut, now)
+            self._append(cache, seq, topic, partition, key, value, headers, ts, callback, fut, now)
 
     def _on_produce_response(self, req: _InFlight, resp: ProduceResponse, now: int) -> None:
         by_tp = {p.tp: p for p in resp.partitions}
