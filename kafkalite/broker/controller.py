@@ -68,6 +68,7 @@ from kafkalite.errors import (
     NotControllerError,
     NotLeaderOrFollowerError,
     PreferredLeaderNotAvailableError,
+    ReassignmentInProgressError,
     StaleBrokerEpochError,
     StaleControllerEpochError,
     TopicAlreadyExistsError,
@@ -949,14 +950,19 @@ class Controller:
             raise TopicAlreadyExistsError(f"topic '{t.name}' already exists")
         live = sorted(ctx.live_brokers)
         if t.assignments:
-            assignment = {a.partition: list(a.broker_ids) for a in t.assignments}
-            if sorted(assignment) != list(range(len(assignment))):
-                raise InvalidRequestError("partition ids must be 0..n-1")
-            rfs = {len(r) for r in assignment.values()}
-            if len(rfs) != 1 or any(len(set(r)) != len(r) for r in assignment.values()):
-                raise InvalidReplicationFactorError(
-                    "all partitions need the same number of distinct replicas"
+            if t.num_partitions != -1 or t.replication_factor != -1:
+                raise InvalidRequestError(
+                    "give either explicit replica assignments or num_partitions/replication_factor, not both"
                 )
+            assignment = {a.partition: list(a.broker_ids) for a in t.assignments}
+            # Kafka's order of checks (AdminZkClient.validateTopicCreate), all INVALID_REPLICA_ASSIGNMENT.
+            if len({len(r) for r in assignment.values()}) != 1:
+                raise InvalidReplicaAssignmentError("every partition needs the same number of replicas")
+            for p, r in sorted(assignment.items()):
+                if len(set(r)) != len(r):
+                    raise InvalidReplicaAssignmentError(f"partition {p} lists a replica twice: {r}")
+            if len(assignment) != len(t.assignments) or sorted(assignment) != list(range(len(assignment))):
+                raise InvalidReplicaAssignmentError("partition ids must run 0, 1, ... without gaps")
             return assignment
         n = t.num_partitions if t.num_partitions != -1 else int(self.config["num.partitions"])
         rf = (
@@ -1029,6 +1035,10 @@ class Controller:
         parts = ctx.topics.get(t.name)
         if parts is None:
             raise UnknownTopicOrPartitionError(f"The topic '{t.name}' does not exist.")
+        if any(tp.topic == t.name for tp in ctx.reassigning):
+            raise ReassignmentInProgressError(
+                f"A partition reassignment is in progress for the topic '{t.name}'."
+            )
         current = len(parts)
         if t.count < current:
             raise InvalidPartitionsError(
@@ -1219,6 +1229,9 @@ class Controller:
         else:
             return ElectLeadersResponse(error_code=InvalidRequestError.code)
         self._send_batch(batch)
+        if req.partitions is None:
+            # Asked for every partition: Kafka answers only for those that had an election or an error.
+            tps = [tp for tp in tps if codes[tp] != ElectionNotNeededError.code]
         return ElectLeadersResponse(results=tuple(ElectionResult(tp=tp, error_code=codes[tp]) for tp in tps))
 
     def _watch_preferred_election(self) -> None:
@@ -1325,10 +1338,16 @@ class Controller:
             raise UnknownTopicOrPartitionError(f"{tp} does not exist")
         if not target or len(set(target)) != len(target):
             raise _InvalidAssignment(f"replica list {list(target)} is empty or has duplicates")
-        unknown = [b for b in target if b not in ctx.live_brokers]
-        if unknown:
-            raise _InvalidAssignment(f"brokers {unknown} are not alive")
+        if any(b < 0 for b in target):
+            raise _InvalidAssignment(f"replica list {list(target)} has a negative broker id")
         origin = tuple(r for r in info.replicas if r not in info.adding)
+        # As Kafka's validateReplicas: only the replicas being added must be alive; a dead replica that
+        # stays is no obstacle (the move completes once it is back in the ISR).
+        dead = [b for b in target if b not in origin and b not in ctx.live_brokers]
+        if dead:
+            raise _InvalidAssignment(
+                f"brokers {dead} to be added are not alive (live brokers: {sorted(ctx.live_brokers)})"
+            )
         if target == origin and not info.adding and not info.removing:
             return
         full = tuple(dict.fromkeys(target + origin))
