@@ -267,3 +267,40 @@ def test_batch_sizes_are_exact_whatever_the_values_and_timing(steps):
         for pp in r.partitions:
             n = len(decode_batch_tuples(pp.records)[1])
             assert n == 1 or len(pp.records) <= 16384
+
+
+# --------------------------------------------------------------------------------- adaptive partitioning
+
+
+def test_adaptive_weights_wait_until_every_partition_had_a_batch():
+    # One request in flight and the network not run: batches queue behind it.
+    net, _, p = setup(
+        partitions=3, linger_ms=100_000, batch_size=200, max_in_flight_requests_per_connection=1
+    )
+    _load_metadata(net, p)
+    state = p.partitioner.built_in("t")
+    for _ in range(6):
+        p.send("t", bytes(100), partition=0)  # one record per batch: six batches on partition 0 only
+    p._run(net._now)
+    assert state._cft is None  # partitions 1 and 2 never had a batch: uniform choice, as Kafka
+    p.send("t", bytes(100), partition=1)
+    p.send("t", bytes(100), partition=2)
+    p._run(net._now)
+    assert state._cft_ids == [0, 1, 2] and state._cft is not None
+    weights = [b - a for a, b in zip([0, *state._cft], state._cft, strict=False)]
+    assert weights[0] < weights[1] == weights[2]  # the longest queue is picked least
+
+
+def test_adaptive_weights_are_dropped_when_too_few_partitions_have_a_leader():
+    net, cluster, p = setup(partitions=3, linger_ms=100_000, batch_size=200)
+    _load_metadata(net, p)
+    for part in (0, 0, 0, 0, 1, 2):
+        p.send("t", bytes(100), partition=part)
+    p._run(net._now)
+    state = p.partitioner.built_in("t")
+    assert state._cft is not None
+    p.metadata.leader_for = lambda tp: 1 if tp.partition == 0 else -1
+    p._run(net._now)
+    # One partition with a leader out of three entries: still weighted, over that partition alone.
+    assert state._cft_ids == [0]
+    assert {state.next_partition(3, [0]) for _ in range(20)} == {0}

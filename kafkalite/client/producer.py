@@ -184,6 +184,7 @@ class Producer(BaseNode):
         self._inflight: dict[int, _InFlight] = {}
         self._node_inflight: dict[int, int] = {}
         self._node_backoff: dict[int, int] = {}
+        self._node_latency: dict[int, tuple[int, int]] = {}  # broker -> (last ready, last able to send)
         self._meta_inflight: _InFlight | None = None
         self._meta_backoff_until = 0
         self._waiting: list[list] = []  # sends whose topic (or partition) is not in the metadata yet
@@ -604,6 +605,12 @@ class Producer(BaseNode):
         if isinstance(self.partitioner, DefaultPartitioner) and self.partitioner.adaptive:
             self._update_load_stats()
         for node in sorted(nodes):
+            # Kafka's node latency stats: when a broker has batches ready, note whether it can take them.
+            blocked = (
+                self._node_inflight.get(node, 0) >= self.config.max_in_flight
+                or self._node_backoff.get(node, 0) > now
+            )
+            self._node_latency[node] = (now, self._node_latency.get(node, (now, now))[1] if blocked else now)
             if self._node_inflight.get(node, 0) >= self.config.max_in_flight:
                 continue
             if self._node_backoff.get(node, 0) > now:
@@ -660,12 +667,33 @@ class Producer(BaseNode):
         return [tp for tp, dq in self.accumulator.batches.items() if dq and leader_for(tp) == node]
 
     def _update_load_stats(self) -> None:
+        """Queue sizes for adaptive partitioning, gathered as Kafka's ``partitionReady`` does: only once
+        every partition of the topic has had a batch (else choices stay uniform), over the partitions
+        with a leader, leaving out those whose leader has had batches ready but could not take them
+        for longer than ``partitioner.availability.timeout.ms`` (when that is set)."""
+        batches = self.accumulator.batches
+        timeout = self.partitioner.availability_timeout_ms
+        leader_for = self.metadata.leader_for
         for topic in self.metadata.wanted:
             cache = self._cache.get(topic)
-            if cache is None or len(cache.available) < 2:
+            if cache is None:
                 continue
-            sizes = self.accumulator.queue_sizes(topic, cache.available)
-            self.partitioner.update_partition_load_stats(topic, sizes, cache.available)
+            entries = [tp for tp in cache.tps if tp in batches]
+            if len(entries) < cache.n:
+                self.partitioner.update_partition_load_stats(topic, None)
+                continue
+            ids, sizes = [], []
+            for tp in entries:
+                leader = leader_for(tp)
+                if leader < 0:
+                    continue
+                ready, drained = self._node_latency.get(leader, (0, 0))
+                if timeout > 0 and ready - drained > timeout:
+                    continue  # a broker that cannot keep up: its partitions are not chosen for now
+                ids.append(tp.partition)
+                sizes.append(len(batches[tp]))
+            pad = len(entries) - len(ids)
+            self.partitioner.update_partition_load_stats(topic, sizes + [0] * pad, ids + [-1] * pad, len(ids))
 
     def _next_corr(self) -> int:
         self._corr += 1
