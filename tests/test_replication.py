@@ -26,6 +26,7 @@ from kafkalite.protocol import (
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
     ListOffsetsRequest,
+    OffsetForLeaderEpochPartition,
     OffsetForLeaderEpochRequest,
     ProducePartition,
     ProduceRequest,
@@ -479,3 +480,163 @@ def test_fetched_data_that_does_not_fit_fails_only_that_partition(c3):
     assert c3.values(2) == [] and c3.values(3) == [b"a"]
     c3.elect(1, 1, (1, 3))  # the next LeaderAndIsr restarts replication of the partition
     assert c3.run_until(lambda: c3.values(2) == [b"a"], 5_000)
+
+
+# ----- out-of-range followers, unclean elections, log start and ISR (Kafka's rules) ---------------------
+def _count_requests(c: Cluster, broker: int, handler: str) -> list[int]:
+    calls = [0]
+    rm = c.rm(broker)
+    orig = getattr(rm, handler)
+
+    def counted(env, src):
+        calls[0] += 1
+        return orig(env, src)
+
+    setattr(rm, handler, counted)
+    return calls
+
+
+def test_follower_behind_leader_log_start_restarts_there_and_catches_up(tmp_path):
+    """B (LEO 3) returns after A took 3 more records alone and deleted records below 5 (inside a batch):
+    B must restart empty at A's log start and fetch from there, not loop on OFFSET_OUT_OF_RANGE."""
+    c = Cluster(tmp_path, 2)
+    A, B = 1, 2
+    c.elect(A, 0, (A, B))
+    cid = c.produce(A, [b"m1", b"m2", b"m3"])
+    assert c.run_until(lambda: c.answer(cid) is not None and c.rm(B).partition(TP).log_end_offset == 3)
+    c.net.crash(B)
+    c.elect(A, 1, (A,), brokers=[A])
+    cid = c.produce(A, [b"m4", b"m5", b"m6"], acks=1)
+    c.net.run_for(20)
+    pa = c.rm(A).partition(TP)
+    assert pa.log.delete_records(5) == 5
+    c.net.restart(B)
+    c.elect(A, 1, (A,), brokers=[B])
+    pb = c.rm(B).partition(TP)
+    assert c.run_until(lambda: pb.log_end_offset == 6, 5_000)
+    assert pb.log.log_start_offset == 5 and c.values(B) == [b"m6"]
+    assert pb.log.leader_epoch_entries == [(1, 5)]
+    list_offsets = _count_requests(c, A, "handle_list_offsets")
+    c.net.run_for(5_000)
+    assert list_offsets == [0] and pb.log_end_offset == 6
+    reasons = [e.fields["reason"] for e in c.net.events("truncate", node=B)]
+    assert reasons == ["offset_out_of_range_reset", "first_batch_below_log_start"]
+
+
+def test_out_of_range_follower_keeps_its_log_when_the_leader_has_grown_past_it(tmp_path):
+    """Unclean election without epochs: the old leader A (LEO 5) fetches at 5 from B (LEO 2): out of
+    range. By the time A asks for B's LEO, B has more than A, so A keeps its log and fetches on from 5
+    (Kafka leaves that divergence in place) instead of starting over from offset 0."""
+    c = Cluster(tmp_path, 2, kafkalite_truncate_by_leader_epoch="false")
+    A, B = 1, 2
+    c.net.crash(B)
+    c.elect(A, 0, (A,), brokers=[A])
+    c.produce(A, [b"a1", b"a2", b"a3", b"a4", b"a5"], acks=1)
+    c.net.run_for(20)
+    c.rm(A).checkpoint_high_watermarks()
+    c.net.crash(A)
+    c.net.restart(B)
+    c.elect(B, 1, (B,), brokers=[B])
+    c.produce(B, [b"b1", b"b2"], acks=1)
+    c.net.run_for(20)
+    rm_b = c.rm(B)
+    orig = rm_b.handle_list_offsets
+
+    def grow_first(env, src):
+        log = rm_b.partition(TP).log
+        if log.log_end_offset == 2:  # more produce lands before the ListOffsets
+            for i in (3, 4, 5, 6):  # one batch each, so that offset 5 starts one
+                log.append(build_batch([(None, b"b%d" % i)]), leader_epoch=1)
+        return orig(env, src)
+
+    rm_b.handle_list_offsets = grow_first
+    c.net.restart(A)
+    c.elect(B, 1, (B,), brokers=[A])
+    pa = c.rm(A).partition(TP)
+    assert c.run_until(lambda: pa.log_end_offset == 6, 5_000)
+    assert c.values(A) == [b"a1", b"a2", b"a3", b"a4", b"a5", b"b6"]
+    assert not c.net.events("truncate", node=A)
+
+
+def test_old_leader_truncates_after_unclean_election_and_catches_up(tmp_path):
+    """A led epoch 0 alone (3 records); B, which never had them, is elected uncleanly (epoch 1) and
+    takes 2. B knows no epoch 0, so it answers epoch 0 with the start of its first epoch (0): A
+    truncates to 0 and replicates B's log instead of fetching forever."""
+    c = Cluster(tmp_path, 2)
+    A, B = 1, 2
+    c.net.crash(B)
+    c.elect(A, 0, (A,), brokers=[A])
+    c.produce(A, [b"a1", b"a2", b"a3"], acks=1)
+    c.net.run_for(20)
+    c.rm(A).checkpoint_high_watermarks()
+    c.net.crash(A)
+    c.net.restart(B)
+    c.elect(B, 1, (B,), brokers=[B])
+    c.produce(B, [b"b1", b"b2"], acks=1)
+    c.net.run_for(20)
+    c.net.restart(A)
+    c.elect(B, 1, (B,), brokers=[A])
+    assert c.run_until(lambda: c.values(A) == [b"b1", b"b2"], 5_000)
+    pa = c.rm(A).partition(TP)
+    assert pa.log.leader_epoch_entries == [(1, 0)]
+    truncs = [(e.fields["reason"], e.fields["to_offset"]) for e in c.net.events("truncate", node=A)]
+    assert truncs == [("leader_epoch", 0)]
+    fetches = _count_requests(c, B, "handle_fetch")
+    c.net.run_for(5_000)
+    assert fetches[0] <= 12  # long polls only (replica.fetch.wait.max.ms = 500), no busy loop
+
+
+def test_follower_truncates_to_its_own_end_of_an_epoch_below_its_first_entry(tmp_path):
+    """Follower cache [(3, 50)], LEO 80, HW 40; the leader answers epoch 2 ending at 60. The follower's
+    epoch 2 ends where its first entry starts (50): truncate to min(50, 60, 80) = 50, not to the HW."""
+    c = Cluster(tmp_path, 2)
+    c.elect(1, 4, (1, 2))  # the network never runs: B's fetcher is driven by hand
+    p = c.rm(2).partition(TP)
+    p.log.append(build_batch([(None, b"old")] * 50, timestamp=1000))  # written before epochs were kept
+    p.log.append(build_batch([(None, b"new")] * 30, timestamp=1000), leader_epoch=3)
+    p.high_watermark = 40
+    assert p.log.leader_epoch_entries == [(3, 50)] and p.log_end_offset == 80
+    fetcher = c.rm(2)._fetchers[1]
+    st = fetcher.partitions[TP]
+    fetcher._truncate_to_epoch_end(st, 2, 60)
+    assert p.log_end_offset == 50 and st.state == "fetching" and st.fetch_offset == 50
+    assert p.log.leader_epoch_entries == []
+
+
+def test_offset_for_leader_epoch_after_delete_records_answers_the_new_log_start(tmp_path):
+    c = Cluster(tmp_path, 1)
+    c.elect(1, 0, (1,))
+    c.produce(1, [b"a", b"b", b"c"], acks=1)
+    c.net.run_for(5)
+    c.elect(1, 1, (1,))
+    c.produce(1, [b"d", b"e", b"f"], acks=1)
+    c.net.run_for(5)
+    log = c.rm(1).partition(TP).log
+    assert log.leader_epoch_entries == [(0, 0), (1, 3)]
+    log.delete_records(5)
+    assert log.leader_epoch_entries == [(1, 5)]
+    req = OffsetForLeaderEpochRequest(
+        replica_id=-1,
+        partitions=(OffsetForLeaderEpochPartition(tp=TP, leader_epoch=0, current_leader_epoch=1),),
+    )
+    cid = c.client.request(1, req)
+    c.net.run_for(5)
+    ans = c.client.responses[cid][1].partitions[0]
+    assert (ans.error_code, ans.leader_epoch, ans.end_offset) == (0, 0, 5)
+
+
+def test_idle_follower_at_the_leader_log_end_stays_in_isr(tmp_path):
+    """Kafka's isCaughtUp: a follower whose LEO equals the leader's is in sync however long ago it
+    fetched; one that is behind leaves after replica.lag.time.max.ms."""
+    c = Cluster(tmp_path, 3, replica_lag_time_max_ms=500)
+    c.elect(1, 0, (1, 2, 3))
+    cid = c.produce(1, [b"a"])
+    assert c.run_until(lambda: c.answer(cid) is not None)
+    c.net.run_for(100)
+    c.net.pause(2, 3_000)
+    c.net.run_for(2_000)
+    p1 = c.rm(1).partition(TP)
+    assert p1.isr == (1, 2, 3) and not c.net.events("isr_lagging")
+    c.produce(1, [b"b"], acks=1)  # now 2 is behind and still silent
+    assert c.run_until(lambda: p1.isr == (1, 3), 2_000)
+    assert [e.fields["replica"] for e in c.net.events("isr_lagging")] == [2]

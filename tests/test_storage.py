@@ -21,6 +21,7 @@ from kafkalite.records import build_batch
 from kafkalite.storage import FileSlice, Log, LogConfig, OffsetIndex, TimeIndex
 from kafkalite.storage.checkpoint import CheckpointFile, LeaderEpochCheckpoint, OffsetCheckpoint
 from kafkalite.storage.cleaner import LogCleaner
+from kafkalite.storage.leader_epoch import LeaderEpochCache
 
 T0 = 1_700_000_000_000
 
@@ -259,6 +260,61 @@ def test_leader_epoch_checkpoint(tmp_path):
     assert next(log.read(4).records.batches()).header.partition_leader_epoch == 3
     log.truncate_to(4)
     assert log.leader_epoch_entries == [(0, 0)] and log.log_end_offset == 4
+
+
+def test_end_offset_for_an_epoch_below_every_entry(tmp_path):
+    """Kafka's endOffsetFor: an epoch older than the first entry ends where the first entry starts."""
+    cache = LeaderEpochCache(None, [(3, 50), (5, 70)])
+    assert cache.end_offset_for(2, 80) == (2, 50)
+    assert cache.end_offset_for(0, 80) == (0, 50)
+    assert cache.end_offset_for(4, 80) == (3, 70)
+    assert cache.end_offset_for(5, 80) == (5, 80)
+    assert cache.end_offset_for(6, 80) == (-1, -1)
+    assert cache.end_offset_for(-1, 80) == (-1, -1)
+    assert LeaderEpochCache(None).end_offset_for(2, 80) == (-1, -1)
+
+
+def test_moving_the_log_start_trims_the_leader_epoch_cache(tmp_path):
+    d = tmp_path / "t-0"
+    log = Log.open(d)
+    log.append(batch(3), leader_epoch=0)
+    log.append(batch(3), leader_epoch=1)
+    assert log.leader_epoch_entries == [(0, 0), (1, 3)]
+    log.delete_records(2)
+    assert log.leader_epoch_entries == [(0, 2), (1, 3)]
+    log.delete_records(5)
+    assert log.leader_epoch_entries == [(1, 5)]
+    assert log.leader_epoch_cache.end_offset_for(0, log.log_end_offset) == (0, 5)
+    assert (d / "leader-epoch-checkpoint").read_text() == "0\n1\n1 5\n"
+    log.close()
+    # A crash between the two checkpoints: the stale entries are trimmed on open.
+    LeaderEpochCheckpoint(d / "leader-epoch-checkpoint").write([(0, 0), (1, 3)])
+    log = Log.open(d)
+    assert log.log_start_offset == 5 and log.leader_epoch_entries == [(1, 5)]
+
+
+def test_retention_trims_the_leader_epoch_cache(tmp_path):
+    props = {"segment.bytes": len(batch(2)), "retention.bytes": len(batch(2)) * 2}
+    log = Log.open(tmp_path / "t-0", props, clock=ManualClock(T0))
+    for epoch in (0, 0, 1, 1, 2):
+        log.append(batch(2), leader_epoch=epoch)
+    assert log.leader_epoch_entries == [(0, 0), (1, 4), (2, 8)]
+    assert log.delete_old_segments() == [0, 2, 4]
+    assert log.log_start_offset == 6 and log.leader_epoch_entries == [(1, 6), (2, 8)]
+
+
+def test_truncate_fully_and_start_at(tmp_path):
+    d = tmp_path / "t-0"
+    log = Log.open(d, {"file.delete.delay.ms": 0})
+    log.append(batch(3), leader_epoch=0)
+    log.truncate_fully_and_start_at(7)
+    assert (log.log_start_offset, log.log_end_offset, log.leader_epoch_entries) == (7, 7, [])
+    assert [s.base_offset for s in log.segments] == [7]
+    log.append(batch(2), leader_epoch=2)
+    assert [r.offset for r in all_records(log)] == [7, 8]
+    log.close()
+    log = Log.open(d)
+    assert (log.log_start_offset, log.log_end_offset, log.leader_epoch_entries) == (7, 9, [(2, 7)])
 
 
 # ----- rolling / indexes on disk -----------------------------------------------------------------------

@@ -8,8 +8,11 @@ Without epochs (``kafkalite.truncate.by.leader.epoch=false``) the ReplicaManager
 the high watermark and the partition starts fetching at once. Fetching sends one FetchRequest at a time
 (``replica_id`` = own broker id, ``fetch_offset`` = LEO, ``current_leader_epoch``); the leader long-polls
 it. Batches are appended as they are (``Log.append_as_follower``); the follower HW becomes
-``min(leader HW, LEO)``. Errors back off ``replica.fetch.backoff.ms``; a request unanswered within
-``replica.socket.timeout.ms`` is abandoned and retried.
+``min(leader HW, LEO)``. A fetch offset out of range at the leader *resets*: ListOffsets LATEST, and if the
+leader's LEO is below ours we truncate to it; otherwise ListOffsets EARLIEST, and if the leader's log start
+is above our LEO we empty the log and restart it there, else we keep it and fetch on from our LEO. Errors
+back off ``replica.fetch.backoff.ms``; a request unanswered within ``replica.socket.timeout.ms`` is
+abandoned and retried.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from kafkalite.errors import (
     UnknownTopicOrPartitionError,
 )
 from kafkalite.protocol import (
+    EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     NO_ERROR,
     FetchPartition,
@@ -57,6 +61,8 @@ class PartitionFetchState:
     state: str
     backoff_until_ms: int = 0
     in_flight: bool = False
+    # While resetting: the leader's LEO once ListOffsets LATEST answered, then EARLIEST is asked.
+    reset_leader_end: int | None = None
 
 
 class ReplicaFetcher:
@@ -180,13 +186,10 @@ class ReplicaFetcher:
         self.rm._send_request(self.leader_id, req, self, self.rm.config.replica_socket_timeout_ms)
 
     def _send_list_offsets(self, st: PartitionFetchState) -> None:
+        ts = LATEST_TIMESTAMP if st.reset_leader_end is None else EARLIEST_TIMESTAMP
         req = ListOffsetsRequest(
             replica_id=self.rm.broker_id,
-            partitions=(
-                ListOffsetsPartition(
-                    tp=st.tp, timestamp=LATEST_TIMESTAMP, current_leader_epoch=st.leader_epoch
-                ),
-            ),
+            partitions=(ListOffsetsPartition(tp=st.tp, timestamp=ts, current_leader_epoch=st.leader_epoch),),
         )
         st.in_flight = True
         self.rm._send_request(self.leader_id, req, self, self.rm.config.replica_socket_timeout_ms)
@@ -195,6 +198,7 @@ class ReplicaFetcher:
         st.state = FETCHING
         st.fetch_offset = offset
         st.in_flight = False
+        st.reset_leader_end = None
 
     # ----- answers ---------------------------------------------------------------------------------------
     def on_timeout(self, cid: int, request: object) -> None:
@@ -207,6 +211,7 @@ class ReplicaFetcher:
                 st = self.partitions.get(fp.tp)
                 if st is not None:
                     st.in_flight = False
+                    st.reset_leader_end = None  # a reset starts over: the leader's LEO may have moved
                     self._backoff(st)
         self.run()
 
@@ -219,8 +224,9 @@ class ReplicaFetcher:
             for r in response.partitions:
                 self._handle_epoch_answer(r)
         elif isinstance(response, ListOffsetsResponse):
+            asked = {lp.tp: lp for lp in request.partitions}
             for r in response.partitions:
-                self._handle_leader_end_offset(r)
+                self._handle_reset_offset(r, asked.get(r.tp))
         self.run()
 
     def _handle_fetch(self, request: FetchRequest, response: FetchResponse) -> None:
@@ -265,6 +271,7 @@ class ReplicaFetcher:
             elif code == OffsetOutOfRangeError.code:
                 st.state = RESETTING
                 st.in_flight = False
+                st.reset_leader_end = None
             elif code in (
                 FencedLeaderEpochError.code,
                 UnknownLeaderEpochError.code,
@@ -292,14 +299,25 @@ class ReplicaFetcher:
         if p is None:
             return
         leo = p.log_end_offset
-        if leader_epoch == UNDEFINED_EPOCH or leader_end < 0:
+        if leader_end < 0:
+            # The leader cannot place our epoch at all: only the high watermark is known to be shared.
             p.truncate_to(min(p.high_watermark, leo), "leader_epoch_unknown_to_leader")
             self._start_fetching(st, p.log_end_offset)
             return
         cache = p.log.leader_epoch_cache
         f_epoch, f_end = cache.end_offset_for(leader_epoch, leo)
-        if f_epoch == UNDEFINED_EPOCH:
-            p.truncate_to(min(p.high_watermark, leo), "leader_epoch_unknown_to_follower")
+        if leader_epoch == UNDEFINED_EPOCH or f_end < 0:
+            # An offset without an epoch, or an epoch our cache cannot place (it holds no entries): the
+            # leader's offset is the only bound left.
+            target = min(leader_end, leo)
+            p.truncate_to(target, "leader_epoch_unknown_to_follower")
+            self.rm._event(
+                "truncation_point",
+                tp=str(st.tp),
+                leader_epoch=leader_epoch,
+                leader_end_offset=leader_end,
+                to=target,
+            )
             self._start_fetching(st, p.log_end_offset)
             return
         if f_epoch != leader_epoch:
@@ -320,23 +338,36 @@ class ReplicaFetcher:
         )
         self._start_fetching(st, p.log_end_offset)
 
-    def _handle_leader_end_offset(self, r) -> None:
+    def _handle_reset_offset(self, r, asked: ListOffsetsPartition | None) -> None:
+        """Kafka's out-of-range handling: compare our LEO with the leader's LEO, then its log start."""
         st = self.partitions.get(r.tp)
-        if st is None or st.state != RESETTING:
+        if st is None or st.state != RESETTING or not st.in_flight or asked is None:
             return
+        expected = LATEST_TIMESTAMP if st.reset_leader_end is None else EARLIEST_TIMESTAMP
+        if asked.timestamp != expected or asked.current_leader_epoch != st.leader_epoch:
+            return  # an answer to an earlier reset (the partition was re-added since)
         st.in_flight = False
         if r.error_code != NO_ERROR:
+            st.reset_leader_end = None
             self._backoff(st)
             return
         p = self.rm.partition_or_none(r.tp)
         if p is None:
             return
-        leader_end = r.offset
-        if leader_end < p.log_end_offset:
-            # The leader has less than us: drop our tail (pre-KIP-101 this is where acknowledged data vanished).
-            p.truncate_to(leader_end, "offset_out_of_range")
-            self._start_fetching(st, p.log_end_offset)
-        else:
-            # We are behind the leader's log start: start over from its log start (the fetch response told us).
-            p.truncate_to(0, "offset_out_of_range_reset")
-            self._start_fetching(st, p.log_end_offset)
+        leo = p.log_end_offset
+        if st.reset_leader_end is None:
+            if r.offset < leo:
+                # The leader has less than us (an unclean election): drop our tail. Any divergence
+                # below it stays, as in Kafka, where only leader epochs can find it.
+                p.truncate_to(r.offset, "offset_out_of_range")
+                self._start_fetching(st, p.log_end_offset)
+            else:
+                st.reset_leader_end = r.offset  # ask for the leader's log start next (run() sends it)
+            return
+        leader_start = r.offset
+        if leader_start > leo:
+            # Everything we hold is older than anything the leader still has: start over at its start.
+            p.truncate_fully_and_start_at(leader_start, "offset_out_of_range_reset")
+        # Otherwise the leader's LEO passed ours while we were out of range (new appends after an
+        # unclean election): keep our log and fetch on from its end.
+        self._start_fetching(st, max(leader_start, leo))

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkalite.protocol import TopicPartition
+from kafkalite.records import BATCH_HEADER_SIZE, BatchHeader
 from kafkalite.storage.log import Log
 
 
@@ -169,12 +170,18 @@ class Partition:
         return False
 
     def out_of_sync_replicas(self, now_ms: int, max_lag_ms: int) -> list[int]:
+        """ISR followers to drop: behind the leader's LEO and not caught up within ``max_lag_ms``.
+
+        A follower at the leader's LEO stays, however long ago it fetched (Kafka's ``isCaughtUp``): with
+        no new data it has nothing to lag behind, and shrinking it would weaken acks=all for no reason."""
+        leo = self.log.log_end_offset
         return [
             r
             for r in self.isr
             if r != self.broker_id
-            and r in self.remotes
-            and now_ms - self.remotes[r].last_caught_up_ms > max_lag_ms
+            and (st := self.remotes.get(r)) is not None
+            and st.log_end_offset != leo
+            and now_ms - st.last_caught_up_ms > max_lag_ms
         ]
 
     def can_join_isr(self, replica: int) -> bool:
@@ -196,6 +203,21 @@ class Partition:
             self.high_watermark = new_hw
             self.event("hw", replica=self.broker_id, hw=new_hw, old=old)
 
+    def append_as_follower(self, data) -> None:
+        """Append the leader's batches as they are.
+
+        DeleteRecords need not stop at a batch boundary, so a follower that restarted empty at the
+        leader's log start can be sent a batch beginning below it. As Kafka does, the empty log then
+        restarts at that batch's base offset; the log start offset in the same fetch answer moves it
+        back up."""
+        log = self.log
+        leo = log.log_end_offset
+        if leo == log.log_start_offset and len(data) >= BATCH_HEADER_SIZE:
+            first = BatchHeader.parse(data)
+            if first.base_offset < leo <= first.last_offset:
+                self.truncate_fully_and_start_at(first.base_offset, "first_batch_below_log_start")
+        log.append_as_follower(data)
+
     def truncate_to(self, offset: int, reason: str) -> None:
         leo = self.log_end_offset
         if self.log.truncate_to(offset):  # also trims the epoch cache when nothing is cut
@@ -203,6 +225,17 @@ class Partition:
             self.event("leo", replica=self.broker_id, leo=self.log_end_offset)
         if self.high_watermark > self.log_end_offset:
             self.high_watermark = self.log_end_offset
+
+    def truncate_fully_and_start_at(self, offset: int, reason: str) -> None:
+        """Empty the log and restart it at ``offset``; the high watermark follows the new log end."""
+        leo = self.log_end_offset
+        self.log.truncate_fully_and_start_at(offset)
+        self.event("truncate", reason=reason, from_offset=leo, to_offset=offset)
+        self.event("leo", replica=self.broker_id, leo=offset)
+        if self.high_watermark != offset:
+            old = self.high_watermark
+            self.high_watermark = offset
+            self.event("hw", replica=self.broker_id, hw=offset, old=old)
 
 
 __all__ = ["Partition", "ReplicaState"]

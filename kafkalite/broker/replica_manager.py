@@ -726,7 +726,7 @@ class ReplicaManager:
             self._check_fetch(op, force)
 
     def _append_as_follower(self, p: Partition, data: bytes) -> None:
-        p.log.append_as_follower(data)
+        p.append_as_follower(data)
         p.event("leo", replica=self.broker_id, leo=p.log_end_offset)
 
     # ============================================================================= offsets

@@ -55,7 +55,8 @@ class LeaderEpochCache:
         """``(epoch, end_offset)``: the largest epoch <= ``requested_epoch`` and where it ends.
 
         As Kafka: the latest epoch ends at the log end offset; an older one ends where the next higher
-        epoch starts; an epoch below every entry, or none known, gives ``(-1, -1)``.
+        epoch starts; an epoch below every entry answers itself with the first entry's start offset; an
+        undefined epoch, an epoch above the latest, or an empty cache gives ``(-1, -1)``.
         """
         if requested_epoch == UNDEFINED_EPOCH or not self._entries:
             return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
@@ -68,7 +69,10 @@ class LeaderEpochCache:
             else:
                 break
         if floor is None:
-            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+            # The epochs before our first entry are gone from this log (retention, DeleteRecords, or a
+            # replica that never had them): whoever asks must agree with us no further than where our
+            # history starts, which lets a follower after an unclean election truncate and catch up.
+            return requested_epoch, self._entries[0][1]
         if floor == len(self._entries) - 1:  # asked for an epoch above the latest
             return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
         return self._entries[floor][0], self._entries[floor + 1][1]

@@ -253,6 +253,10 @@ class Log:
         self.recovery_report.log_start_offset = self._log_start
         self.recovery_report.log_end_offset = self._leo
         self._epochs = [(e, o) for e, o in self._epoch_checkpoint().read() if o < self._leo] or []
+        if not self.read_only:
+            # A crash between moving the log start and rewriting the epoch checkpoint leaves entries
+            # below the start; trim them as the live log would have.
+            self.leader_epoch_cache.truncate_from_start(self._log_start)
         if not self.read_only and segments[-1].offset_index.mutable is False:
             segments[-1].make_active()
 
@@ -730,13 +734,7 @@ class Log:
                 self.leader_epoch_cache.truncate_from_end(self._leo)
                 return False
             if offset < self._segments[0].base_offset:
-                doomed = list(self._segments)
-                self._segments, self._bases = [], []
-                self._delete_segments(doomed)
-                seg = LogSegment.create(self.dir, offset, self.config, self.clock)
-                self._segments, self._bases = [seg], [offset]
-                self._log_start = offset
-                self._write_log_start_checkpoint()
+                self._replace_all_segments(offset)
             else:
                 keep = [s for s in self._segments if s.base_offset <= offset]
                 doomed = [s for s in self._segments if s.base_offset > offset]
@@ -753,6 +751,34 @@ class Log:
             self.leader_epoch_cache.truncate_from_end(self._leo)
             return True
 
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop every record and restart the log, empty, at ``offset`` (Kafka's ``truncateFullyAndStartAt``:
+        a follower whose whole log is older than the leader's log start)."""
+        self._check_writable()
+        if offset < 0:
+            raise OffsetOutOfRangeError(f"cannot restart {self.dir.name} at negative offset {offset}")
+        with self._lock:
+            self._replace_all_segments(offset)
+            self._leo = offset
+            self._recovery_point = offset
+            self.leader_epoch_cache.clear()
+
+    def _replace_all_segments(self, offset: int) -> None:
+        doomed = list(self._segments)
+        self._segments, self._bases = [], []
+        self._delete_segments(doomed)
+        seg = LogSegment.create(self.dir, offset, self.config, self.clock)
+        self._segments, self._bases = [seg], [offset]
+        self._log_start = offset
+        self._write_log_start_checkpoint()
+
+    def _raise_log_start(self, offset: int) -> None:
+        self._log_start = offset
+        self._write_log_start_checkpoint()
+        # Epoch entries must point into the log: OffsetForLeaderEpoch for an epoch whose records are
+        # gone then answers the new log start, not an offset this log can no longer serve.
+        self.leader_epoch_cache.truncate_from_start(offset)
+
     def delete_records(self, before_offset: int) -> int:
         """Kafka's DeleteRecords: move the log start offset up to ``before_offset``; returns the new one.
 
@@ -766,8 +792,7 @@ class Log:
                     f"[{self._log_start}, {self._leo}]"
                 )
             if before_offset > self._log_start:
-                self._log_start = before_offset
-                self._write_log_start_checkpoint()
+                self._raise_log_start(before_offset)
             return self._log_start
 
     def delete_old_segments(self, *, high_watermark: int | None = None) -> list[int]:
@@ -786,8 +811,9 @@ class Log:
             self._delete_segments(doomed)
             new_start = max(self._log_start, self._segments[0].base_offset)
             if new_start != self._log_start:
-                self._log_start = new_start
-            self._write_log_start_checkpoint()
+                self._raise_log_start(new_start)
+            else:
+                self._write_log_start_checkpoint()
             return [s.base_offset for s in doomed]
 
     def _delete_segments(self, segments: list[LogSegment]) -> None:
