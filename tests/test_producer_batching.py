@@ -124,12 +124,18 @@ def test_a_held_back_switch_happens_once_the_batch_is_sent(sequential_choices):
 # ------------------------------------------------------------------------------ configured partitioners
 
 
-def test_round_robin_spreads_evenly_over_two_partitions():
-    net, _, p = setup(
-        partitions=2, linger_ms=100_000, batch_size=1000,
+def _round_robin(linger_ms: int):
+    """Two partitions, 1000-byte batches, Kafka's RoundRobinPartitioner, metadata loaded."""
+    net, cluster, p = setup(
+        partitions=2, linger_ms=linger_ms, batch_size=1000,
         partitioner_class="org.apache.kafka.clients.producer.RoundRobinPartitioner",
     )  # fmt: skip
     _load_metadata(net, p)
+    return net, cluster, p
+
+
+def test_round_robin_spreads_evenly_over_two_partitions():
+    net, _, p = _round_robin(100_000)
     futures = [p.send("t", bytes(100)) for _ in range(40)]
     assert [f.partition for f in futures] == [0, 1] * 20
     assert _batch_counts(p) == {0: [8, 8, 4], 1: [8, 8, 4]}
@@ -153,11 +159,7 @@ def test_a_new_batch_asks_a_configured_partitioner_twice():
 
 
 def test_batches_never_pass_batch_size_after_a_second_choice():
-    net, cluster, p = setup(
-        partitions=2, linger_ms=0, batch_size=1000,
-        partitioner_class="org.apache.kafka.clients.producer.RoundRobinPartitioner",
-    )  # fmt: skip
-    _load_metadata(net, p)
+    net, cluster, p = _round_robin(0)
     for _ in range(40):
         p.send("t", bytes(100))
     net.run_for(100)

@@ -523,22 +523,29 @@ def test_follower_behind_leader_log_start_restarts_there_and_catches_up(tmp_path
     assert reasons == ["offset_out_of_range_reset", "first_batch_below_log_start"]
 
 
+def _unclean_election(c, a_values: list[bytes], b_values: list[bytes]) -> None:
+    """Broker 1 leads epoch 0 alone and takes ``a_values``; then it is down and broker 2, which never
+    had them, is elected alone at epoch 1 and takes ``b_values``."""
+    A, B = 1, 2
+    c.net.crash(B)
+    c.elect(A, 0, (A,), brokers=[A])
+    c.produce(A, a_values, acks=1)
+    c.net.run_for(20)
+    c.rm(A).checkpoint_high_watermarks()
+    c.net.crash(A)
+    c.net.restart(B)
+    c.elect(B, 1, (B,), brokers=[B])
+    c.produce(B, b_values, acks=1)
+    c.net.run_for(20)
+
+
 def test_out_of_range_follower_keeps_its_log_when_the_leader_has_grown_past_it(tmp_path):
     """Unclean election without epochs: the old leader A (LEO 5) fetches at 5 from B (LEO 2): out of
     range. By the time A asks for B's LEO, B has more than A, so A keeps its log and fetches on from 5
     (Kafka leaves that divergence in place) instead of starting over from offset 0."""
     c = Cluster(tmp_path, 2, kafkalite_truncate_by_leader_epoch="false")
     A, B = 1, 2
-    c.net.crash(B)
-    c.elect(A, 0, (A,), brokers=[A])
-    c.produce(A, [b"a1", b"a2", b"a3", b"a4", b"a5"], acks=1)
-    c.net.run_for(20)
-    c.rm(A).checkpoint_high_watermarks()
-    c.net.crash(A)
-    c.net.restart(B)
-    c.elect(B, 1, (B,), brokers=[B])
-    c.produce(B, [b"b1", b"b2"], acks=1)
-    c.net.run_for(20)
+    _unclean_election(c, [b"a1", b"a2", b"a3", b"a4", b"a5"], [b"b1", b"b2"])
     rm_b = c.rm(B)
     orig = rm_b.handle_list_offsets
 
@@ -564,16 +571,7 @@ def test_old_leader_truncates_after_unclean_election_and_catches_up(tmp_path):
     truncates to 0 and replicates B's log instead of fetching forever."""
     c = Cluster(tmp_path, 2)
     A, B = 1, 2
-    c.net.crash(B)
-    c.elect(A, 0, (A,), brokers=[A])
-    c.produce(A, [b"a1", b"a2", b"a3"], acks=1)
-    c.net.run_for(20)
-    c.rm(A).checkpoint_high_watermarks()
-    c.net.crash(A)
-    c.net.restart(B)
-    c.elect(B, 1, (B,), brokers=[B])
-    c.produce(B, [b"b1", b"b2"], acks=1)
-    c.net.run_for(20)
+    _unclean_election(c, [b"a1", b"a2", b"a3"], [b"b1", b"b2"])
     c.net.restart(A)
     c.elect(B, 1, (B,), brokers=[A])
     assert c.run_until(lambda: c.values(A) == [b"b1", b"b2"], 5_000)

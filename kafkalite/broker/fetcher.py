@@ -47,6 +47,7 @@ from kafkalite.protocol import (
 from kafkalite.storage.leader_epoch import UNDEFINED_EPOCH
 
 if TYPE_CHECKING:
+    from kafkalite.broker.partition import Partition
     from kafkalite.broker.replica_manager import ReplicaManager
 
 TRUNCATING, FETCHING, RESETTING, FAILED = "truncating", "fetching", "resetting", "failed"
@@ -309,16 +310,9 @@ class ReplicaFetcher:
         if leader_epoch == UNDEFINED_EPOCH or f_end < 0:
             # An offset without an epoch, or an epoch our cache cannot place (it holds no entries): the
             # leader's offset is the only bound left.
-            target = min(leader_end, leo)
-            p.truncate_to(target, "leader_epoch_unknown_to_follower")
-            self.rm._event(
-                "truncation_point",
-                tp=str(st.tp),
-                leader_epoch=leader_epoch,
-                leader_end_offset=leader_end,
-                to=target,
+            self._truncate_and_fetch(
+                st, p, leader_epoch, leader_end, min(leader_end, leo), "leader_epoch_unknown_to_follower"
             )
-            self._start_fetching(st, p.log_end_offset)
             return
         if f_epoch != leader_epoch:
             # The leader's epoch is not in our cache: cut back to the end of our largest older epoch and
@@ -327,8 +321,19 @@ class ReplicaFetcher:
             st.state = TRUNCATING
             self._query_epoch(st, f_epoch)
             return
-        target = min(f_end, leader_end, leo)
-        p.truncate_to(target, "leader_epoch")
+        self._truncate_and_fetch(st, p, leader_epoch, leader_end, min(f_end, leader_end, leo), "leader_epoch")
+
+    def _truncate_and_fetch(
+        self,
+        st: PartitionFetchState,
+        p: Partition,
+        leader_epoch: int,
+        leader_end: int,
+        target: int,
+        reason: str,
+    ) -> None:
+        """Cut the log at the truncation point found, log it, and fetch on from there."""
+        p.truncate_to(target, reason)
         self.rm._event(
             "truncation_point",
             tp=str(st.tp),
