@@ -445,14 +445,12 @@ class Producer(BaseNode):
             else:
                 partition = self._choose(topic, key, value, cache)
         acc = self.accumulator
-        nbytes = 0
         while True:
             if sticky is not None:
                 partition = sticky.peek_current_partition(cache.n, cache.available)
             tp = cache.tps[partition]  # type: ignore[index]
-            batch = self._open_batch_with_room(tp, ts, key, value, headers, now)
+            batch, nbytes = self._open_batch_with_room(tp, ts, key, value, headers, now)
             if batch is not None:
-                nbytes = batch.next_record_size(ts, key, value, headers)
                 break
             # The partition has no batch open for this record. A switch an earlier append held back
             # (its batch was not full then) happens now, and the record follows it: Kafka's
@@ -470,9 +468,7 @@ class Producer(BaseNode):
             if chosen:
                 partition = self._choose(topic, key, value, cache)
                 tp = cache.tps[partition]
-            batch = self._open_batch_with_room(tp, ts, key, value, headers, now)
-            if batch is not None:
-                nbytes = batch.next_record_size(ts, key, value, headers)
+            batch, nbytes = self._open_batch_with_room(tp, ts, key, value, headers, now)
         if batch is None:
             batch = acc.new_batch(tp, now, batch_size_upper_bound(key, value, headers), self._compression)
             nbytes = record_size(0, 0, key, value, headers)
@@ -520,17 +516,18 @@ class Producer(BaseNode):
 
     def _open_batch_with_room(
         self, tp: TopicPartition, ts: int, key: bytes | None, value: bytes | None, headers: Any, now: int
-    ) -> ProducerBatch | None:
-        """``tp``'s open batch if the record fits in it; a batch it does not fit is closed to appends
-        (Kafka's closeForRecordAppends) and so becomes ready to send."""
+    ) -> tuple[ProducerBatch | None, int]:
+        """``tp``'s open batch and the record's size in it, if the record fits; a batch it does not fit is
+        closed to appends (Kafka's closeForRecordAppends) and so becomes ready to send."""
         batch = self.accumulator.open_batch(tp)
         if batch is None:
-            return None
-        if batch.has_room(batch.next_record_size(ts, key, value, headers)):
-            return batch
+            return None, 0
+        nbytes = batch.next_record_size(ts, key, value, headers)
+        if batch.has_room(nbytes):
+            return batch, nbytes
         batch.full = True
         self._wakeup.schedule(now)
-        return None
+        return None, 0
 
     def _make_hot(
         self, topic: str, batch: ProducerBatch, sticky: Any, version: int, value: bytes, now: int
