@@ -393,9 +393,6 @@ class RecordAccumulator:
     def has_unsent(self) -> bool:
         return any(self.batches.values())
 
-    def queue_sizes(self, topic: str, partitions: list[int]) -> list[int]:
-        return [len(self.batches.get(TopicPartition(topic, p), ())) for p in partitions]
-
     # --------------------------------------------------------------------------------- ready/drain
 
     def backoff_ms(self, attempts: int) -> int:
@@ -468,8 +465,8 @@ class RecordAccumulator:
             if not dq or tp in self.muted:
                 continue
             first = dq[0]
-            if first.attempts and first.last_attempt_ms + self.backoff_ms(first.attempts) > now_ms:
-                continue
+            if first.attempts and self._ready_at(first, len(dq)) > now_ms:
+                continue  # backing off before a retry
             fresh = first.buffer is None
             nbytes = len(first.encode(compression))
             if fresh and compression and first.records_bytes:

@@ -56,7 +56,8 @@ from kafkalite.protocol import (
     ResponseEnvelope,
     TopicPartition,
 )
-from kafkalite.records import record_size
+from kafkalite.records import BATCH_HEADER_SIZE, record_size
+from kafkalite.records.record import MAX_RECORD_OVERHEAD
 from kafkalite.records.varint import sizeof_varint
 
 __all__ = ["FutureRecordMetadata", "Producer", "ProducerClosedError", "RecordMetadata"]
@@ -128,15 +129,19 @@ class _HotBatch:
         self.c = self.lmin = self.lmax = self.idx_end = self.ts_end = 0
 
 
+# batch_size_upper_bound of a null-key, header-less record, less its value and the value's length varint:
+# the batch header, the most record overhead, and one byte each for the null key and the header count.
+_VALUE_BOUND_OVERHEAD = BATCH_HEADER_SIZE + MAX_RECORD_OVERHEAD + 2
+
+
 def _same_width(v: int) -> int:
     """The largest ``w >= v >= 0`` whose zigzag varint is as wide as ``v``'s."""
-    width = max(1, ((v << 1).bit_length() + 6) // 7)
-    return (1 << (7 * width - 1)) - 1
+    return (1 << (7 * sizeof_varint(v) - 1)) - 1
 
 
 def _lowest_same_width(v: int) -> int:
     """The smallest ``w <= v`` (``v >= 0``) whose zigzag varint is as wide as ``v``'s."""
-    width = max(1, ((v << 1).bit_length() + 6) // 7)
+    width = sizeof_varint(v)
     return 0 if width == 1 else 1 << (7 * (width - 1) - 1)
 
 
@@ -542,9 +547,14 @@ class Producer(BaseNode):
         size = body + sizeof_varint(body)
         fixed = body - vlen
         # Value lengths that keep the length varint and the body-length varint as wide as now, and that
-        # pass send()'s size check (the upper bound is 84 bytes plus the value and its length varint).
+        # pass send()'s size check (a null-key, header-less record's upper bound is _VALUE_BOUND_OVERHEAD
+        # plus the value and its length varint).
         lmin = max(_lowest_same_width(vlen), _lowest_same_width(body) - fixed)
-        lmax = min(_same_width(vlen), _same_width(body) - fixed, self._max_record - 84 - sizeof_varint(vlen))
+        lmax = min(
+            _same_width(vlen),
+            _same_width(body) - fixed,
+            self._max_record - _VALUE_BOUND_OVERHEAD - sizeof_varint(vlen),
+        )
         if not lmin <= vlen <= lmax:
             return
         room = min(batch.limit - batch.size, 2 * sticky.sticky_batch_size - sticky.produced_bytes)
@@ -603,14 +613,13 @@ class Producer(BaseNode):
             self._update_load_stats()
         for node in sorted(nodes):
             # Kafka's node latency stats: when a broker has batches ready, note whether it can take them.
-            blocked = (
-                self._node_inflight.get(node, 0) >= self.config.max_in_flight
-                or self._node_backoff.get(node, 0) > now
-            )
-            self._node_latency[node] = (now, self._node_latency.get(node, (now, now))[1] if blocked else now)
-            if self._node_inflight.get(node, 0) >= self.config.max_in_flight:
+            busy = self._node_inflight.get(node, 0) >= self.config.max_in_flight
+            backing_off = self._node_backoff.get(node, 0) > now
+            drained = self._node_latency.get(node, (now, now))[1] if busy or backing_off else now
+            self._node_latency[node] = (now, drained)
+            if busy:
                 continue
-            if self._node_backoff.get(node, 0) > now:
+            if backing_off:
                 at = self._node_backoff[node]
                 next_ready = at if next_ready is None else min(next_ready, at)
                 continue
