@@ -264,6 +264,24 @@ def stamp_batch(
         )
 
 
+PRODUCER_ID_OFFSET = 43  # producerId int64, producerEpoch int16, baseSequence int32: all under the CRC
+_PRODUCER = struct.Struct(">qhi")
+
+
+def set_producer_fields(
+    buf: bytearray, producer_id: int, producer_epoch: int, base_sequence: int, *, transactional: bool = False
+) -> bytearray:
+    """Write an idempotent producer's id, epoch and first sequence (and the transactional bit) into the
+    batch at the start of ``buf``, and recompute the CRC they sit under. Returns ``buf``."""
+    _PRODUCER.pack_into(buf, PRODUCER_ID_OFFSET, producer_id, producer_epoch, base_sequence)
+    (attrs,) = _H.unpack_from(buf, ATTRIBUTES_OFFSET)
+    attrs = attrs | TRANSACTIONAL_BIT if transactional else attrs & ~TRANSACTIONAL_BIT
+    _H.pack_into(buf, ATTRIBUTES_OFFSET, attrs)
+    (batch_length,) = _I.unpack_from(buf, 8)
+    _U32.pack_into(buf, CRC_OFFSET, crc32c(memoryview(buf)[CRC_START : batch_length + LOG_OVERHEAD]))
+    return buf
+
+
 def iter_batches(buf, pos: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
     """Walk concatenated batches, yielding ``(position, header)`` for each complete batch.
 
@@ -404,7 +422,14 @@ def build_batch(
 
 
 def build_values_batch(
-    values: list, stamps: list, compression: int = Compression.NONE, *, bytes_only: bool = False
+    values: list,
+    stamps: list,
+    compression: int = Compression.NONE,
+    *,
+    bytes_only: bool = False,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
 ) -> bytes | None:
     """``build_batch`` for keyless, headerless records given as a list of values and one timestamp
     each (a producer batch), or None when ``encode_fast`` does not handle them (use ``build_batch``).
@@ -416,8 +441,8 @@ def build_values_batch(
     if body is None:
         return None
     return _finish_batch(
-        body, n, stamps, range(n), 0, compression, TimestampType.CREATE_TIME, -1, -1, -1, -1, False,
-        False, None, None, None,
+        body, n, stamps, range(n), 0, compression, TimestampType.CREATE_TIME, producer_id, producer_epoch,
+        base_sequence, -1, False, False, None, None, None,
     )  # fmt: skip
 
 

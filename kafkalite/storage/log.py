@@ -32,14 +32,22 @@ from kafkalite.errors import (
 from kafkalite.records import (
     BatchHeader,
     decode_batch_tuples,
+    iter_batches,
+    parse_control_record,
     stamp_batch,
     valid_header_fields,
     validate_batch,
 )
+from kafkalite.records.batch import CONTROL_BIT, TRANSACTIONAL_BIT
 from kafkalite.storage.checkpoint import LeaderEpochCheckpoint, OffsetCheckpoint
 from kafkalite.storage.config import LONG_MAX, LogConfig
 from kafkalite.storage.file_slice import FileSlice
 from kafkalite.storage.leader_epoch import LeaderEpochCache
+from kafkalite.storage.producer_state import (
+    ProducerBatchInfo,
+    ProducerStateManager,
+    next_sequence,
+)
 from kafkalite.storage.segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -71,6 +79,9 @@ class LogAppendInfo:
     num_records: int
     size: int
     log_append_time: int = -1
+    duplicate: bool = False
+    """An idempotent producer's retry of a batch already in the log: nothing was written, and the
+    offsets are those the first copy got."""
 
 
 @dataclass(slots=True)
@@ -140,6 +151,7 @@ class Log:
         self._unflushed = 0
         self._last_flush_ms = 0
         self.leader_epoch_cache = LeaderEpochCache(dir / LEADER_EPOCH_CHECKPOINT)
+        self.producer_state = ProducerStateManager(dir, dir.name)
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._lock = threading.RLock()
         self._closed = False
@@ -259,6 +271,64 @@ class Log:
             self.leader_epoch_cache.truncate_from_start(self._log_start)
         if not self.read_only and segments[-1].offset_index.mutable is False:
             segments[-1].make_active()
+        if not self.read_only:
+            self._rebuild_producer_state()
+
+    # ===== producer state ===============================================================================
+    def _rebuild_producer_state(self) -> None:
+        """Load the newest snapshot at or below the log end and replay the batches after it (from the
+        log start when there is none), as Kafka does on open and after a truncation."""
+        ps = self.producer_state
+        off = ps.load_latest(self._leo)
+        start = max(off, self._log_start)
+        if off < self._log_start:
+            ps.reset(self._log_start)
+            start = self._log_start
+        for f, data in self._iter_header_fields(start):
+            self._track_producer(f, f[0], data)
+        ps.advance(self._leo)
+        if off >= 0 and off < self._log_start:
+            ps.evict_before(self._log_start)
+
+    def _iter_header_fields(self, start: int):
+        """``(header fields, batch bytes)`` of the batches ending at or after ``start``, segment by segment."""
+        for seg in self._segments:
+            if seg.next_offset <= start or seg.size == 0:
+                continue
+            seg.write_deferred()
+            data = memoryview(os.pread(seg.file.fileno(), seg.size, 0))
+            for pos, h in iter_batches(data):
+                if h.base_offset + h.last_offset_delta >= start:
+                    yield astuple(h), data[pos : pos + h.batch_length + 12]
+
+    def _track_producer(self, f: tuple, base: int, data) -> None:
+        """Fold one appended batch (header fields ``f``, first offset ``base``) into the producer state."""
+        if f[9] < 0:
+            return
+        if f[5] & CONTROL_BIT:
+            _h, rows = decode_batch_tuples(data, verify_crc=False)
+            coordinator_epoch = parse_control_record(rows[0][2], rows[0][3]).coordinator_epoch if rows else -1
+            self.producer_state.complete_txn(f[9], f[10], coordinator_epoch, base, f[8])
+            return
+        self.producer_state.update(_producer_info(f, base))
+
+    def _check_producers(self, items: list, base: int) -> list:
+        """Kafka's producer-state validation of a leader append: per batch, the remembered batch it
+        duplicates, or None. Raises (nothing written) when a batch must be refused."""
+        infos = []
+        off = base
+        for _data, h in items:
+            f = h if isinstance(h, tuple) else astuple(h)
+            if f[9] >= 0 and not f[5] & CONTROL_BIT:
+                infos.append(_producer_info(f, off))
+            else:
+                infos.append(None)
+            off += f[6] + 1
+        wanted = [i for i in infos if i is not None]
+        if not wanted:
+            return [None] * len(items)
+        dups = iter(self.producer_state.check_client_batches(wanted))
+        return [None if i is None else next(dups) for i in infos]
 
     def _complete_swap(self, base: int) -> None:
         """Finish a cleaner swap interrupted by a crash: the ``.swap`` segment replaces what it covers."""
@@ -369,7 +439,7 @@ class Log:
         if f is None:  # something is wrong: validate_batch raises the error that names it
             f = astuple(validate_batch(batch, 0, max_size=self._max_message_bytes))
         size = f[1] + 12
-        if size != len(batch):
+        if size != len(batch) or f[9] >= 0:
             return _merge_infos(self._append_validated(self._validate_all(batch), leader_epoch), len(batch))
         count = f[12]
         if count == 0 or size > self._segment_bytes or self._compact:
@@ -455,9 +525,18 @@ class Log:
     def _append_validated(self, items: list, leader_epoch: int) -> list[LogAppendInfo]:
         infos = []
         with self._lock:
+            dups = self._check_producers(items, self._leo)
             seg = self._segments[-1]
             try:
-                for data, h in items:
+                for (data, h), dup in zip(items, dups, strict=True):
+                    if dup is not None:
+                        infos.append(
+                            LogAppendInfo(
+                                dup.first_offset, dup.last_offset, dup.timestamp, dup.last_offset, 0, 0,
+                                duplicate=True,
+                            )
+                        )  # fmt: skip
+                        continue
                     size = len(data)
                     base = self._leo
                     last = base + h.last_offset_delta
@@ -469,6 +548,8 @@ class Log:
                     if leader_epoch >= 0 and (not self._epochs or leader_epoch > self._epochs[-1][0]):
                         self._assign_epoch(leader_epoch, base)
                     self._unflushed += h.records_count
+                    if h.producer_id >= 0:
+                        self._track_producer(astuple(h), base, data)
                     infos.append(LogAppendInfo(base, last, max_ts, last, h.records_count, size, now))
             finally:
                 seg.write_deferred()
@@ -528,6 +609,8 @@ class Log:
                         self._assign_epoch(epoch, base)
                     self._leo = last + 1
                     self._unflushed += count
+                    if f[9] >= 0:
+                        self._track_producer(f, base, data)
                     infos.append(LogAppendInfo(base, last, max_ts, last, count, size))
             finally:
                 seg.write_deferred()
@@ -591,6 +674,10 @@ class Log:
         new = LogSegment.create(self.dir, self._leo, self.config, self.clock)
         self._segments.append(new)
         self._bases.append(new.base_offset)
+        if self.producer_state.producers:
+            # Kafka snapshots producer state at each roll, so recovery replays at most one segment.
+            self.producer_state.advance(self._leo)
+            self.producer_state.take_snapshot(sync=False)
         return new
 
     def flush(self) -> None:
@@ -626,6 +713,10 @@ class Log:
             if not self.read_only:
                 self._flush_locked()
                 self._write_log_start_checkpoint()
+                if self.producer_state.producers or self.producer_state.snapshot_offsets():
+                    # A clean shutdown leaves a snapshot at the log end: the next open replays nothing.
+                    self.producer_state.advance(self._leo)
+                    self.producer_state.take_snapshot()
             for seg in self._segments:
                 seg.close()
             for _, seg in self._pending_deletes:
@@ -749,6 +840,8 @@ class Log:
                 self._write_log_start_checkpoint()
             self._recovery_point = min(self._recovery_point, self._leo)
             self.leader_epoch_cache.truncate_from_end(self._leo)
+            if self.producer_state.producers or self.producer_state.snapshot_offsets():
+                self._rebuild_producer_state()
             return True
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -762,6 +855,8 @@ class Log:
             self._leo = offset
             self._recovery_point = offset
             self.leader_epoch_cache.clear()
+            self.producer_state.delete_snapshots(above=-1)
+            self.producer_state.reset(offset)
 
     def _replace_all_segments(self, offset: int) -> None:
         doomed = list(self._segments)
@@ -778,6 +873,7 @@ class Log:
         # Epoch entries must point into the log: OffsetForLeaderEpoch for an epoch whose records are
         # gone then answers the new log start, not an offset this log can no longer serve.
         self.leader_epoch_cache.truncate_from_start(offset)
+        self.producer_state.evict_before(offset)
 
     def delete_records(self, before_offset: int) -> int:
         """Kafka's DeleteRecords: move the log start offset up to ``before_offset``; returns the new one.
@@ -871,6 +967,8 @@ class Log:
 
 
 def _merge_infos(infos: list[LogAppendInfo], size: int) -> LogAppendInfo:
+    if len(infos) == 1:
+        return infos[0]
     best = max(infos, key=lambda i: i.max_timestamp)
     return LogAppendInfo(
         infos[0].first_offset,
@@ -880,6 +978,21 @@ def _merge_infos(infos: list[LogAppendInfo], size: int) -> LogAppendInfo:
         sum(i.num_records for i in infos),
         size,
         infos[-1].log_append_time,
+        all(i.duplicate for i in infos),
+    )
+
+
+def _producer_info(f: tuple, base: int) -> ProducerBatchInfo:
+    """The producer fields of a batch header tuple (BatchHeader order) placed at offset ``base``."""
+    return ProducerBatchInfo(
+        f[9],
+        f[10],
+        f[11],
+        next_sequence(f[11], f[6]),
+        base,
+        base + f[6],
+        f[8],
+        bool(f[5] & TRANSACTIONAL_BIT),
     )
 
 
