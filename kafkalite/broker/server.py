@@ -26,6 +26,7 @@ from typing import Any
 from kafkalite.broker.controller import STALE_BROKER_EPOCH, Controller, decode_topic_config
 from kafkalite.broker.group.coordinator import GroupCoordinator
 from kafkalite.broker.group.manager import OFFSETS_TOPIC, GroupMetadataManager, offsets_topic
+from kafkalite.broker.producer_id_manager import ProducerIdManager
 from kafkalite.coordination import paths
 from kafkalite.coordination.store import NodeExists, NoNode, SessionExpired
 from kafkalite.coordination.zk_node import ZK_NODE_ID, ConnectionLossError, ZkLink
@@ -57,6 +58,8 @@ from kafkalite.protocol import (
     FindCoordinatorResponse,
     HeartbeatRequest,
     HeartbeatResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
     JoinGroupRequest,
     JoinGroupResponse,
     LeaderAndIsrRequest,
@@ -206,6 +209,7 @@ class KafkaBroker(BaseNode):
         self.group_manager: GroupMetadataManager | None = None
         self._incarnation = 0
         self._offsets_topic_creation: int | None = None
+        self.producer_ids: ProducerIdManager | None = None
 
     # ------------------------------------------------------------------------------------ lifecycle
 
@@ -224,6 +228,7 @@ class KafkaBroker(BaseNode):
         self.cache = MetadataCache()
         self.controller_epoch_seen = -1
         self._configured_topics: set[str] = set()
+        self.producer_ids = None
         self.rm = self._rm_factory(
             broker_id=self.broker_id,
             log_dir=self.log_dir,
@@ -406,6 +411,8 @@ class KafkaBroker(BaseNode):
             self.send(src, msg.reply(self.cache.metadata(req)))
         elif isinstance(req, FindCoordinatorRequest):
             self.send(src, msg.reply(self._find_coordinator(req)))
+        elif isinstance(req, InitProducerIdRequest):
+            self.send(src, msg.reply(self._init_producer_id(req)))
         elif isinstance(req, _GROUP_REQUESTS):
             self._handle_group_request(src, msg)
         else:
@@ -414,6 +421,24 @@ class KafkaBroker(BaseNode):
                 self.log("unsupported_request", api=type(req).__name__, src=src)
                 return
             getattr(self.rm, handler)(msg, src)
+
+    # ----------------------------------------------------------------------------- producer ids
+
+    def _init_producer_id(self, req: InitProducerIdRequest) -> InitProducerIdResponse:
+        """An idempotent producer's id: a fresh one with epoch 0 on every call, as Kafka gives when no
+        transactional id is named (such a producer bumps its epoch itself, KIP-360)."""
+        if req.transactional_id is not None:
+            return InitProducerIdResponse(error_code=CoordinatorNotAvailableError.code)
+        if self.producer_ids is None:
+            assert self.zk is not None
+            self.producer_ids = ProducerIdManager(self.zk, self.broker_id)
+        try:
+            pid = self.producer_ids.generate()
+        except (ConnectionLossError, SessionExpired, CoordinatorNotAvailableError) as exc:
+            self.log("producer_id_unavailable", error=repr(exc))
+            return InitProducerIdResponse(error_code=CoordinatorNotAvailableError.code)
+        self.log("producer_id_allocated", producer_id=pid)
+        return InitProducerIdResponse(producer_id=pid, producer_epoch=0)
 
     # ------------------------------------------------------------------------------------ groups
 
