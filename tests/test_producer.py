@@ -139,7 +139,9 @@ def setup(brokers: int = 1, partitions: int = 1, leader=1, seed: int = 0, **conf
     net = SimNetwork(seed, log_messages="none")
     cluster = FakeCluster(net, brokers)
     cluster.create("t", partitions, leader)
-    producer = Producer("producer-1", [1], config)
+    # The fake brokers keep no producer state, so these producers run without idempotence (tests of the
+    # idempotent producer use real brokers).
+    producer = Producer("producer-1", [1], {"enable.idempotence": False, **config})
     net.add_node("producer-1", producer)
     return net, cluster, producer
 
@@ -158,7 +160,7 @@ def test_config_defaults_and_names():
     assert cfg.retries == 2147483647 and cfg.delivery_timeout_ms == 120_000
     assert cfg.request_timeout_ms == 30_000 and cfg.retry_backoff_ms == 100
     assert cfg.max_in_flight == 5 and cfg.max_request_size == 1_048_576
-    assert cfg["compression.type"] == "none" and cfg["enable.idempotence"] is False
+    assert cfg["compression.type"] == "none" and cfg["enable.idempotence"] is True and cfg.idempotence
     assert ProducerConfig.from_props({"linger_ms": 7, "acks": 1}).linger_ms == 7
 
 
@@ -170,7 +172,9 @@ def test_config_defaults_and_names():
         ({"batch.size": -1}, "batch.size"),
         ({"linger.ms": "soon"}, "linger.ms"),
         ({"compression.type": "brotli"}, "compression.type"),
-        ({"enable.idempotence": True}, "enable.idempotence"),
+        ({"enable.idempotence": True, "acks": 1}, "enable.idempotence"),
+        ({"enable.idempotence": True, "retries": 0}, "enable.idempotence"),
+        ({"enable.idempotence": True, "max.in.flight.requests.per.connection": 6}, "enable.idempotence"),
         ({"max.in.flight.requests.per.connection": 0}, "max.in.flight.requests.per.connection"),
         ({"delivery.timeout.ms": 1000}, "delivery.timeout.ms"),
     ],
@@ -178,6 +182,14 @@ def test_config_defaults_and_names():
 def test_config_rejects_bad_values(props, named):
     with pytest.raises(InvalidConfigError, match=named.replace(".", r"\.")):
         ProducerConfig.from_props(props)
+
+
+def test_unset_idempotence_gives_way_to_conflicting_configs():
+    # Kafka 3.2+: left unset, enable.idempotence is turned off by acks=0/1, retries=0 or > 5 in flight.
+    for props in ({"acks": 1}, {"acks": 0}, {"retries": 0}, {"max.in.flight.requests.per.connection": 6}):
+        cfg = ProducerConfig.from_props(props)
+        assert cfg.idempotence is False and cfg["enable.idempotence"] is False
+    assert ProducerConfig.from_props({"acks": "all"}).idempotence is True
 
 
 def test_delivery_timeout_raised_to_floor_when_not_set():

@@ -24,6 +24,7 @@ from kafkalite.records import (
     build_values_batch,
     record_size,
     record_size_upper_bound,
+    set_producer_fields,
 )
 
 __all__ = [
@@ -192,6 +193,9 @@ class ProducerBatch:
         "acks",
         "final_state",
         "bytes_only",
+        "producer_id",
+        "producer_epoch",
+        "base_sequence",
     )
 
     def __init__(
@@ -228,6 +232,10 @@ class ProducerBatch:
         self.acks = acks
         self.final_state = ""
         self.bytes_only = True  # every value is bytes (no None): the encoder may skip checking
+        # An idempotent producer's identity and first sequence, set when the batch is first drained.
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.base_sequence = -1
 
     @property
     def record_count(self) -> int:
@@ -295,14 +303,32 @@ class ProducerBatch:
         if self.buffer is None:
             self.full = True
             buf = None
+            pid, epoch, seq = self.producer_id, self.producer_epoch, self.base_sequence
             if self.keys is None and self.headers is None and self.values:
                 buf = build_values_batch(
-                    self.values, self.timestamps, compression, bytes_only=self.bytes_only
-                )
+                    self.values, self.timestamps, compression, bytes_only=self.bytes_only,
+                    producer_id=pid, producer_epoch=epoch, base_sequence=seq,
+                )  # fmt: skip
             if buf is None:
-                buf = build_batch(self.records, timestamp=self.timestamps, compression=compression)
+                buf = build_batch(
+                    self.records, timestamp=self.timestamps, compression=compression,
+                    producer_id=pid, producer_epoch=epoch, base_sequence=seq,
+                )  # fmt: skip
             self.buffer = buf
         return self.buffer
+
+    def set_producer_state(self, producer_id: int, epoch: int, base_sequence: int) -> None:
+        """Give the batch its producer id, epoch and first sequence (again, after an epoch bump); an
+        already built buffer is rewritten in place of rebuilding it."""
+        self.producer_id, self.producer_epoch, self.base_sequence = producer_id, epoch, base_sequence
+        if self.buffer is not None:
+            self.buffer = bytes(
+                set_producer_fields(bytearray(self.buffer), producer_id, epoch, base_sequence)
+            )
+
+    @property
+    def last_sequence(self) -> int:
+        return (self.base_sequence + len(self.values) - 1) & 0x7FFFFFFF
 
     def metadata(self, index: int) -> RecordMetadata:
         offset = self.base_offset + index if self.base_offset >= 0 else -1
@@ -445,13 +471,15 @@ class RecordAccumulator:
         max_size: int,
         compression: int,
         now_ms: int,
+        gate: Callable[[ProducerBatch], bool] | None = None,
     ) -> list[ProducerBatch]:
         """Take the first batch of each partition led by ``node``, up to ``max_size`` bytes in all.
 
         As Kafka's ``drainBatchesForOneNode``: once a broker is ready (one of its partitions has a ready
         batch), batches still lingering on its other partitions ride along in the same request; only a
         batch backing off before a retry stays. The start position rotates per node (Kafka's drainIndex)
-        so no partition starves.
+        so no partition starves. ``gate`` (an idempotent producer's) may hold a partition's first batch
+        back, and gives it its sequence before it is encoded.
         """
         parts = partitions_of(node)
         if not parts:
@@ -467,6 +495,8 @@ class RecordAccumulator:
             first = dq[0]
             if first.attempts and self._ready_at(first, len(dq)) > now_ms:
                 continue  # backing off before a retry
+            if gate is not None and not gate(first):
+                continue
             fresh = first.buffer is None
             nbytes = len(first.encode(compression))
             if fresh and compression and first.records_bytes:
@@ -484,12 +514,21 @@ class RecordAccumulator:
         return out
 
     def reenqueue(self, batch: ProducerBatch, now_ms: int) -> None:
-        """Put a batch to retry back at the head of its partition's deque."""
+        """Put a batch to retry back at the head of its partition's deque; a batch with a sequence goes
+        before the first queued batch with a later (or no) sequence, so retries leave in sequence order."""
         batch.in_flight = False
         batch.last_attempt_ms = now_ms
         dq = self.batches.get(batch.tp)
         if dq is None:
             dq = self.batches[batch.tp] = deque()
+        if batch.base_sequence >= 0:
+            for i, other in enumerate(dq):
+                if other.base_sequence < 0 or other.base_sequence > batch.base_sequence:
+                    dq.insert(i, batch)
+                    return
+            if dq and dq[-1].base_sequence >= 0:
+                dq.append(batch)
+                return
         dq.appendleft(batch)
 
     def requeue_split(self, parent: ProducerBatch, children: list[ProducerBatch]) -> None:

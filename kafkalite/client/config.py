@@ -2,9 +2,11 @@
 
 ``ProducerConfig.from_props`` takes a dict of Kafka keys (``"linger.ms"``); Python-style keys
 (``linger_ms``) are accepted too, so ``Cluster.producer(linger_ms=0)`` works. An unknown key or a bad
-value raises ``InvalidConfigError`` naming the key. Defaults are Kafka 4.0's, except
-``enable.idempotence``: kafkalite has no idempotent producer yet, so it defaults to false and true is
-rejected (Kafka's default has been true since 3.0).
+value raises ``InvalidConfigError`` naming the key. Defaults are Kafka 4.0's.
+
+``enable.idempotence`` defaults to true, as in Kafka since 3.0. As in Kafka, when it is left unset a
+conflicting ``acks`` (0 or 1), ``retries=0`` or more than 5 requests in flight quietly turn it off; when it
+is set to true explicitly the same conflict is an error.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ PRODUCER_DEFAULTS: dict[str, Any] = {
     "buffer.memory": 33_554_432,
     "max.block.ms": 60_000,
     "compression.type": "none",
-    "enable.idempotence": False,
+    "enable.idempotence": True,
     "transactional.id": None,
     "metadata.max.age.ms": 300_000,
     "partitioner.class": None,
@@ -109,6 +111,7 @@ class ProducerConfig:
     compression: int = Compression.NONE
     metadata_max_age_ms: int = 300_000
     history_enabled: bool = True
+    idempotence: bool = False
 
     @classmethod
     def from_props(cls, config: Mapping[str, Any] | None = None) -> ProducerConfig:
@@ -123,11 +126,7 @@ class ProducerConfig:
         props["compression.type"] = parse_choice(
             "compression.type", props["compression.type"], tuple(_COMPRESSION)
         )
-        if props["enable.idempotence"]:
-            raise InvalidConfigError(
-                "enable.idempotence=true is not supported yet (the idempotent producer is a later issue); "
-                "set enable.idempotence=false"
-            )
+        _check_idempotence(props, given, acks)
         if props["transactional.id"] is not None:
             raise InvalidConfigError("transactional.id is not supported yet (transactions are a later issue)")
         for key in ("key.serializer", "value.serializer"):
@@ -167,7 +166,26 @@ class ProducerConfig:
             compression=_COMPRESSION[props["compression.type"]],
             metadata_max_age_ms=props["metadata.max.age.ms"],
             history_enabled=props["kafkalite.history.enabled"],
+            idempotence=props["enable.idempotence"],
         )
 
     def __getitem__(self, key: str) -> Any:
         return self.props[key]
+
+
+def _check_idempotence(props: dict[str, Any], given: Any, acks: int) -> None:
+    """Kafka's idempotence rules: acks=all, retries > 0, at most 5 requests in flight per connection."""
+    conflicts = []
+    if props["max.in.flight.requests.per.connection"] > 5:
+        conflicts.append("Must set max.in.flight.requests.per.connection to at most 5")
+    if props["retries"] == 0:
+        conflicts.append("Must set retries to non-zero")
+    if acks != -1:
+        conflicts.append("Must set acks to all")
+    if not conflicts or not props["enable.idempotence"]:
+        return
+    if "enable.idempotence" in given:
+        raise InvalidConfigError(
+            f"{'; '.join(conflicts)} in order to use the idempotent producer (enable.idempotence=true)"
+        )
+    props["enable.idempotence"] = False  # unset and conflicting: Kafka turns it off rather than fail

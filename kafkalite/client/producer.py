@@ -37,6 +37,12 @@ from kafkalite.client.accumulator import (
 from kafkalite.client.config import ProducerConfig
 from kafkalite.client.metadata import FATAL_TOPIC_ERRORS, ClusterMetadata
 from kafkalite.client.partitioner import DefaultPartitioner, create_partitioner
+from kafkalite.client.transaction_manager import (
+    DUPLICATE_SEQUENCE_NUMBER,
+    OUT_OF_ORDER_SEQUENCE_NUMBER,
+    UNKNOWN_PRODUCER_ID,
+    TransactionManager,
+)
 from kafkalite.client.wakeup import Wakeup
 from kafkalite.errors import (
     KafkaError,
@@ -47,6 +53,8 @@ from kafkalite.errors import (
 )
 from kafkalite.net.sim import BaseNode, NodeId
 from kafkalite.protocol import (
+    InitProducerIdRequest,
+    InitProducerIdResponse,
     MetadataRequest,
     MetadataResponse,
     ProducePartition,
@@ -76,7 +84,7 @@ class ProducerClosedError(RuntimeError):
 
 
 class _InFlight:
-    __slots__ = ("corr", "node", "batches", "deadline", "sent_ms", "is_metadata")
+    __slots__ = ("corr", "node", "batches", "deadline", "sent_ms", "is_metadata", "is_init")
 
     def __init__(self, corr: int, node: int, batches: list[ProducerBatch] | None, deadline: int, now: int):
         self.corr = corr
@@ -85,6 +93,7 @@ class _InFlight:
         self.deadline = deadline
         self.sent_ms = now
         self.is_metadata = batches is None
+        self.is_init = False  # an InitProducerId request (batches is None too)
 
 
 class _TopicCache:
@@ -198,6 +207,8 @@ class Producer(BaseNode):
         self._early: list[SendRecord] = []  # sends that failed before reaching a batch
         self._closing = False
         self._closed = False
+        self._tm = TransactionManager(self.log) if cfg.idempotence else None
+        self._init_backoff_until = 0
         self._metrics: dict[str, int] = dict.fromkeys(
             (
                 "record-send-total",
@@ -255,7 +266,9 @@ class Producer(BaseNode):
         self._node_inflight[req.node] -= 1
         self._metrics["response-total"] += 1
         resp = msg.response
-        if req.is_metadata:
+        if req.is_init:
+            self._on_init_producer_id(resp, now_ms)
+        elif req.is_metadata:
             self._meta_inflight = None
             if isinstance(resp, MetadataResponse):
                 self._on_metadata(resp, now_ms)
@@ -611,6 +624,14 @@ class Producer(BaseNode):
             self._maybe_send_metadata(now)
         if isinstance(self.partitioner, DefaultPartitioner) and self.partitioner.adaptive:
             self._update_load_stats()
+        tm = self._tm
+        gate = None
+        if tm is not None:
+            gate = tm.gate
+            if tm.bump_pending:
+                tm.maybe_bump(acc.batches)
+            if not tm.has_producer_id and self._has_work():
+                self._maybe_send_init_producer_id(now)
         for node in sorted(nodes):
             # Kafka's node latency stats: when a broker has batches ready, note whether it can take them.
             busy = self._node_inflight.get(node, 0) >= self.config.max_in_flight
@@ -626,7 +647,7 @@ class Producer(BaseNode):
             # Like the Sender looping, keep sending to this broker while it may take more requests.
             while self._node_inflight.get(node, 0) < self.config.max_in_flight:
                 batches = acc.drain(
-                    self._partitions_led_by, node, self._max_request_size, self._compression, now
+                    self._partitions_led_by, node, self._max_request_size, self._compression, now, gate
                 )
                 if not batches:
                     break
@@ -756,6 +777,74 @@ class Producer(BaseNode):
             self._connection_failed(node, now)
         self._meta_backoff_until = now + self.config.retry_backoff_ms
 
+    def _maybe_send_init_producer_id(self, now: int) -> None:
+        """Ask a broker for a producer id (Kafka sends InitProducerId to the least loaded node)."""
+        tm = self._tm
+        if tm is None or tm.init_pending or now < self._init_backoff_until:
+            return
+        for node in self.metadata.nodes():
+            if self._node_backoff.get(node, 0) > now:
+                continue
+            corr = self._next_corr()
+            req = InitProducerIdRequest(
+                transaction_timeout_ms=self.config.props.get("transaction.timeout.ms", 60_000)
+            )
+            if self.net.send(self.node_id, node, RequestEnvelope(corr, self.client_id, req)):
+                inflight = _InFlight(corr, node, None, now + self.config.request_timeout_ms, now)
+                inflight.is_init = True
+                self._inflight[corr] = inflight
+                self._node_inflight[node] = self._node_inflight.get(node, 0) + 1
+                tm.init_pending = True
+                return
+            self._connection_failed(node, now)
+        self._init_backoff_until = now + self.config.retry_backoff_ms
+
+    def _on_init_producer_id(self, resp: Any, now: int) -> None:
+        tm = self._tm
+        assert tm is not None
+        tm.init_pending = False
+        if isinstance(resp, InitProducerIdResponse) and resp.error_code == 0:
+            tm.set_producer_id(resp.producer_id, resp.producer_epoch)
+            for dq in self.accumulator.batches.values():
+                for b in dq:
+                    b.base_sequence = -1  # a new producer id starts every partition at sequence 0
+            return
+        code = getattr(resp, "error_code", -1)
+        self.log("init_producer_id_failed", error_code=code)
+        self._init_backoff_until = now + self.config.retry_backoff_ms
+        self._wakeup.schedule(self._init_backoff_until)
+
+    def _sequence_error(self, b: ProducerBatch, code: int, now: int) -> bool:
+        """Handle the produce errors that concern sequences; returns True when the batch is dealt with."""
+        tm = self._tm
+        assert tm is not None
+        if code == DUPLICATE_SEQUENCE_NUMBER or (
+            code == OUT_OF_ORDER_SEQUENCE_NUMBER and tm.already_acked(b)
+        ):
+            # The leader already has this batch but no longer remembers where: a success with no offset.
+            tm.acked(b)
+            self._complete(b, -1, -1, now)
+            return True
+        if code not in (OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID):
+            return False
+        queued = self.accumulator.batches.get(b.tp, ())
+        if code == OUT_OF_ORDER_SEQUENCE_NUMBER and tm.earlier_pending(b, queued):
+            # Refused only because an earlier batch has not landed yet: retry after it (in order).
+            b.in_flight = False
+            self.accumulator.muted.discard(b.tp)
+            self.accumulator.reenqueue(b, now)
+            return True
+        known_cause = b.tp in tm.unresolved or code == UNKNOWN_PRODUCER_ID
+        tm.hole(b.tp)
+        if known_cause and now - b.created_ms < self.config.delivery_timeout_ms:
+            # The hole is a batch we gave up on: this one was refused, so it is not in the log and may
+            # go again under the bumped epoch with a new sequence.
+            b.in_flight = False
+            self.accumulator.muted.discard(b.tp)
+            self.accumulator.reenqueue(b, now)
+            return True
+        return False  # the leader lost our sequence state: Kafka fails the batch (and bumps the epoch)
+
     def _connection_failed(self, node: int, now: int) -> None:
         self._metrics["connection-failure-total"] += 1
         self._node_backoff[node] = now + RECONNECT_BACKOFF_MS
@@ -768,6 +857,9 @@ class Producer(BaseNode):
         for corr in [c for c, r in self._inflight.items() if r.node == node]:
             req = self._inflight.pop(corr)
             self._node_inflight[node] -= 1
+            if req.is_init:
+                self._tm.init_pending = False  # type: ignore[union-attr]
+                continue
             if req.is_metadata:
                 self._meta_inflight = None
                 continue
@@ -822,7 +914,11 @@ class Producer(BaseNode):
                 continue
             code = pr.error_code
             if code == 0:
+                if self._tm is not None:
+                    self._tm.acked(b)
                 self._complete(b, pr.base_offset, pr.log_append_time_ms, now)
+                continue
+            if self._tm is not None and b.base_sequence >= 0 and self._sequence_error(b, code, now):
                 continue
             exc_type = error_for_code(code) or KafkaError
             msg = pr.error_message or f"{b.tp} on node {req.node}"
@@ -900,6 +996,8 @@ class Producer(BaseNode):
         self._run_callbacks(b)
 
     def _fail_batch(self, b: ProducerBatch, err: KafkaError, now: int) -> None:
+        if self._tm is not None and b.base_sequence >= 0:
+            self._tm.failed(b)
         b.error = err
         b.done = True
         b.in_flight = False
