@@ -226,12 +226,21 @@ def bench_spark(records: int, value_size: int, repeats: int, cores: int, as_json
 @bench.command("faults")
 @click.option("--seeds", default=20, show_default=True, help="How many seeds to run.")
 @click.option("--start", default=0, show_default=True, help="First seed.")
-def bench_faults(seeds: int, start: int) -> None:
+@click.option(
+    "--idempotence/--no-idempotence",
+    default=None,
+    help="Force enable.idempotence on or off (default: the producer's default, on for acks=all).",
+)
+def bench_faults(seeds: int, start: int, idempotence: bool | None) -> None:
     """Random fault schedules against the cluster, checked by the history checker."""
     # Imported here: the CLI must work whatever state the faults module is in.
     from kafkalite.bench.faults import format_summary, run_faults
 
-    click.echo(format_summary(run_faults(seeds, start)))
+    kw = {} if idempotence is None else {"idempotence": idempotence}
+    summary = run_faults(seeds, start, **kw)
+    click.echo(format_summary(summary))
+    if summary["failed"]:
+        raise SystemExit(1)
 
 
 @bench.command("group-faults")

@@ -25,7 +25,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkalite.checker import DUPLICATE, Anomaly, CheckReport, check_history
+from kafkalite.checker import DUPLICATE, REORDERED, Anomaly, CheckReport, check_history
 from kafkalite.cluster import Cluster
 from kafkalite.coordination.zk_node import ZK_NODE_ID
 from kafkalite.net.sim import Fault, FaultSchedule
@@ -69,11 +69,15 @@ class FaultRunResult:
     acked: int
     lossy_crashes: list[int] = field(default_factory=list)
     retried: frozenset = frozenset()
+    idempotent: bool = False
 
     @property
     def violations(self) -> list[Anomaly]:
-        """The report's violations, less duplicates of records the producer had to resend after an
-        attempt that may have been written: without idempotence that is Kafka's documented behaviour."""
+        """The report's violations. Without idempotence, duplicates of records the producer had to resend
+        after an attempt that may have been written are Kafka's documented behaviour and left out; with
+        it, every duplicate counts, and so does a record out of send order within its partition."""
+        if self.idempotent:
+            return list(self.report.violations) + self.report.of_kind(REORDERED)
         return [a for a in self.report.violations if not (a.kind == DUPLICATE and a.id in self.retried)]
 
     @property
@@ -169,11 +173,13 @@ def run_schedule(
     schedule: FaultSchedule | None = None,
     converge_ms: int = 60_000,
     broker_config: dict[str, Any] | None = None,
+    idempotence: bool | None = None,
 ) -> FaultRunResult:
     """One seeded run; see the module docstring for what the schedule may do.
 
     ``lose_unflushed``: probability (or True/False) that a scheduled crash loses unflushed bytes, applied
     only when every partition has its full ISR at that instant. ``schedule`` replaces the random one.
+    ``idempotence`` sets ``enable.idempotence`` (None: the producer's default, which is on for acks=all).
     """
     config = {
         **BROKER_CONFIG,
@@ -189,7 +195,10 @@ def run_schedule(
             rf,
             config={"min.insync.replicas": min_insync, "unclean.leader.election.enable": unclean},
         )
-        producer = cluster.producer("producer-1", config={**PRODUCER_CONFIG, "acks": acks})
+        producer_config = {**PRODUCER_CONFIG, "acks": acks}
+        if idempotence is not None:
+            producer_config["enable.idempotence"] = idempotence
+        producer = cluster.producer("producer-1", config=producer_config)
         sched = schedule if schedule is not None else build_schedule(seed, brokers, duration_ms, kinds)
         p_lose = float(lose_unflushed)
         coin = random.Random(seed ^ 0x5EED)
@@ -274,6 +283,7 @@ def run_schedule(
             acked=report.acked,
             lossy_crashes=lossy,
             retried=_maybe_written_ids(producer),
+            idempotent=producer.config.idempotence,
         )
     finally:
         cluster.close()

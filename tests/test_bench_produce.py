@@ -30,9 +30,12 @@ def test_bench_runs_both_cases() -> None:
     assert result.single.brokers == 1 and result.single.acks == "1"
     assert result.replicated.brokers == 3 and result.replicated.replication_factor == 3
     assert result.replicated.acks == "all"
-    for case in (result.single, result.replicated):
+    assert result.idempotent is not None and result.idempotent.acks == "all"
+    for case in (result.single, result.replicated, result.idempotent):
         assert case.all_acknowledged and case.high_watermark == 800
     d = result.to_dict()
+    assert d["idempotent_ratio"] > 0 and d["target_idempotent_ratio"] == 0.9
+    assert "idempotent acks=all / acks=all" in result.table()
     assert d["target_ratio"] == TARGET_RATIO and d["ratio"] > 0
     assert d["producer_config"]["batch.size"] == 16384 and d["producer_config"]["linger.ms"] == 5
     assert "821,557" in result.table() and "acks=all / acks=1" in result.table()

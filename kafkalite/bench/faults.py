@@ -22,6 +22,7 @@ def run_faults(seeds: int, start: int = 0, **kw: Any) -> dict[str, Any]:
     failed: list[int] = []
     not_converged: list[int] = []
     retry_duplicates = events = virtual_ms = sends = acked = lossy = 0
+    idempotent = False
     t0 = time.perf_counter()
     for seed in range(start, start + seeds):
         r = run_schedule(seed, **kw)
@@ -31,6 +32,7 @@ def run_faults(seeds: int, start: int = 0, **kw: Any) -> dict[str, Any]:
         if not r.converged:
             not_converged.append(seed)
         retry_duplicates += r.retry_duplicates
+        idempotent = r.idempotent
         events += r.events
         virtual_ms += r.virtual_ms
         sends += r.sends
@@ -53,6 +55,7 @@ def run_faults(seeds: int, start: int = 0, **kw: Any) -> dict[str, Any]:
         "seeds_per_s": seeds / wall if wall > 0 else 0.0,
         "events_per_s": events / wall if wall > 0 else 0.0,
         "options": dict(kw),
+        "idempotent": idempotent,
     }
 
 
@@ -69,7 +72,10 @@ def format_summary(summary: dict[str, Any]) -> str:
     for kind in ANOMALY_KINDS:
         mark = " (violation)" if kind in VIOLATIONS else ""
         lines.append(f"  {kind:<14} {s['counts'].get(kind, 0):>8}{mark}")
-    lines.append(f"  of the duplicates, from producer retries (no idempotence): {s['retry_duplicates']}")
+    if s.get("idempotent"):
+        lines.append("  idempotent producer: every duplicate and every reordered record is a violation")
+    else:
+        lines.append(f"  of the duplicates, from producer retries (no idempotence): {s['retry_duplicates']}")
     lines += [
         f"speed: {s['seeds_per_s']:.2f} seeds/s, {s['events_per_s']:,.0f} simulated events/s "
         f"({s['events']:,} events, {s['virtual_ms'] / 1000:,.1f} s virtual, {s['wall_s']:.1f} s wall)",
@@ -85,12 +91,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--start", type=int, default=0)
     ap.add_argument("--acks", default="all")
     ap.add_argument("--unclean", action="store_true")
+    ap.add_argument("--idempotence", action=argparse.BooleanOptionalAction, default=None)
     args = ap.parse_args(argv)
     kw: dict[str, Any] = {}
     if args.acks != "all":
         kw["acks"] = int(args.acks)
     if args.unclean:
         kw["unclean"] = True
+    if args.idempotence is not None:
+        kw["idempotence"] = args.idempotence
     summary = run_faults(args.seeds, args.start, **kw)
     print(format_summary(summary))
     return 1 if summary["failed"] else 0

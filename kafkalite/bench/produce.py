@@ -4,7 +4,9 @@ simulated network -> broker -> ``Log.append`` (-> followers' fetches) -> respons
 Two cases on an in-process ``Cluster`` (no sockets, virtual time):
 
 (a) 1 broker, a topic with 1 partition, ``acks=1``;
-(b) 3 brokers, replication factor 3, ``min.insync.replicas=2``, ``acks=all``.
+(b) 3 brokers, replication factor 3, ``min.insync.replicas=2``, ``acks=all``, ``enable.idempotence=false``;
+(c) as (b) with the idempotent producer (Kafka's default for acks=all): producer id, sequences, and the
+    leader's per-batch sequence check and duplicate lookup.
 
 The producer keeps Kafka's defaults for ``batch.size`` (16384) and ``linger.ms`` (5, Kafka 4.0; KIP-1030)
 and turns off kafkalite's per-send history, which a real producer does not keep. The application offers
@@ -27,6 +29,7 @@ from typing import Any
 from kafkalite.bench._report import JsonResult, Throughput, per_s
 
 TARGET_RATIO = 0.6
+TARGET_IDEMPOTENT_RATIO = 0.9
 TOPIC = "bench"
 # Jay Kreps, "Benchmarking Apache Kafka: 2 Million Writes Per Second (On Three Cheap Machines)", 2014:
 # one producer thread, no replication, 100-byte records.
@@ -90,6 +93,14 @@ class ProduceBenchResult(JsonResult):
     producer_config: dict[str, Any]
     offer_per_ms: int
     notes: list[str] = field(default_factory=list)
+    idempotent: CaseResult | None = None
+
+    @property
+    def idempotent_ratio(self) -> float | None:
+        """Idempotent acks=all throughput over plain acks=all, both with 3 replicas."""
+        if self.idempotent is None:
+            return None
+        return self.idempotent.records_per_s / self.replicated.records_per_s
 
     @property
     def ratio(self) -> float:
@@ -102,6 +113,9 @@ class ProduceBenchResult(JsonResult):
             "replicated": self.replicated.to_dict(),
             "ratio": self.ratio,
             "target_ratio": TARGET_RATIO,
+            "idempotent": None if self.idempotent is None else self.idempotent.to_dict(),
+            "idempotent_ratio": self.idempotent_ratio,
+            "target_idempotent_ratio": TARGET_IDEMPOTENT_RATIO,
             "producer_config": self.producer_config,
             "offer_per_ms": self.offer_per_ms,
             "kafka_2014": {"records_per_s": KAFKA_2014_RECORDS_PER_S, "mb_per_s": KAFKA_2014_MB_PER_S},
@@ -123,7 +137,8 @@ class ProduceBenchResult(JsonResult):
             f"buffer.memory={cfg['buffer.memory']}; offered {self.offer_per_ms} records per simulated ms",
             f"{'case':<28} {'seconds':>8} {'records/s':>11} {'MB/s':>7} {'sim events/s':>13} {'acked':>9}",
         ]
-        for c in (self.single, self.replicated):
+        cases = [self.single, self.replicated] + ([self.idempotent] if self.idempotent else [])
+        for c in cases:
             acked = "all" if c.all_acknowledged else f"{c.acknowledged}"
             lines.append(
                 f"{c.name:<28} {c.seconds:>8.3f} {c.records_per_s:>11,.0f} {c.mb_per_s:>7.1f} "
@@ -131,6 +146,12 @@ class ProduceBenchResult(JsonResult):
             )
         verdict = "ok" if self.ratio >= TARGET_RATIO else "below target"
         lines.append(f"acks=all / acks=1  {self.ratio:5.3f}  (target >= {TARGET_RATIO}: {verdict})")
+        ir = self.idempotent_ratio
+        if ir is not None:
+            verdict = "ok" if ir >= TARGET_IDEMPOTENT_RATIO else "below target"
+            lines.append(
+                f"idempotent acks=all / acks=all  {ir:5.3f}  (target >= {TARGET_IDEMPOTENT_RATIO}: {verdict})"
+            )
         lines.append(
             f"context: Kafka 2014 benchmark, one producer thread, no replication: "
             f"{KAFKA_2014_RECORDS_PER_S:,} records/s ({KAFKA_2014_MB_PER_S} MB/s) over real sockets and disks"
@@ -228,14 +249,15 @@ def run_produce_bench(
     seed: int = 0,
     repeats: int = 3,
 ) -> ProduceBenchResult:
-    """Case (a) 1 broker acks=1 and case (b) 3 brokers RF=3 acks=all (min.insync.replicas=2), each the
-    fastest of ``repeats`` runs. The runs alternate a, b, a, b, ... so that a slow spell of the machine
-    hits both cases rather than one."""
+    """Case (a) 1 broker acks=1, case (b) 3 brokers RF=3 acks=all (min.insync.replicas=2) without
+    idempotence and case (c) the same with it, each the fastest of ``repeats`` runs. The runs alternate
+    a, b, c, a, b, c, ... so that a slow spell of the machine hits every case rather than one."""
     if repeats < 1:
         raise ValueError("repeats must be >= 1")
     cfg = {**PRODUCER_CONFIG, **(producer_config or {})}
     singles: list[CaseResult] = []
     replicateds: list[CaseResult] = []
+    idempotents: list[CaseResult] = []
     for _ in range(repeats):
         singles.append(run_case(
             records, record_size, producer_config=cfg, offer_per_ms=offer_per_ms, seed=seed,
@@ -243,19 +265,26 @@ def run_produce_bench(
         ))  # fmt: skip
         replicateds.append(run_case(
             records, record_size, brokers=3, replication_factor=3, acks="all", min_insync_replicas=2,
-            producer_config=cfg, offer_per_ms=offer_per_ms, seed=seed, name="(b) 3 brokers RF=3, acks=all",
+            producer_config={**cfg, "enable.idempotence": False}, offer_per_ms=offer_per_ms, seed=seed,
+            name="(b) 3 brokers RF=3, acks=all",
+        ))  # fmt: skip
+        idempotents.append(run_case(
+            records, record_size, brokers=3, replication_factor=3, acks="all", min_insync_replicas=2,
+            producer_config={**cfg, "enable.idempotence": True}, offer_per_ms=offer_per_ms, seed=seed,
+            name="(c) as (b), idempotent",
         ))  # fmt: skip
     single = min(singles, key=lambda c: c.seconds)
     replicated = min(replicateds, key=lambda c: c.seconds)
+    idempotent = min(idempotents, key=lambda c: c.seconds)
     notes = [
         "wall time from the first timed send until every record is acknowledged; includes the simulated "
         "brokers' work (Log.append on real files, replication fetches), not socket or disk latency",
         f"best of {repeats} runs per case, run alternately",
     ]
-    for c in (single, replicated):
+    for c in (single, replicated, idempotent):
         if not c.all_acknowledged or c.high_watermark != c.records:
             notes.append(
                 f"{c.name}: {c.acknowledged} acknowledged, {c.errors} errors, "
                 f"{c.high_watermark} in the log (expected {c.records})"
             )
-    return ProduceBenchResult(single, replicated, cfg, offer_per_ms, notes)
+    return ProduceBenchResult(single, replicated, cfg, offer_per_ms, notes, idempotent)
