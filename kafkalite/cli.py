@@ -29,7 +29,8 @@ def kafkalite() -> None:
 def dump_log(
     files: tuple[str, ...], print_data_log: bool, deep_iteration: bool, offsets_decoder: bool
 ) -> None:
-    """Print the batches of .log segments, or the entries of .index / .timeindex files.
+    """Print the batches of .log segments, the entries of .index / .timeindex files, or the producers of
+    a .snapshot (producer state) file.
 
     Exits with status 1 if any damage (bad CRC, torn tail, bad index entry) was found.
     """

@@ -168,11 +168,11 @@ def test_help_and_version():
 
 
 def test_unknown_file_type(tmp_path):
-    f = tmp_path / "x.snapshot"
+    f = tmp_path / "x.txnidx"
     f.write_bytes(b"")
     result = _invoke("dump-log", str(f))
     assert result.exit_code == 1
-    assert "expected a .log, .index or .timeindex file" in result.output
+    assert "expected a .log, .index, .timeindex or .snapshot file" in result.output
 
 
 def test_bench_storage_command(tmp_path):
@@ -196,3 +196,25 @@ def test_bench_group_faults_runs_and_reports() -> None:
     assert [line.split()[1] for line in lines[:3]] == ["crash", "pause", "coordinator"]
     assert all("1 ok, 0 violating" in line for line in lines[:3])
     assert lines[-1] == "runs: 3, violations: 0"
+
+
+def test_dump_producer_snapshot(tmp_path):
+    from kafkalite.records import set_producer_fields
+    from kafkalite.storage import Log
+
+    d = tmp_path / "t-0"
+    with Log.open(d) as log:
+        for seq in (0, 2):
+            b = build_batch([(None, b"a", None), (None, b"b", None)], timestamp=T0 + seq)
+            log.append(bytes(set_producer_fields(bytearray(b), 42, 3, seq)))
+    snap = d / f"{4:020d}.snapshot"
+    result = _invoke("dump-log", str(snap))
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[1] == (
+        "producerId: 42 producerEpoch: 3 coordinatorEpoch: -1 currentTxnFirstOffset: OptionalLong.empty "
+        f"lastTimestamp: {T0 + 2} firstSequence: 2 lastSequence: 3 lastOffset: 3 offsetDelta: 1 "
+        f"timestamp: {T0 + 2}"
+    )
+    snap.write_bytes(snap.read_bytes()[:-1] + b"\x00")
+    result = _invoke("dump-log", str(snap))
+    assert "Corrupt producer snapshot" in result.output and result.exit_code != 0

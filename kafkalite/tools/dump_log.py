@@ -2,7 +2,8 @@
 
 The same field names as Kafka's DumpLogSegments tool so that output can be compared side by side:
 one line per batch for a ``.log`` file (plus one ``| offset: ...`` line per record with
-``--deep-iteration`` or ``--print-data-log``), one line per entry for ``.index`` and ``.timeindex``.
+``--deep-iteration`` or ``--print-data-log``), one line per entry for ``.index`` and ``.timeindex``, one
+line per producer for a producer-state ``.snapshot``.
 Damage is reported as a line naming the byte position, never as a traceback.
 ``offsets_decoder`` (Kafka's ``--offsets-decoder``) reads the records as ``__consumer_offsets`` keys and values
 and prints them decoded (offset commits and group metadata, ``<DELETE>`` for a tombstone).
@@ -83,8 +84,36 @@ def dump(
         return dump_offset_index(path, write=write)
     if suffix == ".timeindex":
         return dump_time_index(path, write=write)
-    write(f"Ignoring unknown file {path}: expected a .log, .index or .timeindex file")
+    if suffix == ".snapshot":
+        return dump_producer_snapshot(path, write=write)
+    write(f"Ignoring unknown file {path}: expected a .log, .index, .timeindex or .snapshot file")
     return 1
+
+
+def dump_producer_snapshot(path: str | Path, *, write: Write = print) -> int:
+    """One line per producer of a ``.snapshot`` file (producer state), as Kafka's tool prints it."""
+    from kafkalite.storage.producer_state import decode_snapshot
+
+    path = Path(path)
+    try:
+        entries = decode_snapshot(path.read_bytes(), path.name)
+    except KafkaError as e:
+        write(f"Corrupt producer snapshot {path.name}: {e}")
+        return 1
+    for e in entries:
+        txn = "OptionalLong.empty" if e.txn_first_offset < 0 else f"OptionalLong[{e.txn_first_offset}]"
+        line = (
+            f"producerId: {e.producer_id} producerEpoch: {e.epoch} coordinatorEpoch: {e.coordinator_epoch} "
+            f"currentTxnFirstOffset: {txn} lastTimestamp: {e.last_timestamp} "
+        )
+        if e.batches:
+            b = e.batches[-1]
+            line += (
+                f"firstSequence: {b.first_seq} lastSequence: {b.last_seq} lastOffset: {b.last_offset} "
+                f"offsetDelta: {b.last_offset - b.first_offset} timestamp: {b.timestamp}"
+            )
+        write(line)
+    return 0
 
 
 def batch_line(pos: int, h, valid: bool) -> str:
