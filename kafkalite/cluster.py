@@ -55,6 +55,10 @@ class Cluster:
     ``broker.rack`` ``racks[i - 1]`` (None for no rack), e.g. ``Cluster(6, racks=["a", "a", "b", "b",
     "c", "c"])``; new topics and partitions are then placed rack-aware. It overrides a ``broker.rack`` in
     ``config``.
+
+    ``start_ms`` starts the virtual clock there (the wire server starts it at the wall clock's epoch
+    milliseconds, so record timestamps and retention see real times); ``listeners`` gives brokers the
+    ``(host, port)`` they register and that Metadata and FindCoordinator answers carry.
     """
 
     def __init__(
@@ -68,10 +72,17 @@ class Cluster:
         *,
         log_messages: str = "none",
         racks: Sequence[str | None] | None = None,
+        start_ms: int = 0,
+        listeners: Mapping[int, tuple[str, int]] | None = None,
     ) -> None:
         if racks is not None and (isinstance(racks, str) or len(racks) != brokers):
             raise ValueError(f"racks needs one entry per broker ({brokers}), got {racks!r}")
-        self.net = SimNetwork(seed, latency_ms=latency_ms, log_messages=log_messages)  # type: ignore[arg-type]
+        self.net = SimNetwork(
+            seed,
+            latency_ms=latency_ms,
+            log_messages=log_messages,
+            start_ms=start_ms,  # type: ignore[arg-type]
+        )
         self._tmp = tempfile.TemporaryDirectory(prefix="kafkalite-") if dir is None else None
         self.dir = Path(self._tmp.name if self._tmp is not None else dir)  # type: ignore[arg-type]
         self.topic_defaults = dict(topic_defaults or {})
@@ -81,7 +92,8 @@ class Cluster:
             props = dict(config or {})
             if racks is not None:
                 props["broker.rack"] = racks[b - 1]
-            node = KafkaBroker(b, self.dir / f"broker-{b}", props)
+            host, port = (listeners or {}).get(b, (None, 9092))
+            node = KafkaBroker(b, self.dir / f"broker-{b}", props, host=host, port=port)
             self.brokers[b] = self.net.add_node(b, node, tick_ms=BROKER_TICK_MS)
         self._admin: _Admin = self.net.add_node("admin", _Admin())
         self._clients = 0

@@ -321,6 +321,10 @@ class SimNetwork:
     def after(self, delay_ms: int, fn: Callable[[], Any]) -> None:
         self.at(self._now + delay_ms, fn)
 
+    def next_event_ms(self) -> int | None:
+        """The time of the next event in the queue (ticks included), or None when it is empty."""
+        return self._heap[0][0] if self._heap else None
+
     def pending(self) -> int:
         """Messages, timers and scheduled calls not yet run (held ones included, ticks excluded)."""
         return self._live

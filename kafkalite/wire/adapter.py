@@ -1,0 +1,434 @@
+"""Between the wire's dicts and kafkalite's request and response dataclasses.
+
+Kafka nests partitions under topics; kafkalite's messages keep one flat tuple of per-partition entries
+with a ``TopicPartition`` each. ``to_request`` flattens a decoded request body, ``to_body`` regroups a
+response by topic, in the order the topics first appear.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kafkalite import protocol as P
+from kafkalite.protocol import TopicPartition
+from kafkalite.wire.messages import supported_versions
+
+
+def _by_topic(entries: Any, topic_key: str, parts_key: str, part: Callable[[Any], dict]) -> list[dict]:
+    out: dict[str, list[dict]] = {}
+    for e in entries:
+        out.setdefault(e.tp.topic, []).append(part(e))
+    return [{topic_key: t, parts_key: ps} for t, ps in out.items()]
+
+
+def _records(r: Any) -> bytes | None:
+    if r is None:
+        return None
+    if hasattr(r, "read"):
+        return r.read()
+    return bytes(r)
+
+
+# ------------------------------------------------------------------------------------------ requests
+
+
+def _produce(b: dict, v: int) -> P.ProduceRequest:
+    parts = tuple(
+        P.ProducePartition(tp=TopicPartition(t["name"], p["index"]), records=p["records"] or b"")
+        for t in b["topic_data"]
+        for p in t["partition_data"]
+    )
+    return P.ProduceRequest(
+        transactional_id=b["transactional_id"], acks=b["acks"], timeout_ms=b["timeout_ms"], partitions=parts
+    )
+
+
+def _fetch(b: dict, v: int) -> P.FetchRequest:
+    parts = tuple(
+        P.FetchPartition(
+            tp=TopicPartition(t["topic"], p["partition"]),
+            fetch_offset=p["fetch_offset"],
+            current_leader_epoch=p["current_leader_epoch"],
+            log_start_offset=p["log_start_offset"],
+            partition_max_bytes=p["partition_max_bytes"],
+        )
+        for t in b["topics"]
+        for p in t["partitions"]
+    )
+    # Fetch sessions (KIP-227): kafkalite answers every fetch in full and opens no session (id 0), which
+    # clients accept; they then send the full partition list each time.
+    return P.FetchRequest(
+        replica_id=b["replica_id"],
+        max_wait_ms=b["max_wait_ms"],
+        min_bytes=b["min_bytes"],
+        max_bytes=b["max_bytes"] or 0x7FFFFFFF,
+        isolation_level=b["isolation_level"],
+        partitions=parts,
+    )
+
+
+def _list_offsets(b: dict, v: int) -> P.ListOffsetsRequest:
+    parts = tuple(
+        P.ListOffsetsPartition(
+            tp=TopicPartition(t["name"], p["partition_index"]),
+            timestamp=p["timestamp"],
+            current_leader_epoch=p["current_leader_epoch"],
+        )
+        for t in b["topics"]
+        for p in t["partitions"]
+    )
+    return P.ListOffsetsRequest(
+        replica_id=b["replica_id"], isolation_level=b["isolation_level"], partitions=parts
+    )
+
+
+def _metadata(b: dict, v: int) -> P.MetadataRequest:
+    topics = b["topics"]
+    if topics is None or (v == 0 and not topics):
+        names = None  # every topic
+    else:
+        names = tuple(t["name"] for t in topics)
+    return P.MetadataRequest(topics=names, allow_auto_topic_creation=b["allow_auto_topic_creation"])
+
+
+def _join_group(b: dict, v: int) -> P.JoinGroupRequest:
+    return P.JoinGroupRequest(
+        group_id=b["group_id"],
+        session_timeout_ms=b["session_timeout_ms"],
+        rebalance_timeout_ms=b["rebalance_timeout_ms"] if v >= 1 else b["session_timeout_ms"],
+        member_id=b["member_id"],
+        group_instance_id=b["group_instance_id"],
+        protocol_type=b["protocol_type"],
+        protocols=tuple(P.JoinGroupProtocol(name=p["name"], metadata=p["metadata"]) for p in b["protocols"]),
+    )
+
+
+def _sync_group(b: dict, v: int) -> P.SyncGroupRequest:
+    return P.SyncGroupRequest(
+        group_id=b["group_id"],
+        generation_id=b["generation_id"],
+        member_id=b["member_id"],
+        group_instance_id=b["group_instance_id"],
+        assignments=tuple(
+            P.SyncGroupAssignment(member_id=a["member_id"], assignment=a["assignment"])
+            for a in b["assignments"]
+        ),
+    )
+
+
+def _heartbeat(b: dict, v: int) -> P.HeartbeatRequest:
+    return P.HeartbeatRequest(
+        group_id=b["group_id"],
+        generation_id=b["generation_id"],
+        member_id=b["member_id"],
+        group_instance_id=b["group_instance_id"],
+    )
+
+
+def _leave_group(b: dict, v: int) -> P.LeaveGroupRequest:
+    if v >= 3:
+        members = tuple(
+            P.MemberIdentity(member_id=m["member_id"], group_instance_id=m["group_instance_id"])
+            for m in b["members"]
+        )
+    else:
+        members = (P.MemberIdentity(member_id=b["member_id"]),)
+    return P.LeaveGroupRequest(group_id=b["group_id"], members=members)
+
+
+def _offset_commit(b: dict, v: int) -> P.OffsetCommitRequest:
+    parts = tuple(
+        P.OffsetCommitPartition(
+            tp=TopicPartition(t["name"], p["partition_index"]),
+            committed_offset=p["committed_offset"],
+            committed_leader_epoch=p["committed_leader_epoch"],
+            committed_metadata=p["committed_metadata"],
+        )
+        for t in b["topics"]
+        for p in t["partitions"]
+    )
+    return P.OffsetCommitRequest(
+        group_id=b["group_id"],
+        generation_id=b["generation_id_or_member_epoch"],
+        member_id=b["member_id"],
+        group_instance_id=b["group_instance_id"],
+        partitions=parts,
+    )
+
+
+def _offset_fetch(b: dict, v: int) -> P.OffsetFetchRequest:
+    topics = b["topics"]
+    parts = (
+        None
+        if topics is None
+        else tuple(TopicPartition(t["name"], p) for t in topics for p in t["partition_indexes"])
+    )
+    return P.OffsetFetchRequest(group_id=b["group_id"], partitions=parts)
+
+
+def _create_topics(b: dict, v: int) -> P.CreateTopicsRequest:
+    topics = tuple(
+        P.CreatableTopic(
+            name=t["name"],
+            num_partitions=t["num_partitions"],
+            replication_factor=t["replication_factor"],
+            assignments=tuple(
+                P.ReplicaAssignment(partition=a["partition_index"], broker_ids=tuple(a["broker_ids"]))
+                for a in t["assignments"]
+            ),
+            configs=tuple((c["name"], c["value"]) for c in t["configs"]),
+        )
+        for t in b["topics"]
+    )
+    return P.CreateTopicsRequest(topics=topics, timeout_ms=b["timeout_ms"], validate_only=b["validate_only"])
+
+
+REQUESTS: dict[int, Callable[[dict, int], Any]] = {
+    0: _produce,
+    1: _fetch,
+    2: _list_offsets,
+    3: _metadata,
+    8: _offset_commit,
+    9: _offset_fetch,
+    10: lambda b, v: P.FindCoordinatorRequest(key=b["key"], key_type=b["key_type"]),
+    11: _join_group,
+    12: _heartbeat,
+    13: _leave_group,
+    14: _sync_group,
+    15: lambda b, v: P.DescribeGroupsRequest(groups=tuple(b["groups"])),
+    16: lambda b, v: P.ListGroupsRequest(),
+    19: _create_topics,
+    20: lambda b, v: P.DeleteTopicsRequest(topic_names=tuple(b["topic_names"]), timeout_ms=b["timeout_ms"]),
+    22: lambda b, v: P.InitProducerIdRequest(
+        transactional_id=b["transactional_id"], transaction_timeout_ms=b["transaction_timeout_ms"]
+    ),
+}
+
+
+def to_request(api_key: int, version: int, body: dict) -> Any:
+    return REQUESTS[api_key](body, version)
+
+
+# ----------------------------------------------------------------------------------------- responses
+
+
+def api_versions_body(error_code: int = 0) -> dict:
+    return {
+        "error_code": error_code,
+        "api_keys": [
+            {"api_key": k, "min_version": lo, "max_version": hi} for k, lo, hi in supported_versions()
+        ],
+        "throttle_time_ms": 0,
+    }
+
+
+def _metadata_body(r: P.MetadataResponse) -> dict:
+    return {
+        "brokers": [
+            {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack} for b in r.brokers
+        ],
+        "cluster_id": r.cluster_id,
+        "controller_id": r.controller_id,
+        "topics": [
+            {
+                "error_code": t.error_code,
+                "name": t.name,
+                "is_internal": t.is_internal,
+                "partitions": [
+                    {
+                        "error_code": p.error_code,
+                        "partition_index": p.partition,
+                        "leader_id": p.leader_id,
+                        "leader_epoch": p.leader_epoch,
+                        "replica_nodes": list(p.replicas),
+                        "isr_nodes": list(p.isr),
+                        "offline_replicas": list(p.offline_replicas),
+                    }
+                    for p in t.partitions
+                ],
+            }
+            for t in r.topics
+        ],
+    }
+
+
+def _produce_body(r: P.ProduceResponse) -> dict:
+    return {
+        "responses": _by_topic(
+            r.partitions,
+            "name",
+            "partition_responses",
+            lambda p: {
+                "index": p.tp.partition,
+                "error_code": p.error_code,
+                "base_offset": p.base_offset,
+                "log_append_time_ms": p.log_append_time_ms,
+                "log_start_offset": p.log_start_offset,
+                "record_errors": [],
+                "error_message": p.error_message,
+            },
+        )
+    }
+
+
+def _fetch_body(r: P.FetchResponse) -> dict:
+    return {
+        "error_code": r.error_code,
+        "session_id": 0,
+        "responses": _by_topic(
+            r.partitions,
+            "topic",
+            "partitions",
+            lambda p: {
+                "partition_index": p.tp.partition,
+                "error_code": p.error_code,
+                "high_watermark": p.high_watermark,
+                "last_stable_offset": p.last_stable_offset,
+                "log_start_offset": p.log_start_offset,
+                "aborted_transactions": None
+                if p.aborted_transactions is None
+                else [
+                    {"producer_id": a.producer_id, "first_offset": a.first_offset}
+                    for a in p.aborted_transactions
+                ],
+                "preferred_read_replica": p.preferred_read_replica,
+                "records": _records(p.records),
+            },
+        ),
+    }
+
+
+def _list_offsets_body(r: P.ListOffsetsResponse) -> dict:
+    return {
+        "topics": _by_topic(
+            r.partitions,
+            "name",
+            "partitions",
+            lambda p: {
+                "partition_index": p.tp.partition,
+                "error_code": p.error_code,
+                "timestamp": p.timestamp,
+                "offset": p.offset,
+                "leader_epoch": p.leader_epoch,
+            },
+        )
+    }
+
+
+def _offset_commit_body(r: P.OffsetCommitResponse) -> dict:
+    return {
+        "topics": _by_topic(
+            r.partitions,
+            "name",
+            "partitions",
+            lambda p: {"partition_index": p.tp.partition, "error_code": p.error_code},
+        )
+    }
+
+
+def _offset_fetch_body(r: P.OffsetFetchResponse) -> dict:
+    return {
+        "error_code": r.error_code,
+        "topics": _by_topic(
+            r.partitions,
+            "name",
+            "partitions",
+            lambda p: {
+                "partition_index": p.tp.partition,
+                "committed_offset": p.committed_offset,
+                "committed_leader_epoch": p.committed_leader_epoch,
+                "metadata": p.metadata,
+                "error_code": p.error_code,
+            },
+        ),
+    }
+
+
+def _join_group_body(r: P.JoinGroupResponse) -> dict:
+    return {
+        "error_code": r.error_code,
+        "generation_id": r.generation_id,
+        "protocol_name": r.protocol_name or "",
+        "leader": r.leader,
+        "member_id": r.member_id,
+        "members": [
+            {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "metadata": m.metadata}
+            for m in r.members
+        ],
+    }
+
+
+def _describe_groups_body(r: P.DescribeGroupsResponse) -> dict:
+    return {
+        "groups": [
+            {
+                "error_code": g.error_code,
+                "group_id": g.group_id,
+                "group_state": g.group_state,
+                "protocol_type": g.protocol_type,
+                "protocol_data": g.protocol_data,
+                "members": [
+                    {
+                        "member_id": m.member_id,
+                        "group_instance_id": m.group_instance_id,
+                        "client_id": m.client_id,
+                        "client_host": m.client_host,
+                        "member_metadata": m.member_metadata,
+                        "member_assignment": m.member_assignment,
+                    }
+                    for m in g.members
+                ],
+            }
+            for g in r.groups
+        ]
+    }
+
+
+RESPONSES: dict[type, Callable[[Any], dict]] = {
+    P.MetadataResponse: _metadata_body,
+    P.ProduceResponse: _produce_body,
+    P.FetchResponse: _fetch_body,
+    P.ListOffsetsResponse: _list_offsets_body,
+    P.OffsetCommitResponse: _offset_commit_body,
+    P.OffsetFetchResponse: _offset_fetch_body,
+    P.JoinGroupResponse: _join_group_body,
+    P.DescribeGroupsResponse: _describe_groups_body,
+    P.FindCoordinatorResponse: lambda r: {
+        "error_code": r.error_code,
+        "error_message": r.error_message,
+        "node_id": r.node_id,
+        "host": r.host,
+        "port": r.port,
+    },
+    P.SyncGroupResponse: lambda r: {"error_code": r.error_code, "assignment": r.assignment},
+    P.HeartbeatResponse: lambda r: {"error_code": r.error_code},
+    P.LeaveGroupResponse: lambda r: {
+        "error_code": r.error_code,
+        "members": [
+            {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "error_code": m.error_code}
+            for m in r.members
+        ],
+    },
+    P.ListGroupsResponse: lambda r: {
+        "error_code": r.error_code,
+        "groups": [{"group_id": g.group_id, "protocol_type": g.protocol_type} for g in r.groups],
+    },
+    P.CreateTopicsResponse: lambda r: {
+        "topics": [
+            {"name": t.name, "error_code": t.error_code, "error_message": t.error_message} for t in r.topics
+        ]
+    },
+    P.DeleteTopicsResponse: lambda r: {
+        "responses": [{"name": t.name, "error_code": t.error_code} for t in r.topics]
+    },
+    P.InitProducerIdResponse: lambda r: {
+        "error_code": r.error_code,
+        "producer_id": r.producer_id,
+        "producer_epoch": r.producer_epoch,
+    },
+}
+
+
+def to_body(response: Any) -> dict:
+    return RESPONSES[type(response)](response)

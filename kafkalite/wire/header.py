@@ -1,0 +1,102 @@
+"""Request and response headers, and whole frames: the int32 size, the header, the body.
+
+Request header v1 is api key, api version, correlation id and a nullable client id; v2 (flexible requests)
+adds a tagged-fields section. Response header v0 is the correlation id; v1 (flexible responses) adds
+tagged fields, except for ApiVersions, whose response always uses v0 so that a client that does not yet
+know the broker's versions can read it.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+from kafkalite.wire.messages import SPECS
+from kafkalite.wire.schema import MessageSpec, decode, encode
+from kafkalite.wire.types import Reader, WireFormatError, Writer
+
+API_VERSIONS_KEY = 18
+_SIZE = struct.Struct(">i")
+
+
+class RequestHeader(NamedTuple):
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+
+
+class UnsupportedVersion(WireFormatError):
+    """A request for an API or version this listener does not serve; the header could still be read."""
+
+    def __init__(self, header: RequestHeader, message: str) -> None:
+        super().__init__(message)
+        self.header = header
+
+
+def spec_for(api_key: int, version: int) -> MessageSpec | None:
+    spec = SPECS.get(api_key)
+    if spec is None or not spec.min_version <= version <= spec.max_version:
+        return None
+    return spec
+
+
+def decode_request(frame: bytes | memoryview) -> tuple[RequestHeader, dict]:
+    """Header and body of one request frame (without its size prefix)."""
+    r = Reader(frame)
+    r.field = "request header"
+    api_key, version, corr = r.int16(), r.int16(), r.int32()
+    r.field = "client_id"
+    client_id = r.string(nullable=True)
+    header = RequestHeader(api_key, version, corr, client_id)
+    spec = spec_for(api_key, version)
+    if spec is None:
+        raise UnsupportedVersion(header, f"api key {api_key} version {version} is not served here")
+    flexible = spec.flexible(version)
+    if flexible:
+        r.field = "request header tagged fields"
+        r.skip_tagged_fields()
+    body = decode(spec.request, memoryview(frame)[r.pos :], version, flexible)
+    return header, body
+
+
+def encode_request(
+    api_key: int, version: int, correlation_id: int, client_id: str | None, body: dict
+) -> bytes:
+    """A whole request frame, size prefix included (the client side, for tests and tools)."""
+    spec = spec_for(api_key, version)
+    if spec is None:
+        raise ValueError(f"api key {api_key} version {version} is not known")
+    w = Writer()
+    w.int16(api_key)
+    w.int16(version)
+    w.int32(correlation_id)
+    w.string(client_id)
+    flexible = spec.flexible(version)
+    if flexible:
+        w.empty_tagged_fields()
+    payload = bytes(w.buf) + encode(spec.request, body, version, flexible)
+    return _SIZE.pack(len(payload)) + payload
+
+
+def encode_response(api_key: int, version: int, correlation_id: int, body: dict) -> bytes:
+    """A whole response frame, size prefix included."""
+    spec = SPECS[api_key]
+    flexible = spec.flexible(version)
+    head = _SIZE.pack(correlation_id)
+    if flexible and api_key != API_VERSIONS_KEY:
+        head += b"\x00"
+    payload = head + encode(spec.response, body, version, flexible)
+    return _SIZE.pack(len(payload)) + payload
+
+
+def decode_response(api_key: int, version: int, frame: bytes | memoryview) -> tuple[int, dict]:
+    """Correlation id and body of one response frame (without its size prefix)."""
+    spec = SPECS[api_key]
+    flexible = spec.flexible(version)
+    r = Reader(frame)
+    r.field = "response header"
+    corr = r.int32()
+    if flexible and api_key != API_VERSIONS_KEY:
+        r.skip_tagged_fields()
+    return corr, decode(spec.response, memoryview(frame)[r.pos :], version, flexible)

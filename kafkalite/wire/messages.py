@@ -1,0 +1,601 @@
+"""The messages kafkalite's TCP listener serves, declared in ``kafkalite.wire.schema``'s form, with the
+version ranges it advertises in ApiVersions. Field names, types, version ranges and tags follow Kafka's
+protocol (the fields of a version a client negotiates must be exactly Kafka's); the ranges stop at the
+last version before each API turned flexible, except ApiVersions, whose v3 is flexible and is the first
+request every current client sends.
+"""
+
+from __future__ import annotations
+
+from kafkalite.wire.schema import ANY, A, F, MessageSpec, S  # noqa: F401
+
+_API_VERSIONS_REQUEST = (
+    F("client_software_name", "string", "3+"),
+    F("client_software_version", "string", "3+"),
+)
+_API_VERSIONS_RESPONSE = (
+    F("error_code", "int16", "0+"),
+    A(
+        "api_keys",
+        "0+",
+        [
+            F("api_key", "int16", "0+"),
+            F("min_version", "int16", "0+"),
+            F("max_version", "int16", "0+"),
+        ],
+    ),
+    F("throttle_time_ms", "int32", "1+"),
+    A(
+        "supported_features",
+        "3+",
+        [
+            F("name", "string", "3+"),
+            F("min_version", "int16", "3+"),
+            F("max_version", "int16", "3+"),
+        ],
+        tag=0,
+    ),
+    F("finalized_features_epoch", "int64", "3+", tag=1, default=-1),
+    A(
+        "finalized_features",
+        "3+",
+        [
+            F("name", "string", "3+"),
+            F("max_version_level", "int16", "3+"),
+            F("min_version_level", "int16", "3+"),
+        ],
+        tag=2,
+    ),
+    F("zk_migration_ready", "bool", "3+", tag=3, default=False),
+)
+API_VERSIONS = MessageSpec(18, "ApiVersions", 0, 3, 3, _API_VERSIONS_REQUEST, _API_VERSIONS_RESPONSE)
+
+_METADATA_REQUEST = (
+    A(
+        "topics",
+        "0+",
+        [
+            F("name", "string", "0+"),
+        ],
+        nullable="1+",
+    ),
+    F("allow_auto_topic_creation", "bool", "4+", default=True),
+    F("include_cluster_authorized_operations", "bool", "8+"),
+    F("include_topic_authorized_operations", "bool", "8+"),
+)
+_METADATA_RESPONSE = (
+    F("throttle_time_ms", "int32", "3+"),
+    A(
+        "brokers",
+        "0+",
+        [
+            F("node_id", "int32", "0+"),
+            F("host", "string", "0+"),
+            F("port", "int32", "0+"),
+            F("rack", "string", "1+", nullable="1+"),
+        ],
+    ),
+    F("cluster_id", "string", "2+", nullable="2+"),
+    F("controller_id", "int32", "1+", default=-1),
+    A(
+        "topics",
+        "0+",
+        [
+            F("error_code", "int16", "0+"),
+            F("name", "string", "0+"),
+            F("is_internal", "bool", "1+", default=False),
+            A(
+                "partitions",
+                "0+",
+                [
+                    F("error_code", "int16", "0+"),
+                    F("partition_index", "int32", "0+"),
+                    F("leader_id", "int32", "0+"),
+                    F("leader_epoch", "int32", "7+", default=-1),
+                    F("replica_nodes", "[]int32", "0+"),
+                    F("isr_nodes", "[]int32", "0+"),
+                    F("offline_replicas", "[]int32", "5+"),
+                ],
+            ),
+            F("topic_authorized_operations", "int32", "8+", default=-2147483648),
+        ],
+    ),
+    F("cluster_authorized_operations", "int32", "8+", default=-2147483648),
+)
+METADATA = MessageSpec(3, "Metadata", 0, 8, ANY, _METADATA_REQUEST, _METADATA_RESPONSE)
+
+_PRODUCE_REQUEST = (
+    F("transactional_id", "string", "3+", nullable="3+"),
+    F("acks", "int16", "0+"),
+    F("timeout_ms", "int32", "0+"),
+    A(
+        "topic_data",
+        "0+",
+        [
+            F("name", "string", "0+"),
+            A(
+                "partition_data",
+                "0+",
+                [
+                    F("index", "int32", "0+"),
+                    F("records", "records", "0+", nullable="0+"),
+                ],
+            ),
+        ],
+    ),
+)
+_PRODUCE_RESPONSE = (
+    A(
+        "responses",
+        "0+",
+        [
+            F("name", "string", "0+"),
+            A(
+                "partition_responses",
+                "0+",
+                [
+                    F("index", "int32", "0+"),
+                    F("error_code", "int16", "0+"),
+                    F("base_offset", "int64", "0+"),
+                    F("log_append_time_ms", "int64", "2+", default=-1),
+                    F("log_start_offset", "int64", "5+", default=-1),
+                    A(
+                        "record_errors",
+                        "8+",
+                        [
+                            F("batch_index", "int32", "8+"),
+                            F("batch_index_error_message", "string", "8+", nullable="8+"),
+                        ],
+                    ),
+                    F("error_message", "string", "8+", nullable="8+"),
+                ],
+            ),
+        ],
+    ),
+    F("throttle_time_ms", "int32", "1+", default=0),
+)
+PRODUCE = MessageSpec(0, "Produce", 3, 8, ANY, _PRODUCE_REQUEST, _PRODUCE_RESPONSE)
+
+_FETCH_REQUEST = (
+    F("replica_id", "int32", "0+", default=-1),
+    F("max_wait_ms", "int32", "0+"),
+    F("min_bytes", "int32", "0+"),
+    F("max_bytes", "int32", "3+"),
+    F("isolation_level", "int8", "4+", default=0),
+    F("session_id", "int32", "7+", default=0),
+    F("session_epoch", "int32", "7+", default=-1),
+    A(
+        "topics",
+        "0+",
+        [
+            F("topic", "string", "0+"),
+            A(
+                "partitions",
+                "0+",
+                [
+                    F("partition", "int32", "0+"),
+                    F("current_leader_epoch", "int32", "9+", default=-1),
+                    F("fetch_offset", "int64", "0+"),
+                    F("log_start_offset", "int64", "5+", default=-1),
+                    F("partition_max_bytes", "int32", "0+"),
+                ],
+            ),
+        ],
+    ),
+    A(
+        "forgotten_topics_data",
+        "7+",
+        [
+            F("topic", "string", "7+"),
+            F("partitions", "[]int32", "7+"),
+        ],
+    ),
+    F("rack_id", "string", "11+"),
+)
+_FETCH_RESPONSE = (
+    F("throttle_time_ms", "int32", "1+"),
+    F("error_code", "int16", "7+"),
+    F("session_id", "int32", "7+", default=0),
+    A(
+        "responses",
+        "0+",
+        [
+            F("topic", "string", "0+"),
+            A(
+                "partitions",
+                "0+",
+                [
+                    F("partition_index", "int32", "0+"),
+                    F("error_code", "int16", "0+"),
+                    F("high_watermark", "int64", "0+"),
+                    F("last_stable_offset", "int64", "4+", default=-1),
+                    F("log_start_offset", "int64", "5+", default=-1),
+                    A(
+                        "aborted_transactions",
+                        "4+",
+                        [
+                            F("producer_id", "int64", "4+"),
+                            F("first_offset", "int64", "4+"),
+                        ],
+                        nullable="4+",
+                    ),
+                    F("preferred_read_replica", "int32", "11+", default=-1),
+                    F("records", "records", "0+", nullable="0+"),
+                ],
+            ),
+        ],
+    ),
+)
+FETCH = MessageSpec(1, "Fetch", 4, 11, ANY, _FETCH_REQUEST, _FETCH_RESPONSE)
+
+_LIST_OFFSETS_REQUEST = (
+    F("replica_id", "int32", "0+"),
+    F("isolation_level", "int8", "2+"),
+    A(
+        "topics",
+        "0+",
+        [
+            F("name", "string", "0+"),
+            A(
+                "partitions",
+                "0+",
+                [
+                    F("partition_index", "int32", "0+"),
+                    F("current_leader_epoch", "int32", "4+", default=-1),
+                    F("timestamp", "int64", "0+"),
+                ],
+            ),
+        ],
+    ),
+)
+_LIST_OFFSETS_RESPONSE = (
+    F("throttle_time_ms", "int32", "2+"),
+    A(
+        "topics",
+        "0+",
+        [
+            F("name", "string", "0+"),
+            A(
+                "partitions",
+                "0+",
+                [
+                    F("partition_index", "int32", "0+"),
+                    F("error_code", "int16", "0+"),
+                    F("timestamp", "int64", "1+", default=-1),
+                    F("offset", "int64", "1+", default=-1),
+                    F("leader_epoch", "int32", "4+", default=-1),
+                ],
+            ),
+        ],
+    ),
+)
+LIST_OFFSETS = MessageSpec(2, "ListOffsets", 1, 5, ANY, _LIST_OFFSETS_REQUEST, _LIST_OFFSETS_RESPONSE)
+
+_FIND_COORDINATOR_REQUEST = (
+    F("key", "string", "0+"),
+    F("key_type", "int8", "1+", default=0),
+)
+_FIND_COORDINATOR_RESPONSE = (
+    F("throttle_time_ms", "int32", "1+"),
+    F("error_code", "int16", "0+"),
+    F("error_message", "string", "1+", nullable="1+"),
+    F("node_id", "int32", "0+"),
+    F("host", "string", "0+"),
+    F("port", "int32", "0+"),
+)
+FIND_COORDINATOR = MessageSpec(
+    10, "FindCoordinator", 0, 2, ANY, _FIND_COORDINATOR_REQUEST, _FIND_COORDINATOR_RESPONSE
+)
+
+_JOIN_GROUP_REQUEST = (
+    F("group_id", "string", "0+"),
+    F("session_timeout_ms", "int32", "0+"),
+    F("rebalance_timeout_ms", "int32", "1+", default=-1),
+    F("member_id", "string", "0+"),
+    F("group_instance_id", "string", "5+", nullable="5+"),
+    F("protocol_type", "string", "0+"),
+    A(
+        "protocols",
+        "0+",
+        [
+            F("name", "string", "0+"),
+            F("metadata", "bytes", "0+"),
+        ],
+    ),
+)
+_JOIN_GROUP_RESPONSE = (
+    F("throttle_time_ms", "int32", "2+"),
+    F("error_code", "int16", "0+"),
+    F("generation_id", "int32", "0+", default=-1),
+    F("protocol_name", "string", "0+"),
+    F("leader", "string", "0+"),
+    F("member_id", "string", "0+"),
+    A(
+        "members",
+        "0+",
+        [
+            F("member_id", "string", "0+"),
+            F("group_instance_id", "string", "5+", nullable="5+"),
+            F("metadata", "bytes", "0+"),
+        ],
+    ),
+)
+JOIN_GROUP = MessageSpec(11, "JoinGroup", 0, 5, ANY, _JOIN_GROUP_REQUEST, _JOIN_GROUP_RESPONSE)
+
+_SYNC_GROUP_REQUEST = (
+    F("group_id", "string", "0+"),
+    F("generation_id", "int32", "0+"),
+    F("member_id", "string", "0+"),
+    F("group_instance_id", "string", "3+", nullable="3+"),
+    A(
+        "assignments",
+        "0+",
+        [
+            F("member_id", "string", "0+"),
+            F("assignment", "bytes", "0+"),
+        ],
+    ),
+)
+_SYNC_GROUP_RESPONSE = (
+    F("throttle_time_ms", "int32", "1+"),
+    F("error_code", "int16", "0+"),
+    F("assignment", "bytes", "0+"),
+)
+SYNC_GROUP = MessageSpec(14, "SyncGroup", 0, 3, ANY, _SYNC_GROUP_REQUEST, _SYNC_GROUP_RESPONSE)
+
+_HEARTBEAT_REQUEST = (
+    F("group_id", "string", "0+"),
+    F("generation_id", "int32", "0+"),
+    F("member_id", "string", "0+"),
+    F("group_instance_id", "string", "3+", nullable="3+"),
+)
+_HEARTBEAT_RESPONSE = (
+    F("throttle_time_ms", "int32", "1+"),
+    F("error_code", "int16", "0+"),
+)
+HEARTBEAT = MessageSpec(12, "Heartbeat", 0, 3, ANY, _HEARTBEAT_REQUEST, _HEARTBEAT_RESPONSE)
+
+_LEAVE_GROUP_REQUEST = (
+    F("group_id", "string", "0+"),
+    F("member_id", "string", "0-2"),
+    A(
+        "members",
+        "3+",
+        [
+            F("member_id", "string", "3+"),
+            F("group_instance_id", "string", "3+", nullable="3+"),
+        ],
+    ),
+)
+_LEAVE_GROUP_RESPONSE = (
+    F("throttle_time_ms", "int32", "1+"),
+    F("error_code", "int16", "0+"),
+    A(
+        "members",
+        "3+",
+        [
+            F("member_id", "string", "3+"),
+            F("group_instance_id", "string", "3+", nullable="3+"),
+            F("error_code", "int16", "3+"),
+        ],
+    ),
+)
+LEAVE_GROUP = MessageSpec(13, "LeaveGroup", 0, 3, ANY, _LEAVE_GROUP_REQUEST, _LEAVE_GROUP_RESPONSE)
+
+_OFFSET_COMMIT_REQUEST = (
+    F("group_id", "string", "0+"),
+    F("generation_id_or_member_epoch", "int32", "1+", default=-1),
+    F("member_id", "string", "1+"),
+    F("group_instance_id", "string", "7+", nullable="7+"),
+    F("retention_time_ms", "int64", "2-4", default=-1),
+    A(
+        "topics",
+        "0+",
+        [
+            F("name", "string", "0+"),
+            A(
+                "partitions",
+                "0+",
+                [
+                    F("partition_index", "int32", "0+"),
+                    F("committed_offset", "int64", "0+"),
+                    F("committed_leader_epoch", "int32", "6+", default=-1),
+                    F("committed_metadata", "string", "0+", nullable="0+"),
+                ],
+            ),
+        ],
+    ),
+)
+_OFFSET_COMMIT_RESPONSE = (
+    F("throttle_time_ms", "int32", "3+"),
+    A(
+        "topics",
+        "0+",
+        [
+            F("name", "string", "0+"),
+            A(
+                "partitions",
+                "0+",
+                [
+                    F("partition_index", "int32", "0+"),
+                    F("error_code", "int16", "0+"),
+                ],
+            ),
+        ],
+    ),
+)
+OFFSET_COMMIT = MessageSpec(8, "OffsetCommit", 2, 7, ANY, _OFFSET_COMMIT_REQUEST, _OFFSET_COMMIT_RESPONSE)
+
+_OFFSET_FETCH_REQUEST = (
+    F("group_id", "string", "0+"),
+    A(
+        "topics",
+        "0+",
+        [
+            F("name", "string", "0+"),
+            F("partition_indexes", "[]int32", "0+"),
+        ],
+        nullable="2+",
+    ),
+)
+_OFFSET_FETCH_RESPONSE = (
+    F("throttle_time_ms", "int32", "3+"),
+    A(
+        "topics",
+        "0+",
+        [
+            F("name", "string", "0+"),
+            A(
+                "partitions",
+                "0+",
+                [
+                    F("partition_index", "int32", "0+"),
+                    F("committed_offset", "int64", "0+"),
+                    F("committed_leader_epoch", "int32", "5+", default=-1),
+                    F("metadata", "string", "0+", nullable="0+"),
+                    F("error_code", "int16", "0+"),
+                ],
+            ),
+        ],
+    ),
+    F("error_code", "int16", "2+", default=0),
+)
+OFFSET_FETCH = MessageSpec(9, "OffsetFetch", 1, 5, ANY, _OFFSET_FETCH_REQUEST, _OFFSET_FETCH_RESPONSE)
+
+_INIT_PRODUCER_ID_REQUEST = (
+    F("transactional_id", "string", "0+", nullable="0+"),
+    F("transaction_timeout_ms", "int32", "0+"),
+)
+_INIT_PRODUCER_ID_RESPONSE = (
+    F("throttle_time_ms", "int32", "0+"),
+    F("error_code", "int16", "0+"),
+    F("producer_id", "int64", "0+", default=-1),
+    F("producer_epoch", "int16", "0+"),
+)
+INIT_PRODUCER_ID = MessageSpec(
+    22, "InitProducerId", 0, 1, ANY, _INIT_PRODUCER_ID_REQUEST, _INIT_PRODUCER_ID_RESPONSE
+)
+
+_CREATE_TOPICS_REQUEST = (
+    A(
+        "topics",
+        "0+",
+        [
+            F("name", "string", "0+"),
+            F("num_partitions", "int32", "0+"),
+            F("replication_factor", "int16", "0+"),
+            A(
+                "assignments",
+                "0+",
+                [
+                    F("partition_index", "int32", "0+"),
+                    F("broker_ids", "[]int32", "0+"),
+                ],
+            ),
+            A(
+                "configs",
+                "0+",
+                [
+                    F("name", "string", "0+"),
+                    F("value", "string", "0+", nullable="0+"),
+                ],
+            ),
+        ],
+    ),
+    F("timeout_ms", "int32", "0+", default=60000),
+    F("validate_only", "bool", "1+", default=False),
+)
+_CREATE_TOPICS_RESPONSE = (
+    F("throttle_time_ms", "int32", "2+"),
+    A(
+        "topics",
+        "0+",
+        [
+            F("name", "string", "0+"),
+            F("error_code", "int16", "0+"),
+            F("error_message", "string", "1+", nullable="0+"),
+        ],
+    ),
+)
+CREATE_TOPICS = MessageSpec(19, "CreateTopics", 0, 4, ANY, _CREATE_TOPICS_REQUEST, _CREATE_TOPICS_RESPONSE)
+
+_DELETE_TOPICS_REQUEST = (
+    F("topic_names", "[]string", "0+"),
+    F("timeout_ms", "int32", "0+"),
+)
+_DELETE_TOPICS_RESPONSE = (
+    F("throttle_time_ms", "int32", "1+"),
+    A(
+        "responses",
+        "0+",
+        [
+            F("name", "string", "0+"),
+            F("error_code", "int16", "0+"),
+        ],
+    ),
+)
+DELETE_TOPICS = MessageSpec(20, "DeleteTopics", 0, 3, ANY, _DELETE_TOPICS_REQUEST, _DELETE_TOPICS_RESPONSE)
+
+_LIST_GROUPS_REQUEST = ()
+_LIST_GROUPS_RESPONSE = (
+    F("throttle_time_ms", "int32", "1+"),
+    F("error_code", "int16", "0+"),
+    A(
+        "groups",
+        "0+",
+        [
+            F("group_id", "string", "0+"),
+            F("protocol_type", "string", "0+"),
+        ],
+    ),
+)
+LIST_GROUPS = MessageSpec(16, "ListGroups", 0, 2, ANY, _LIST_GROUPS_REQUEST, _LIST_GROUPS_RESPONSE)
+
+_DESCRIBE_GROUPS_REQUEST = (
+    F("groups", "[]string", "0+"),
+    F("include_authorized_operations", "bool", "3+"),
+)
+_DESCRIBE_GROUPS_RESPONSE = (
+    F("throttle_time_ms", "int32", "1+"),
+    A(
+        "groups",
+        "0+",
+        [
+            F("error_code", "int16", "0+"),
+            F("group_id", "string", "0+"),
+            F("group_state", "string", "0+"),
+            F("protocol_type", "string", "0+"),
+            F("protocol_data", "string", "0+"),
+            A(
+                "members",
+                "0+",
+                [
+                    F("member_id", "string", "0+"),
+                    F("group_instance_id", "string", "4+", nullable="4+"),
+                    F("client_id", "string", "0+"),
+                    F("client_host", "string", "0+"),
+                    F("member_metadata", "bytes", "0+"),
+                    F("member_assignment", "bytes", "0+"),
+                ],
+            ),
+            F("authorized_operations", "int32", "3+", default=-2147483648),
+        ],
+    ),
+)
+DESCRIBE_GROUPS = MessageSpec(
+    15, "DescribeGroups", 0, 4, ANY, _DESCRIBE_GROUPS_REQUEST, _DESCRIBE_GROUPS_RESPONSE
+)
+
+SPECS: dict[int, MessageSpec] = {
+    s.api_key: s
+    for s in (
+        API_VERSIONS, METADATA, PRODUCE, FETCH, LIST_OFFSETS, FIND_COORDINATOR, JOIN_GROUP, SYNC_GROUP,
+        HEARTBEAT, LEAVE_GROUP, OFFSET_COMMIT, OFFSET_FETCH, INIT_PRODUCER_ID, CREATE_TOPICS, DELETE_TOPICS,
+        LIST_GROUPS, DESCRIBE_GROUPS,
+    )
+}  # fmt: skip
+
+
+def supported_versions() -> list[tuple[int, int, int]]:
+    """``(api_key, min_version, max_version)`` of every API served, for the ApiVersions answer."""
+    return [(k, s.min_version, s.max_version) for k, s in sorted(SPECS.items())]

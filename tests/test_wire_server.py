@@ -1,0 +1,145 @@
+"""kafkalite's brokers over TCP with real Kafka clients (kafka-python and confluent-kafka), and the
+listener's handling of frames that are too large, malformed or of versions it does not serve."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+
+import pytest
+
+from kafkalite.wire.header import decode_response, encode_request
+from kafkalite.wire.server import BackgroundServer
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+@pytest.fixture(scope="module")
+def one_broker():
+    with BackgroundServer(1, max_request_bytes=1 << 20) as srv:
+        srv.create_topic("t", 2, 1)
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def three_brokers():
+    with BackgroundServer(3) as srv:
+        srv.create_topic("r", 3, 3, **{"min.insync.replicas": 2})
+        yield srv
+
+
+def _raw(srv: BackgroundServer) -> socket.socket:
+    host, port = next(iter(srv.server.addresses.values()))
+    s = socket.create_connection((host, port), timeout=5)
+    return s
+
+
+def _recv_frame(s: socket.socket) -> bytes:
+    head = _recv_exactly(s, 4)
+    (size,) = struct.unpack(">i", head)
+    return _recv_exactly(s, size)
+
+
+def _recv_exactly(s: socket.socket, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("closed")
+        buf += chunk
+    return buf
+
+
+def test_kafka_python_produces_and_consumes(one_broker):
+    from kafka import KafkaConsumer, KafkaProducer
+
+    p = KafkaProducer(bootstrap_servers=one_broker.bootstrap_servers, acks=1, linger_ms=5)
+    futures = [p.send("t", key=str(i).encode(), value=f"v{i}".encode()) for i in range(500)]
+    p.flush(10)
+    metas = [f.get(timeout=10) for f in futures]
+    assert {m.partition for m in metas} == {0, 1}
+    p.close()
+    c = KafkaConsumer(
+        "t", bootstrap_servers=one_broker.bootstrap_servers, auto_offset_reset="earliest",
+        consumer_timeout_ms=3000, group_id=None,
+    )  # fmt: skip
+    values = sorted(m.value for m in c)
+    c.close()
+    assert values == sorted(f"v{i}".encode() for i in range(500))
+
+
+def test_confluent_idempotent_producer_and_group_consumer_on_three_brokers(three_brokers):
+    from confluent_kafka import Consumer, Producer
+
+    srv = three_brokers
+    p = Producer({"bootstrap.servers": srv.bootstrap_servers, "acks": "all", "enable.idempotence": True})
+    errors = []
+    for i in range(3000):
+        p.produce("r", f"m{i}".encode(), on_delivery=lambda e, m: errors.append(e) if e else None)
+    assert p.flush(30) == 0 and errors == []
+    assert srv.server.stats.by_api.get(22, 0) >= 1  # InitProducerId: the producer is idempotent
+    c = Consumer(
+        {"bootstrap.servers": srv.bootstrap_servers, "group.id": "g", "auto.offset.reset": "earliest"}
+    )
+    c.subscribe(["r"])
+    got = []
+    deadline = time.time() + 30
+    while len(got) < 3000 and time.time() < deadline:
+        for m in c.consume(500, 0.5):
+            assert m.error() is None, m.error()
+            got.append(m.value())
+    c.commit(asynchronous=False)
+    committed = c.committed([__import__("confluent_kafka").TopicPartition("r", i) for i in range(3)], 10)
+    c.close()
+    assert sorted(got) == sorted(f"m{i}".encode() for i in range(3000))
+    assert sum(tp.offset for tp in committed) == 3000
+
+
+def test_api_versions_of_an_unknown_version_answers_v0_with_the_served_versions(one_broker):
+    s = _raw(one_broker)
+    body = struct.pack(">hhi", 18, 77, 9) + struct.pack(">h", 1) + b"x"
+    s.sendall(struct.pack(">i", len(body)) + body)
+    corr, resp = decode_response(18, 0, _recv_frame(s))
+    s.close()
+    assert corr == 9 and resp["error_code"] == 35
+    assert {a["api_key"] for a in resp["api_keys"]} >= {0, 1, 3, 18}
+
+
+def test_pipelined_requests_are_answered_in_order_and_acks0_not_at_all(one_broker):
+    from kafkalite.records import build_batch
+
+    s = _raw(one_broker)
+    batch = build_batch([(None, b"x", None)])
+    produce0 = {"transactional_id": None, "acks": 0, "timeout_ms": 1000,
+                "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": batch}]}]}  # fmt: skip
+    metadata = {"topics": [{"name": "t"}], "allow_auto_topic_creation": False}
+    frames = [
+        encode_request(0, 8, 1, "raw", produce0),
+        encode_request(3, 8, 2, "raw", metadata),
+        encode_request(0, 8, 3, "raw", {**produce0, "acks": 1}),
+        encode_request(3, 1, 4, "raw", metadata),
+    ]
+    s.sendall(b"".join(frames))
+    corrs = []
+    for api, version in ((3, 8), (0, 8), (3, 1)):
+        corr, body = decode_response(api, version, _recv_frame(s))
+        corrs.append(corr)
+    s.close()
+    assert corrs == [2, 3, 4]  # no answer to the acks=0 produce, the rest in order
+
+
+def test_oversized_and_malformed_frames_close_only_their_connection(one_broker):
+    bad = _raw(one_broker)
+    bad.sendall(struct.pack(">i", (1 << 20) + 1))  # over this listener's socket.request.max.bytes
+    assert bad.recv(10) == b""
+    garbage = _raw(one_broker)
+    junk = struct.pack(">hhi", 3, 8, 1) + b"\x7f\xff"  # a client id longer than the frame
+    garbage.sendall(struct.pack(">i", len(junk)) + junk)
+    assert garbage.recv(10) == b""
+    good = _raw(one_broker)
+    good.sendall(encode_request(3, 8, 11, "ok", {"topics": None, "allow_auto_topic_creation": False}))
+    corr, body = decode_response(3, 8, _recv_frame(good))
+    good.close()
+    assert corr == 11 and {t["name"] for t in body["topics"]} >= {"t"}
+    assert one_broker.server.stats.closed_bad_frames >= 2
