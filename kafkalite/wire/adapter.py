@@ -85,10 +85,8 @@ def _list_offsets(b: dict, v: int) -> P.ListOffsetsRequest:
 
 def _metadata(b: dict, v: int) -> P.MetadataRequest:
     topics = b["topics"]
-    if topics is None or (v == 0 and not topics):
-        names = None  # every topic
-    else:
-        names = tuple(t["name"] for t in topics)
+    every = topics is None or (v == 0 and not topics)  # v0 asks for every topic with an empty list
+    names = None if every else tuple(t["name"] for t in topics)
     return P.MetadataRequest(topics=names, allow_auto_topic_creation=b["allow_auto_topic_creation"])
 
 
