@@ -148,6 +148,49 @@ def consumer_groups(
 
 
 @kafkalite.group()
+def server() -> None:
+    """kafkalite brokers on TCP, for real Kafka clients."""
+
+
+@server.command("start")
+@click.option("--brokers", default=1, show_default=True, help="Brokers in the cluster (one process).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address the listeners bind.")
+@click.option(
+    "--port", default=9092, show_default=True, help="Port of broker 1; broker N listens on port+N-1."
+)
+@click.option("--log-dir", type=click.Path(file_okay=False), help="Where the brokers keep their logs.")
+@click.option(
+    "--topic", "topics", multiple=True, help="Create a topic at start: NAME[:PARTITIONS[:REPLICATION]]."
+)
+def server_start(brokers: int, host: str, port: int, log_dir: str | None, topics: tuple[str, ...]) -> None:
+    """Run a cluster of BROKERS brokers behind Kafka's wire protocol until SIGINT/SIGTERM."""
+    import asyncio
+    import signal
+
+    from kafkalite.wire.server import WireServer
+
+    async def main() -> None:
+        srv = WireServer(
+            brokers, host=host, ports={b: port + b - 1 for b in range(1, brokers + 1)}, log_dir=log_dir
+        )
+        await srv.start()
+        for spec in topics:
+            name, *rest = spec.split(":")
+            parts = int(rest[0]) if rest else 1
+            rf = int(rest[1]) if len(rest) > 1 else min(brokers, 3)
+            srv.create_topic(name, parts, rf)
+        click.echo(f"kafkalite: {brokers} broker(s) on {srv.bootstrap_servers}", err=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        await srv.stop()  # closes every log cleanly (producer snapshots, checkpoints)
+
+    asyncio.run(main())
+
+
+@kafkalite.group()
 def bench() -> None:
     """Benchmarks: storage against the raw file system, the produce path, fault runs."""
 
@@ -187,6 +230,18 @@ def bench_produce(records: int, record_size: int, seed: int, repeats: int, as_js
     from kafkalite.bench.produce import run_produce_bench
 
     result = run_produce_bench(records, record_size, seed=seed, repeats=repeats)
+    click.echo(result.to_json() if as_json else result.table())
+
+
+@bench.command("wire")
+@click.option("--records", default=500_000, show_default=True, help="Records per case.")
+@click.option("--record-size", default=100, show_default=True, help="Value bytes per record.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def bench_wire(records: int, record_size: int, as_json: bool) -> None:
+    """confluent-kafka against kafkalite's TCP brokers, beside the TCP loopback ceiling."""
+    from kafkalite.bench.wire import run_wire_bench
+
+    result = run_wire_bench(records, record_size)
     click.echo(result.to_json() if as_json else result.table())
 
 

@@ -143,3 +143,52 @@ def test_oversized_and_malformed_frames_close_only_their_connection(one_broker):
     good.close()
     assert corr == 11 and {t["name"] for t in body["topics"]} >= {"t"}
     assert one_broker.server.stats.closed_bad_frames >= 2
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_cli_server_start_serves_clients_and_stops_cleanly_on_sigterm(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    from kafka import KafkaConsumer, KafkaProducer
+
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kafkalite.cli", "server", "start", "--port", str(port), "--log-dir",
+         str(tmp_path / "logs"), "--topic", "demo:2"],
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        line = proc.stderr.readline()
+        assert f"127.0.0.1:{port}" in line, line
+        p = KafkaProducer(bootstrap_servers=f"127.0.0.1:{port}")
+        p.send("demo", b"hello").get(10)
+        p.close()
+        c = KafkaConsumer(
+            "demo",
+            bootstrap_servers=f"127.0.0.1:{port}",
+            auto_offset_reset="earliest",
+            consumer_timeout_ms=3000,
+        )
+        assert [m.value for m in c] == [b"hello"]
+        c.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) == 0
+    # A clean stop closes the logs: the producer state snapshot of the idempotent producer is there.
+    assert list((tmp_path / "logs").glob("broker-1/demo-*/*.snapshot"))
+
+
+def test_bench_wire_reports_every_case_and_the_ceiling():
+    from kafkalite.bench.wire import run_wire_bench
+
+    r = run_wire_bench(2000, 50)
+    assert [c.name[:3] for c in r.cases] == ["(a)", "(c)", "(b)"]
+    assert all(c.errors == 0 and c.records >= 2000 for c in r.cases)
+    assert r.loopback_mb_per_s > 0 and "loopback" in r.table()
