@@ -192,3 +192,72 @@ def test_bench_wire_reports_every_case_and_the_ceiling():
     assert [c.name[:3] for c in r.cases] == ["(a)", "(c)", "(b)"]
     assert all(c.errors == 0 and c.records >= 2000 for c in r.cases)
     assert r.loopback_mb_per_s > 0 and "loopback" in r.table()
+
+
+def test_admin_creates_topics_and_every_codec_round_trips(three_brokers):
+    from confluent_kafka import Consumer, Producer
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    srv = three_brokers
+    admin = KafkaAdminClient(bootstrap_servers=srv.bootstrap_servers)
+    result = admin.create_topics([NewTopic("codecs", 3, 2)])
+    assert result is not None
+    assert "codecs" in admin.list_topics()
+    admin.close()
+    sent = []
+    for codec in ("gzip", "snappy", "lz4", "zstd", "none"):
+        p = Producer({"bootstrap.servers": srv.bootstrap_servers, "compression.type": codec, "acks": "all"})
+        for i in range(50):
+            value = f"{codec}-{i}".encode()
+            p.produce("codecs", value)
+            sent.append(value)
+        assert p.flush(20) == 0
+    c = Consumer(
+        {"bootstrap.servers": srv.bootstrap_servers, "group.id": "codecs", "auto.offset.reset": "earliest"}
+    )
+    c.subscribe(["codecs"])
+    got = []
+    deadline = time.time() + 20
+    while len(got) < len(sent) and time.time() < deadline:
+        got += [m.value() for m in c.consume(500, 0.5) if m.error() is None]
+    c.close()
+    assert sorted(got) == sorted(sent)
+
+
+def test_leader_failover_under_a_confluent_producer_loses_and_duplicates_nothing():
+    from confluent_kafka import Consumer, Producer
+
+    with BackgroundServer(3, config={"zookeeper.session.timeout.ms": 2000}) as srv:
+        srv.create_topic("f", 1, 3, **{"min.insync.replicas": 2})
+        leader = srv.call(lambda: srv.server.cluster.leader("f", 0))
+        p = Producer({
+            "bootstrap.servers": srv.bootstrap_servers, "acks": "all", "enable.idempotence": True,
+            "linger.ms": 2, "message.timeout.ms": 60_000,
+        })  # fmt: skip
+        acked, failed = [], []
+
+        def done(err, msg):
+            (failed if err else acked).append(msg.value())
+
+        for i in range(4000):
+            p.produce("f", f"{i:05d}".encode(), on_delivery=done)
+            p.poll(0)
+            if i == 1500:
+                srv.crash_broker(leader)
+            if i % 200 == 0:
+                time.sleep(0.02)
+        assert p.flush(60) == 0
+        new_leader = srv.call(lambda: srv.server.cluster.leader("f", 0))
+        assert new_leader not in (None, leader)
+        srv.restart_broker(leader)
+        c = Consumer(
+            {"bootstrap.servers": srv.bootstrap_servers, "group.id": "f", "auto.offset.reset": "earliest"}
+        )
+        c.subscribe(["f"])
+        got = []
+        deadline = time.time() + 30
+        while len(got) < len(acked) and time.time() < deadline:
+            got += [m.value() for m in c.consume(1000, 0.5) if m.error() is None]
+        c.close()
+    assert failed == [] and len(acked) == 4000
+    assert got == sorted(acked)  # every acknowledged record once, in order

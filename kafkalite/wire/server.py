@@ -167,7 +167,8 @@ class WireServer:
         self.net: Any = None
         self.stats = ServerStats()
         self.addresses: dict[int, tuple[str, int]] = {}
-        self._servers: list[asyncio.base_events.Server] = []
+        self._servers: dict[int, asyncio.base_events.Server] = {}
+        self._conns: dict[int, set[ClientConnection]] = {}
         self._wake_event: asyncio.Event | None = None
         self._pump_task: asyncio.Task | None = None
         self._conn_ids = itertools.count(1)
@@ -180,12 +181,7 @@ class WireServer:
 
         socks = {}
         for b in range(1, self.brokers + 1):
-            server = await asyncio.start_server(
-                lambda r, w, b=b: self._serve(b, r, w), self.host, self.ports.get(b, 0)
-            )
-            self._servers.append(server)
-            port = server.sockets[0].getsockname()[1]
-            socks[b] = (self.host, port)
+            socks[b] = await self._listen(b, self.ports.get(b, 0))
         self.addresses = socks
         self.cluster = Cluster(
             brokers=self.brokers,
@@ -200,9 +196,31 @@ class WireServer:
         self._running = True
         self._pump_task = asyncio.create_task(self._pump())
 
+    async def _listen(self, broker_id: int, port: int) -> tuple[str, int]:
+        server = await asyncio.start_server(
+            lambda r, w, b=broker_id: self._serve(b, r, w), self.host, port, reuse_address=True
+        )
+        self._servers[broker_id] = server
+        return (self.host, server.sockets[0].getsockname()[1])
+
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(f"{h}:{p}" for h, p in self.addresses.values())
+
+    def crash_broker(self, broker_id: int) -> None:
+        """Kill a broker as kill -9 would: its listener and connections vanish, its unflushed state too."""
+        server = self._servers.pop(broker_id, None)
+        if server is not None:
+            server.close()
+        for conn in list(self._conns.get(broker_id, ())):
+            conn.close()
+        self.cluster.crash(broker_id)
+
+    async def restart_broker(self, broker_id: int) -> None:
+        """Bring a crashed broker back on its port: it recovers its logs and rejoins."""
+        await self._listen(broker_id, self.addresses[broker_id][1])
+        self.cluster.restart(broker_id)
+        self.wake()
 
     def wake(self) -> None:
         if self._wake_event is not None:
@@ -236,6 +254,7 @@ class WireServer:
         if task is not None:
             self._tasks.add(task)
         conn = ClientConnection(self, broker_id, writer)
+        self._conns.setdefault(broker_id, set()).add(conn)
         node_id = f"conn-{next(self._conn_ids)}"
         self.net.add_node(node_id, conn)
         self.stats.connections_open += 1
@@ -260,6 +279,7 @@ class WireServer:
             pass
         finally:
             conn.close()
+            self._conns.get(broker_id, set()).discard(conn)
             self.stats.connections_open -= 1
             self._tasks.discard(task)  # type: ignore[arg-type]
 
@@ -268,13 +288,13 @@ class WireServer:
         self.wake()
         if self._pump_task is not None:
             await self._pump_task
-        for s in self._servers:
+        for s in self._servers.values():
             s.close()
         for t in list(self._tasks):
             t.cancel()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
-        for s in self._servers:
+        for s in self._servers.values():
             await s.wait_closed()
         if self.cluster is not None:
             self.cluster.close()
@@ -316,6 +336,12 @@ class BackgroundServer:
         self, name: str, partitions: int = 1, replication_factor: int = 1, **config: Any
     ) -> None:
         self.call(self.server.create_topic, name, partitions, replication_factor, **config)
+
+    def crash_broker(self, broker_id: int) -> None:
+        self.call(self.server.crash_broker, broker_id)
+
+    def restart_broker(self, broker_id: int) -> None:
+        asyncio.run_coroutine_threadsafe(self.server.restart_broker(broker_id), self.loop).result(60)
 
     def close(self) -> None:
         if self.loop.is_running():
