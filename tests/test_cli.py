@@ -172,7 +172,7 @@ def test_unknown_file_type(tmp_path):
     f.write_bytes(b"")
     result = _invoke("dump-log", str(f))
     assert result.exit_code == 1
-    assert "expected a .log, .index, .timeindex or .snapshot file" in result.output
+    assert "expected a .log, .index, .timeindex, .snapshot or .txnindex file" in result.output
 
 
 def test_bench_storage_command(tmp_path):
@@ -218,3 +218,20 @@ def test_dump_producer_snapshot(tmp_path):
     snap.write_bytes(snap.read_bytes()[:-1] + b"\x00")
     result = _invoke("dump-log", str(snap))
     assert "Corrupt producer snapshot" in result.output and result.exit_code != 0
+
+
+def test_dump_txn_index(tmp_path):
+    from kafkalite.records import set_producer_fields
+    from kafkalite.storage import Log
+
+    d = tmp_path / "t-0"
+    with Log.open(d) as log:
+        b = build_batch([(None, b"a", None)], timestamp=T0)
+        log.append(bytes(set_producer_fields(bytearray(b), 9, 0, 0, transactional=True)))
+        log.append(build_control_batch(False, 9, 0, 4, T0))
+    result = _invoke("dump-log", str(d / f"{0:020d}.txnindex"))
+    assert result.exit_code == 0, result.output
+    assert (
+        result.output.splitlines()[1]
+        == "version: 0 producerId: 9 firstOffset: 0 lastOffset: 1 lastStableOffset: 2"
+    )

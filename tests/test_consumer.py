@@ -66,8 +66,12 @@ def test_config_defaults_and_validation() -> None:
     )
     with pytest.raises(InvalidConfigError, match="auto.offset.reset"):
         ConsumerConfig.from_props({"auto.offset.reset": "smallest"})
-    with pytest.raises(InvalidConfigError, match="read_committed"):
-        ConsumerConfig.from_props({"isolation.level": "read_committed"})
+    assert (
+        ConsumerConfig.from_props({"isolation.level": "read_committed"})["isolation.level"]
+        == "read_committed"
+    )
+    with pytest.raises(InvalidConfigError, match="isolation.level"):
+        ConsumerConfig.from_props({"isolation.level": "committed"})
     with pytest.raises(InvalidConfigError, match="max.poll.records"):
         ConsumerConfig.from_props({"max.poll.records": 0})
     with pytest.raises(InvalidConfigError, match="unknown consumer config"):

@@ -44,6 +44,7 @@ from kafkalite.protocol import (
     INTERNAL_TOPICS,
     LATEST_TIMESTAMP,
     NO_ERROR,
+    AbortedTransaction,
     AlterPartitionItem,
     AlterPartitionRequest,
     AlterPartitionResponse,
@@ -69,8 +70,12 @@ from kafkalite.protocol import (
     StopReplicaRequest,
     StopReplicaResponse,
     TopicPartition,
+    TxnMarkerResult,
     UpdateMetadataRequest,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
 )
+from kafkalite.records import build_control_batch
 from kafkalite.storage.checkpoint import OffsetCheckpoint
 from kafkalite.storage.leader_epoch import UNDEFINED_EPOCH
 from kafkalite.storage.log import Log
@@ -79,6 +84,9 @@ HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
 
 LeadershipListener = Callable[[list[TopicPartition], list[TopicPartition]], None]
 AppendCallback = Callable[[ProducePartitionResponse], None]
+
+
+READ_COMMITTED = 1  # FetchRequest.isolation_level
 
 
 class _LocalReply:
@@ -412,6 +420,43 @@ class ReplicaManager:
         )
         self.handle_produce(RequestEnvelope(0, client_id, req), _LocalReply(callback))
 
+    def handle_write_txn_markers(self, env: RequestEnvelope, src: Any) -> None:
+        """A transaction coordinator's COMMIT/ABORT markers: one control batch per partition, appended
+        as the leader with acks=all (Kafka waits for the ISR before the coordinator completes the
+        transaction); the answer lists each partition's outcome."""
+        req: WriteTxnMarkersRequest = env.request  # type: ignore[assignment]
+        results: list[dict[TopicPartition, int]] = [{} for _ in req.markers]
+        waiting = sum(len(m.partitions) for m in req.markers)
+
+        def reply() -> None:
+            markers = tuple(
+                TxnMarkerResult(
+                    producer_id=m.producer_id,
+                    partitions=tuple(PartitionError(tp=tp, error_code=r[tp]) for tp in m.partitions),
+                )
+                for m, r in zip(req.markers, results, strict=True)
+            )
+            self._send(src, env.reply(WriteTxnMarkersResponse(markers=markers)))
+
+        if waiting == 0:
+            reply()
+            return
+        left = [waiting]
+        now = self.clock.now_ms()
+        for i, m in enumerate(req.markers):
+            batch = build_control_batch(
+                m.committed, m.producer_id, m.producer_epoch, m.coordinator_epoch, now
+            )
+            for tp in m.partitions:
+
+                def done(part: Any, i: int = i, tp: TopicPartition = tp) -> None:
+                    results[i][tp] = part.error_code
+                    left[0] -= 1
+                    if left[0] == 0:
+                        reply()
+
+                self.append_records(tp, batch, done, acks=-1, client_id="txn-markers")
+
     def _reply(self, src: Any, env: RequestEnvelope, resp: ProduceResponse) -> None:
         if isinstance(src, _LocalReply):
             for part in resp.partitions:
@@ -618,6 +663,8 @@ class ReplicaManager:
         hw = p.high_watermark
         log = p.log
         start = log.log_start_offset
+        lso = log.last_stable_offset(hw)
+        committed_only = not follower and req.isolation_level == READ_COMMITTED
         if follower and fp.last_fetched_epoch >= 0:
             # KIP-320: the follower's last epoch is not ours up to its fetch offset -> it diverged.
             epoch, end = log.leader_epoch_cache.end_offset_for(fp.last_fetched_epoch, log.log_end_offset)
@@ -627,29 +674,38 @@ class ReplicaManager:
                     tp=fp.tp,
                     diverging_epoch=div,
                     high_watermark=hw,
-                    last_stable_offset=hw,
+                    last_stable_offset=lso,
                     log_start_offset=start,
                 ), 0
         try:
             info = log.read(
                 fp.fetch_offset,
                 min(fp.partition_max_bytes, req.max_bytes),
-                max_offset=None if follower else hw,
+                max_offset=None if follower else (lso if committed_only else hw),
             )
         except OffsetOutOfRangeError:
             return FetchPartitionResponse(
                 tp=fp.tp,
                 error_code=OffsetOutOfRangeError.code,
                 high_watermark=hw,
-                last_stable_offset=hw,
+                last_stable_offset=lso,
                 log_start_offset=start,
             ), 0
         if not copy:
             return None, info.records.size
         data = info.records.read()  # bytes on the simulated wire: the leader's file may change underneath
+        aborted = None
+        if committed_only:
+            # Kafka's read_committed answer: the aborted transactions overlapping what is returned, so
+            # the consumer can drop their records (it skips control batches itself).
+            aborted = tuple(
+                AbortedTransaction(producer_id=e.producer_id, first_offset=e.first_offset)
+                for e in log.collect_aborted(fp.fetch_offset, lso)
+            )
         return FetchPartitionResponse(
-            tp=fp.tp, records=data, high_watermark=hw, last_stable_offset=hw, log_start_offset=start
-        ), len(data)
+            tp=fp.tp, records=data, high_watermark=hw, last_stable_offset=lso, log_start_offset=start,
+            aborted_transactions=aborted,
+        ), len(data)  # fmt: skip
 
     def handle_fetch(self, env: RequestEnvelope, src: Any) -> None:
         req: FetchRequest = env.request  # type: ignore[assignment]

@@ -643,6 +643,7 @@ _RM_HANDLERS = {
     "FetchRequest": "handle_fetch",
     "ListOffsetsRequest": "handle_list_offsets",
     "OffsetForLeaderEpochRequest": "handle_offset_for_leader_epoch",
+    "WriteTxnMarkersRequest": "handle_write_txn_markers",
 }
 _RM_HOT = {ProduceRequest: "handle_produce", FetchRequest: "handle_fetch"}  # by exact class
 _GROUP_REQUESTS = GROUP_APIS + (DescribeGroupsRequest, ListGroupsRequest)

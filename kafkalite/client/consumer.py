@@ -806,6 +806,7 @@ class Consumer(BaseNode):
             max_wait_ms=cfg.fetch_max_wait_ms,
             min_bytes=cfg.fetch_min_bytes,
             max_bytes=cfg.fetch_max_bytes,
+            isolation_level=1 if cfg["isolation.level"] == "read_committed" else 0,
             partitions=tuple(parts),
         )
         if self._send(node, req, "fetch", now, tps=sent):
@@ -911,12 +912,24 @@ class Consumer(BaseNode):
             position = sent[0]
             end = position
             wanted = []
+            # read_committed: the fetch lists the aborted transactions overlapping it; a producer's
+            # transactional batches are dropped from its aborted transaction's first offset to its ABORT
+            # marker (Kafka's Fetcher does the same walk).
+            aborted = sorted(pr.aborted_transactions or (), key=lambda a: a.first_offset)
+            aborting: set[int] = set()
             for pos, header in iter_batches(data):
+                while aborted and aborted[0].first_offset <= header.base_offset + header.last_offset_delta:
+                    aborting.add(aborted.pop(0).producer_id)
                 if header.next_offset <= position:
+                    if header.is_control:
+                        aborting.discard(header.producer_id)
                     continue
                 end = max(end, header.next_offset)
                 if header.is_control:
+                    aborting.discard(header.producer_id)
                     continue  # commit/abort markers: never returned, but the position moves past them
+                if header.is_transactional and header.producer_id in aborting:
+                    continue  # part of an aborted transaction
                 wanted.append(pos)
             # All batches of the fetch in one vectorised pass; records before the position (the start of
             # the first batch) are checked but never built.

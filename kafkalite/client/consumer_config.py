@@ -4,9 +4,8 @@
 (``fetch_max_wait_ms``) are accepted too, so ``Cluster.consumer(max_poll_records=10)`` works. An unknown
 key or a bad value raises ``InvalidConfigError`` naming the key. Defaults are Kafka's.
 
-``isolation.level=read_committed`` is rejected: kafkalite's brokers have no transactions yet (no last
-stable offset apart from the high watermark, no aborted-transaction index), so the consumer could not
-honour it.
+``isolation.level=read_committed`` reads only up to the last stable offset and drops the records of
+aborted transactions (the brokers list them in each fetch answer), as Kafka's consumer does.
 
 Group keys: ``group.id`` (None: no group, so no commits and no ``subscribe``), ``group.instance.id``
 (static membership), ``enable.auto.commit`` (true, but forced off without a ``group.id``, as Kafka does),
@@ -118,11 +117,6 @@ class ConsumerConfig:
         props["check.crcs"] = parse_bool("check.crcs", props["check.crcs"])
         props["auto.offset.reset"] = parse_choice("auto.offset.reset", props["auto.offset.reset"], _RESETS)
         props["isolation.level"] = parse_choice("isolation.level", props["isolation.level"], _ISOLATION)
-        if props["isolation.level"] == "read_committed":
-            raise InvalidConfigError(
-                "isolation.level=read_committed is not supported yet: kafkalite's brokers have no "
-                "transactions (no last stable offset, no aborted-transaction index); use read_uncommitted"
-            )
         if not isinstance(props["client.id"], str):
             raise InvalidConfigError(f"client.id must be a string, got {props['client.id']!r}")
         for key in ("group.id", "group.instance.id"):

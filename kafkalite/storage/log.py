@@ -24,6 +24,7 @@ from typing import Any
 
 from kafkalite.clock import Clock, SystemClock
 from kafkalite.errors import (
+    InvalidProducerEpochError,
     InvalidRecordError,
     KafkaStorageError,
     OffsetOutOfRangeError,
@@ -55,6 +56,14 @@ from kafkalite.storage.segment import (
     SWAP_SUFFIX,
     LogSegment,
     parse_base_offset,
+)
+from kafkalite.storage.transaction_index import (
+    TXN_INDEX_SUFFIX,
+    AbortedTxn,
+    append_txn_index,
+    read_txn_index,
+    txn_index_path,
+    write_txn_index,
 )
 
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
@@ -152,6 +161,7 @@ class Log:
         self._last_flush_ms = 0
         self.leader_epoch_cache = LeaderEpochCache(dir / LEADER_EPOCH_CHECKPOINT)
         self.producer_state = ProducerStateManager(dir, dir.name)
+        self._aborted: list[AbortedTxn] = []  # aborted transactions, in marker order (the .txnindex files)
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._lock = threading.RLock()
         self._closed = False
@@ -271,6 +281,9 @@ class Log:
             self.leader_epoch_cache.truncate_from_start(self._log_start)
         if not self.read_only and segments[-1].offset_index.mutable is False:
             segments[-1].make_active()
+        self._aborted = [
+            e for seg in segments for e in read_txn_index(txn_index_path(self.dir, seg.base_offset))
+        ]
         if not self.read_only:
             self._rebuild_producer_state()
 
@@ -307,10 +320,74 @@ class Log:
             return
         if f[5] & CONTROL_BIT:
             _h, rows = decode_batch_tuples(data, verify_crc=False)
-            coordinator_epoch = parse_control_record(rows[0][2], rows[0][3]).coordinator_epoch if rows else -1
-            self.producer_state.complete_txn(f[9], f[10], coordinator_epoch, base, f[8])
+            if not rows:
+                return  # an empty control batch: the cleaner removed its transaction entirely
+            marker = parse_control_record(rows[0][2], rows[0][3])
+            first = self.producer_state.complete_txn(f[9], f[10], marker.coordinator_epoch, base, f[8])
+            if first >= 0 and not marker.is_commit:
+                unstable = self.first_unstable_offset()
+                self._add_aborted(AbortedTxn(f[9], first, base, base + 1 if unstable is None else unstable))
             return
         self.producer_state.update(_producer_info(f, base))
+
+    # ===== transactions =================================================================================
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest transaction still open in this log (None: none is open)."""
+        firsts = [
+            e.txn_first_offset for e in self.producer_state.producers.values() if e.txn_first_offset >= 0
+        ]
+        return min(firsts) if firsts else None
+
+    def last_stable_offset(self, high_watermark: int) -> int:
+        """Kafka's LSO: below it every transaction is decided; read_committed consumers stop there."""
+        unstable = self.first_unstable_offset()
+        return high_watermark if unstable is None else min(high_watermark, unstable)
+
+    def collect_aborted(self, start: int, upper: int) -> list[AbortedTxn]:
+        """Aborted transactions with records in ``[start, upper)`` (what a read_committed fetch returns)."""
+        return [e for e in self._aborted if e.last_offset >= start and e.first_offset < upper]
+
+    @property
+    def aborted_transactions(self) -> list[AbortedTxn]:
+        return list(self._aborted)
+
+    def _add_aborted(self, entry: AbortedTxn) -> None:
+        if entry in self._aborted:
+            return  # replaying a marker whose entry the .txnindex file already holds
+        self._aborted.append(entry)
+        if not self.read_only:
+            base = self._bases[bisect_right(self._bases, entry.last_offset) - 1]
+            append_txn_index(txn_index_path(self.dir, base), entry)
+
+    def _drop_aborted(self, keep) -> None:
+        """Keep only the entries ``keep(entry)`` accepts, rewriting the .txnindex files that changed."""
+        kept = [e for e in self._aborted if keep(e)]
+        if len(kept) == len(self._aborted):
+            return
+        self._aborted = kept
+        if self.read_only:
+            return
+        by_base: dict[int, list[AbortedTxn]] = {b: [] for b in self._bases}
+        for e in kept:
+            i = bisect_right(self._bases, e.last_offset) - 1
+            if i >= 0:
+                by_base[self._bases[i]].append(e)
+        for name in os.listdir(self.dir):
+            if name.endswith(TXN_INDEX_SUFFIX):
+                base = parse_base_offset(name)
+                if base is not None and base not in by_base:
+                    (self.dir / name).unlink(missing_ok=True)
+        for base, entries in by_base.items():
+            if entries != read_txn_index(txn_index_path(self.dir, base)):
+                write_txn_index(txn_index_path(self.dir, base), entries)
+
+    def _check_marker_epoch(self, f: tuple, offset: int) -> None:
+        entry = self.producer_state.producers.get(f[9])
+        if entry is not None and f[10] < entry.epoch:
+            raise InvalidProducerEpochError(
+                f"marker for producer {f[9]} at offset {offset} in {self.dir.name} has epoch {f[10]}, "
+                f"older than the producer's epoch {entry.epoch}"
+            )
 
     def _check_producers(self, items: list, base: int) -> list:
         """Kafka's producer-state validation of a leader append: per batch, the remembered batch it
@@ -322,6 +399,8 @@ class Log:
             if f[9] >= 0 and not f[5] & CONTROL_BIT:
                 infos.append(_producer_info(f, off))
             else:
+                if f[9] >= 0:
+                    self._check_marker_epoch(f, off)
                 infos.append(None)
             off += f[6] + 1
         wanted = [i for i in infos if i is not None]
@@ -840,6 +919,8 @@ class Log:
                 self._write_log_start_checkpoint()
             self._recovery_point = min(self._recovery_point, self._leo)
             self.leader_epoch_cache.truncate_from_end(self._leo)
+            leo = self._leo
+            self._drop_aborted(lambda e: e.last_offset < leo)
             if self.producer_state.producers or self.producer_state.snapshot_offsets():
                 self._rebuild_producer_state()
             return True
@@ -857,6 +938,7 @@ class Log:
             self.leader_epoch_cache.clear()
             self.producer_state.delete_snapshots(above=-1)
             self.producer_state.reset(offset)
+            self._drop_aborted(lambda e: False)
 
     def _replace_all_segments(self, offset: int) -> None:
         doomed = list(self._segments)
@@ -905,6 +987,8 @@ class Log:
             self._segments = [s for s in self._segments if id(s) not in gone]
             self._bases = [s.base_offset for s in self._segments]
             self._delete_segments(doomed)
+            first_base = self._segments[0].base_offset
+            self._drop_aborted(lambda e: e.last_offset >= first_base)  # their .txnindex went with them
             new_start = max(self._log_start, self._segments[0].base_offset)
             if new_start != self._log_start:
                 self._raise_log_start(new_start)
@@ -916,6 +1000,7 @@ class Log:
         """Rename to ``.deleted`` now; unlink after ``file.delete.delay.ms`` (at once if it is 0)."""
         for seg in segments:
             seg.change_suffix(DELETED_SUFFIX)
+            txn_index_path(self.dir, seg.base_offset).unlink(missing_ok=True)
         self._schedule_deletes(segments)
 
     def _schedule_deletes(self, segments: list[LogSegment]) -> None:

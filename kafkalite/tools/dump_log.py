@@ -86,8 +86,32 @@ def dump(
         return dump_time_index(path, write=write)
     if suffix == ".snapshot":
         return dump_producer_snapshot(path, write=write)
-    write(f"Ignoring unknown file {path}: expected a .log, .index, .timeindex or .snapshot file")
+    if suffix == ".txnindex":
+        return dump_txn_index(path, write=write)
+    write(f"Ignoring unknown file {path}: expected a .log, .index, .timeindex, .snapshot or .txnindex file")
     return 1
+
+
+def dump_txn_index(path: str | Path, *, write: Write = print) -> int:
+    """One line per aborted transaction of a ``.txnindex`` file, as Kafka's tool prints it."""
+    from kafkalite.storage.transaction_index import ENTRY_SIZE, read_txn_index
+
+    path = Path(path)
+    try:
+        entries = read_txn_index(path)
+    except KafkaError as e:
+        write(f"Corrupt transaction index {path.name}: {e}")
+        return 1
+    for e in entries:
+        write(
+            f"version: 0 producerId: {e.producer_id} firstOffset: {e.first_offset} "
+            f"lastOffset: {e.last_offset} lastStableOffset: {e.last_stable_offset}"
+        )
+    torn = path.stat().st_size % ENTRY_SIZE
+    if torn:
+        write(f"Found {torn} invalid bytes at the end of {path.name}: not a whole {ENTRY_SIZE}-byte entry")
+        return 1
+    return 0
 
 
 def dump_producer_snapshot(path: str | Path, *, write: Write = print) -> int:
