@@ -261,3 +261,46 @@ def test_leader_failover_under_a_confluent_producer_loses_and_duplicates_nothing
         c.close()
     assert failed == [] and len(acked) == 4000
     assert got == sorted(acked)  # every acknowledged record once, in order
+
+
+@pytest.mark.parametrize("strategy", ["range", "roundrobin", "sticky", "cooperative_sticky"])
+def test_kafka_python_groups_share_partitions_and_take_over_when_one_leaves(strategy):
+    from kafka import KafkaConsumer
+    from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+    from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+    from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+
+    assignor = {
+        "range": RangePartitionAssignor,
+        "roundrobin": RoundRobinPartitionAssignor,
+        "sticky": StickyPartitionAssignor,
+        "cooperative_sticky": CooperativeStickyAssignor,
+    }[strategy]
+    with BackgroundServer(1, config={"group.initial.rebalance.delay.ms": 0}) as srv:
+        srv.create_topic("g", 4, 1)
+
+        def member():
+            return KafkaConsumer(
+                "g", bootstrap_servers=srv.bootstrap_servers, group_id=f"grp-{strategy}",
+                partition_assignment_strategy=[assignor], session_timeout_ms=6000,
+                heartbeat_interval_ms=500, max_poll_interval_ms=10000,
+            )  # fmt: skip
+
+        a, b = member(), member()
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            a.poll(100)
+            b.poll(100)
+            shares = (a.assignment(), b.assignment())
+            if all(shares) and len(shares[0] | shares[1]) == 4 and not shares[0] & shares[1]:
+                break
+        assert all(shares) and len(shares[0] | shares[1]) == 4 and not shares[0] & shares[1]
+        b.close()  # LeaveGroup: its partitions move to the member left
+        deadline = time.time() + 30
+        while time.time() < deadline and len(a.assignment()) < 4:
+            a.poll(100)
+        assert len(a.assignment()) == 4
+        described = srv.call(lambda: srv.server.cluster.describe_group(f"grp-{strategy}"))
+        a.close()
+    assert described is not None

@@ -161,7 +161,9 @@ class WireServer:
         self.host = host
         self.ports = dict(ports or {})
         self.log_dir = log_dir
-        self.config = dict(config or {})
+        # Like the sample server.properties of a small Kafka install: internal topics get as many
+        # replicas as there are brokers, up to Kafka's 3 (a 1-broker cluster could not create them).
+        self.config = {"offsets.topic.replication.factor": min(3, brokers), **(config or {})}
         self.max_request_bytes = max_request_bytes
         self.cluster: Any = None
         self.net: Any = None
