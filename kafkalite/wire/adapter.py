@@ -22,6 +22,13 @@ def _by_topic(entries: Any, topic_key: str, parts_key: str, part: Callable[[Any]
     return [{topic_key: t, parts_key: ps} for t, ps in out.items()]
 
 
+def _flat(
+    b: dict, topics: str, name: str, parts: str, index: str, make: Callable[[TopicPartition, dict], Any]
+) -> tuple:
+    """Kafka's topic -> partitions nesting, flattened: ``make(tp, partition_dict)`` for every partition."""
+    return tuple(make(TopicPartition(t[name], p[index]), p) for t in b[topics] for p in t[parts])
+
+
 def _records(r: Any) -> bytes | None:
     if r is None:
         return None
@@ -34,28 +41,23 @@ def _records(r: Any) -> bytes | None:
 
 
 def _produce(b: dict, v: int) -> P.ProduceRequest:
-    parts = tuple(
-        P.ProducePartition(tp=TopicPartition(t["name"], p["index"]), records=p["records"] or b"")
-        for t in b["topic_data"]
-        for p in t["partition_data"]
-    )
+    parts = _flat(
+        b, "topic_data", "name", "partition_data", "index",
+        lambda tp, p: P.ProducePartition(tp=tp, records=p["records"] or b""),
+    )  # fmt: skip
     return P.ProduceRequest(
         transactional_id=b["transactional_id"], acks=b["acks"], timeout_ms=b["timeout_ms"], partitions=parts
     )
 
 
 def _fetch(b: dict, v: int) -> P.FetchRequest:
-    parts = tuple(
-        P.FetchPartition(
-            tp=TopicPartition(t["topic"], p["partition"]),
-            fetch_offset=p["fetch_offset"],
-            current_leader_epoch=p["current_leader_epoch"],
-            log_start_offset=p["log_start_offset"],
-            partition_max_bytes=p["partition_max_bytes"],
-        )
-        for t in b["topics"]
-        for p in t["partitions"]
-    )
+    parts = _flat(
+        b, "topics", "topic", "partitions", "partition",
+        lambda tp, p: P.FetchPartition(
+            tp=tp, fetch_offset=p["fetch_offset"], current_leader_epoch=p["current_leader_epoch"],
+            log_start_offset=p["log_start_offset"], partition_max_bytes=p["partition_max_bytes"],
+        ),
+    )  # fmt: skip
     # Fetch sessions (KIP-227): kafkalite answers every fetch in full and opens no session (id 0), which
     # clients accept; they then send the full partition list each time.
     return P.FetchRequest(
@@ -69,15 +71,12 @@ def _fetch(b: dict, v: int) -> P.FetchRequest:
 
 
 def _list_offsets(b: dict, v: int) -> P.ListOffsetsRequest:
-    parts = tuple(
-        P.ListOffsetsPartition(
-            tp=TopicPartition(t["name"], p["partition_index"]),
-            timestamp=p["timestamp"],
-            current_leader_epoch=p["current_leader_epoch"],
-        )
-        for t in b["topics"]
-        for p in t["partitions"]
-    )
+    parts = _flat(
+        b, "topics", "name", "partitions", "partition_index",
+        lambda tp, p: P.ListOffsetsPartition(
+            tp=tp, timestamp=p["timestamp"], current_leader_epoch=p["current_leader_epoch"]
+        ),
+    )  # fmt: skip
     return P.ListOffsetsRequest(
         replica_id=b["replica_id"], isolation_level=b["isolation_level"], partitions=parts
     )
@@ -136,16 +135,13 @@ def _leave_group(b: dict, v: int) -> P.LeaveGroupRequest:
 
 
 def _offset_commit(b: dict, v: int) -> P.OffsetCommitRequest:
-    parts = tuple(
-        P.OffsetCommitPartition(
-            tp=TopicPartition(t["name"], p["partition_index"]),
-            committed_offset=p["committed_offset"],
-            committed_leader_epoch=p["committed_leader_epoch"],
+    parts = _flat(
+        b, "topics", "name", "partitions", "partition_index",
+        lambda tp, p: P.OffsetCommitPartition(
+            tp=tp, committed_offset=p["committed_offset"], committed_leader_epoch=p["committed_leader_epoch"],
             committed_metadata=p["committed_metadata"],
-        )
-        for t in b["topics"]
-        for p in t["partitions"]
-    )
+        ),
+    )  # fmt: skip
     return P.OffsetCommitRequest(
         group_id=b["group_id"],
         generation_id=b["generation_id_or_member_epoch"],

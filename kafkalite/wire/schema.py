@@ -128,31 +128,28 @@ class MessageSpec:
 # ------------------------------------------------------------------------------------------- decode
 
 
+_FIXED_READ = {
+    "int32": Reader.int32, "int16": Reader.int16, "int64": Reader.int64, "int8": Reader.int8,
+    "bool": Reader.boolean, "uuid": Reader.uuid, "uint16": Reader.uint16, "uint32": Reader.uint32,
+    "float64": Reader.float64,
+}  # fmt: skip
+_FIXED_WRITE = {
+    "int32": Writer.int32, "int16": Writer.int16, "int64": Writer.int64, "int8": Writer.int8,
+    "bool": Writer.boolean, "uuid": Writer.uuid, "uint16": Writer.uint16, "uint32": Writer.uint32,
+    "float64": Writer.float64,
+}  # fmt: skip
+
+
 def _read_primitive(r: Reader, t: str, flexible: bool, nullable: bool) -> Any:
-    if t == "int32":
-        return r.int32()
-    if t == "int16":
-        return r.int16()
-    if t == "int64":
-        return r.int64()
+    fixed = _FIXED_READ.get(t)
+    if fixed is not None:
+        return fixed(r)
     if t == "string":
         return r.compact_string(nullable) if flexible else r.string(nullable)
-    if t == "int8":
-        return r.int8()
-    if t == "bool":
-        return r.boolean()
     if t in ("bytes", "records"):
         return (
             r.compact_bytes(nullable or t == "records") if flexible else r.bytes_(nullable or t == "records")
         )
-    if t == "uuid":
-        return r.uuid()
-    if t == "uint16":
-        return r.uint16()
-    if t == "uint32":
-        return r.uint32()
-    if t == "float64":
-        return r.float64()
     raise WireFormatError(f"unknown type {t}")
 
 
@@ -211,28 +208,13 @@ def read_struct(r: Reader, fields: tuple[Field, ...], v: int, flexible: bool) ->
 
 
 def _write_primitive(w: Writer, t: str, value: Any, flexible: bool) -> None:
-    if t == "int32":
-        w.int32(value)
-    elif t == "int16":
-        w.int16(value)
-    elif t == "int64":
-        w.int64(value)
+    fixed = _FIXED_WRITE.get(t)
+    if fixed is not None:
+        fixed(w, value)
     elif t == "string":
         (w.compact_string if flexible else w.string)(value)
-    elif t == "int8":
-        w.int8(value)
-    elif t == "bool":
-        w.boolean(value)
     elif t in ("bytes", "records"):
         (w.compact_bytes if flexible else w.bytes_)(value)
-    elif t == "uuid":
-        w.uuid(value)
-    elif t == "uint16":
-        w.uint16(value)
-    elif t == "uint32":
-        w.uint32(value)
-    elif t == "float64":
-        w.float64(value)
     else:
         raise ValueError(f"unknown type {t}")
 
