@@ -44,8 +44,22 @@ def test_producer_ids_come_in_blocks_and_never_repeat(cluster):
     assert decode_block(data)[1:] == (2000, 2999)
 
 
-def test_a_transactional_id_is_not_served_without_a_transaction_coordinator(cluster):
-    assert cluster.request(1, InitProducerIdRequest(transactional_id="tx")).error_code == 15
+def test_a_transactional_id_is_served_only_by_its_coordinator(cluster):
+    from kafkalite.protocol import CoordinatorType, FindCoordinatorRequest
+
+    find = FindCoordinatorRequest(key="tx", key_type=CoordinatorType.TRANSACTION)
+    assert cluster.request(1, find).error_code == 15  # __transaction_state is being created
+    for _ in range(100):
+        answer = cluster.request(1, find)
+        if answer.error_code == 0:
+            break
+        cluster.run_for(100)
+    coordinator = answer.node_id
+    cluster.run_for(1000)  # its partition loaded
+    codes = {
+        b: cluster.request(b, InitProducerIdRequest(transactional_id="tx")).error_code for b in (1, 2, 3)
+    }
+    assert codes == {b: 0 if b == coordinator else 16 for b in (1, 2, 3)}  # NOT_COORDINATOR elsewhere
 
 
 def test_batches_carry_the_producer_id_epoch_and_sequences(cluster):

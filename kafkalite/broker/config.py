@@ -65,6 +65,18 @@ _SPECS: dict[str, tuple[str, str, Any, int | None]] = {
     "group.min.session.timeout.ms": ("group_min_session_timeout_ms", "int", 6000, 0),
     "group.max.session.timeout.ms": ("group_max_session_timeout_ms", "int", 1800000, 0),
     "group.max.size": ("group_max_size", "int", 2**31 - 1, 1),
+    # Transaction coordinator and its log (__transaction_state).
+    "transaction.state.log.num.partitions": ("transaction_state_log_num_partitions", "int", 50, 1),
+    "transaction.state.log.replication.factor": ("transaction_state_log_replication_factor", "int", 3, 1),
+    "transaction.state.log.min.isr": ("transaction_state_log_min_isr", "int", 2, 1),
+    "transaction.state.log.segment.bytes": ("transaction_state_log_segment_bytes", "int", 104857600, 1),
+    "transaction.max.timeout.ms": ("transaction_max_timeout_ms", "int", 900000, 1),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": (
+        "transaction_abort_timed_out_transaction_cleanup_interval_ms",
+        "int",
+        10000,
+        1,
+    ),
     # kafkalite switch: False = pre-KIP-101 follower truncation to the high watermark.
     "kafkalite.truncate.by.leader.epoch": ("truncate_by_leader_epoch", "bool", True, None),
 }
@@ -121,6 +133,12 @@ class BrokerConfig:
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1800000
     group_max_size: int = 2**31 - 1
+    transaction_state_log_num_partitions: int = 50
+    transaction_state_log_replication_factor: int = 3
+    transaction_state_log_min_isr: int = 2
+    transaction_state_log_segment_bytes: int = 104857600
+    transaction_max_timeout_ms: int = 900000
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10000
     log_props: dict[str, Any] = field(default_factory=dict)
     """Broker-level defaults for topic (LogConfig) keys, under the topic key names."""
     extra: dict[str, Any] = field(default_factory=dict)

@@ -27,6 +27,11 @@ from kafkalite.broker.controller import STALE_BROKER_EPOCH, Controller, decode_t
 from kafkalite.broker.group.coordinator import GroupCoordinator
 from kafkalite.broker.group.manager import OFFSETS_TOPIC, GroupMetadataManager, offsets_topic
 from kafkalite.broker.producer_id_manager import ProducerIdManager
+from kafkalite.broker.txn.coordinator import (
+    TRANSACTION_STATE_TOPIC,
+    TransactionCoordinator,
+    transaction_state_topic,
+)
 from kafkalite.coordination import paths
 from kafkalite.coordination.store import NodeExists, NoNode, SessionExpired
 from kafkalite.coordination.zk_node import ZK_NODE_ID, ConnectionLossError, ZkLink
@@ -43,16 +48,20 @@ from kafkalite.protocol import (
     INTERNAL_TOPICS,
     NO_ERROR,
     NO_LEADER,
+    AddOffsetsToTxnRequest,
+    AddPartitionsToTxnRequest,
     AlterPartitionReassignmentsRequest,
     AlterPartitionRequest,
     BrokerEndpoint,
     CoordinatorType,
+    CreatableTopic,
     CreatePartitionsRequest,
     CreateTopicsRequest,
     DescribedGroup,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
     ElectLeadersRequest,
+    EndTxnRequest,
     FetchRequest,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
@@ -208,7 +217,8 @@ class KafkaBroker(BaseNode):
         self.group_coordinator: GroupCoordinator | None = None
         self.group_manager: GroupMetadataManager | None = None
         self._incarnation = 0
-        self._offsets_topic_creation: int | None = None
+        self._internal_topic_creation: dict[str, int | None] = {}
+        self.txn_coordinator: TransactionCoordinator | None = None
         self.producer_ids: ProducerIdManager | None = None
 
     # ------------------------------------------------------------------------------------ lifecycle
@@ -267,7 +277,7 @@ class KafkaBroker(BaseNode):
     def _start_group_coordinator(self) -> None:
         """A fresh coordinator per incarnation: groups come back by loading ``__consumer_offsets``."""
         self._incarnation += 1
-        self._offsets_topic_creation = None
+        self._internal_topic_creation = {}
         seed = self.net.node_rng(f"{self.node_id!r}/group-coordinator/{self._incarnation}").getrandbits(64)
         self.group_coordinator = GroupCoordinator(
             self.net.clock,
@@ -286,7 +296,23 @@ class KafkaBroker(BaseNode):
             set_timer=self.set_timer,
             log_event=self.log,
         )
-        self.rm.on_leadership_change = self.group_manager.on_leadership_change
+        self.txn_coordinator = TransactionCoordinator(
+            self.broker_id,
+            self.config,
+            self.rm,
+            producer_ids=lambda: self._producer_id_manager().generate(),
+            leader_of=self._partition_leader,
+            clock=self.net.clock,
+            set_timer=self.set_timer,
+            log_event=self.log,
+        )
+        groups, txns = self.group_manager, self.txn_coordinator
+
+        def leadership(elected: list[TopicPartition], resigned: list[TopicPartition]) -> None:
+            groups.on_leadership_change(elected, resigned)
+            txns.on_leadership_change(elected, resigned)
+
+        self.rm.on_leadership_change = leadership
 
     def _register(self, now_ms: int | None = None) -> None:
         """Open a session if needed, create ``/brokers/ids/<id>`` and run for controller; retried."""
@@ -339,11 +365,14 @@ class KafkaBroker(BaseNode):
             self.zk.close()
         if self.group_manager is not None:
             self.group_manager.shutdown()
+        if self.txn_coordinator is not None:
+            self.txn_coordinator.shutdown()
         if self.rm is not None:
             self.rm.shutdown()
         self.rm = None
         self.group_coordinator = None
         self.group_manager = None
+        self.txn_coordinator = None
 
     def on_crash(self) -> None:
         if self.rm is not None:
@@ -355,6 +384,7 @@ class KafkaBroker(BaseNode):
         self.rm = None
         self.group_coordinator = None
         self.group_manager = None
+        self.txn_coordinator = None
         self.registered = False
         self.broker_epoch = -1  # in-memory: the next incarnation gets a new one when it registers
         self._registration_timer = None
@@ -411,8 +441,10 @@ class KafkaBroker(BaseNode):
             self.send(src, msg.reply(self.cache.metadata(req)))
         elif isinstance(req, FindCoordinatorRequest):
             self.send(src, msg.reply(self._find_coordinator(req)))
-        elif isinstance(req, InitProducerIdRequest):
+        elif isinstance(req, InitProducerIdRequest) and req.transactional_id is None:
             self.send(src, msg.reply(self._init_producer_id(req)))
+        elif isinstance(req, _TXN_REQUESTS):
+            self._handle_txn_request(src, msg)
         elif isinstance(req, _GROUP_REQUESTS):
             self._handle_group_request(src, msg)
         else:
@@ -427,32 +459,62 @@ class KafkaBroker(BaseNode):
     def _init_producer_id(self, req: InitProducerIdRequest) -> InitProducerIdResponse:
         """An idempotent producer's id: a fresh one with epoch 0 on every call, as Kafka gives when no
         transactional id is named (such a producer bumps its epoch itself, KIP-360)."""
-        if req.transactional_id is not None:
-            return InitProducerIdResponse(error_code=CoordinatorNotAvailableError.code)
-        if self.producer_ids is None:
-            assert self.zk is not None
-            self.producer_ids = ProducerIdManager(self.zk, self.broker_id)
         try:
-            pid = self.producer_ids.generate()
+            pid = self._producer_id_manager().generate()
         except (ConnectionLossError, SessionExpired, CoordinatorNotAvailableError) as exc:
             self.log("producer_id_unavailable", error=repr(exc))
             return InitProducerIdResponse(error_code=CoordinatorNotAvailableError.code)
         self.log("producer_id_allocated", producer_id=pid)
         return InitProducerIdResponse(producer_id=pid, producer_epoch=0)
 
+    def _partition_leader(self, tp: TopicPartition) -> int:
+        """The leader of ``tp`` in this broker's metadata cache, -1 when unknown."""
+        st = self.cache.partitions.get(tp)
+        return NO_LEADER if st is None else st.leader
+
+    def _producer_id_manager(self) -> ProducerIdManager:
+        if self.producer_ids is None:
+            assert self.zk is not None
+            self.producer_ids = ProducerIdManager(self.zk, self.broker_id)
+        return self.producer_ids
+
+    def _handle_txn_request(self, src: Any, env: RequestEnvelope) -> None:
+        req = env.request
+        coord = self.txn_coordinator
+        assert coord is not None
+
+        def respond(response: Any) -> None:
+            if self.rm is not None and coord is self.txn_coordinator:  # not a previous incarnation's
+                self.send(src, env.reply(response))
+
+        if isinstance(req, InitProducerIdRequest):
+            coord.handle_init_producer_id(req, respond)
+        elif isinstance(req, AddPartitionsToTxnRequest):
+            coord.handle_add_partitions(req, respond)
+        elif isinstance(req, AddOffsetsToTxnRequest):
+            assert self.group_manager is not None
+            coord.handle_add_offsets(req, respond, self.group_manager.topic_partition(req.group_id))
+        else:
+            coord.handle_end_txn(req, respond)
+
     # ------------------------------------------------------------------------------------ groups
 
     def _find_coordinator(self, req: FindCoordinatorRequest) -> FindCoordinatorResponse:
         """The leader of the key's ``__consumer_offsets`` partition, from the metadata cache."""
         unavailable = CoordinatorNotAvailableError.code
-        if req.key_type != CoordinatorType.GROUP:
-            return FindCoordinatorResponse(
-                error_code=unavailable, error_message="kafkalite has no transaction coordinator"
-            )
-        assert self.group_manager is not None
-        tp = self.group_manager.topic_partition(req.key)
-        if not any(t.topic == OFFSETS_TOPIC for t in self.cache.partitions):
-            why = self._create_offsets_topic()
+        assert self.group_manager is not None and self.txn_coordinator is not None
+        if req.key_type == CoordinatorType.TRANSACTION:
+            topic = TRANSACTION_STATE_TOPIC
+            tp = TopicPartition(topic, self.txn_coordinator.partition_for(req.key))
+            spec = transaction_state_topic(self.config)
+            rf = self.config.transaction_state_log_replication_factor
+        else:
+            topic = OFFSETS_TOPIC
+            tp = self.group_manager.topic_partition(req.key)
+            spec = offsets_topic(self.config)
+            rf = self.config.offsets_topic_replication_factor
+        if not any(t.topic == topic for t in self.cache.partitions):
+            why = self._create_internal_topic(spec, rf)
             return FindCoordinatorResponse(error_code=unavailable, error_message=why)
         st = self.cache.partitions.get(tp)
         if st is None or st.leader == NO_LEADER or st.leader not in self.cache.live_brokers:
@@ -460,33 +522,28 @@ class KafkaBroker(BaseNode):
         ep = self.cache.live_brokers[st.leader]
         return FindCoordinatorResponse(node_id=ep.node_id, host=ep.host, port=ep.port)
 
-    def _create_offsets_topic(self) -> str:
-        """Ask the controller to create ``__consumer_offsets`` (once at a time); says why it is not there yet."""
-        rf = self.config.offsets_topic_replication_factor
+    def _create_internal_topic(self, spec: CreatableTopic, rf: int) -> str:
+        """Ask the controller to create an internal topic (once at a time); says why it is not there yet."""
+        name = spec.name
+        event = "offsets_topic" if name == OFFSETS_TOPIC else "transaction_state_topic"
+        config_key = "offsets.topic" if name == OFFSETS_TOPIC else "transaction.state.log"
         alive = len(self.cache.live_brokers)
         if alive < rf:
-            # Kafka refuses rather than create the offsets topic under-replicated for good.
-            self.log("offsets_topic_not_created", alive_brokers=alive, replication_factor=rf)
-            return (
-                f"{alive} alive broker(s) do not meet offsets.topic.replication.factor={rf} "
-                f"for {OFFSETS_TOPIC}"
-            )
+            # Kafka refuses rather than create the topic under-replicated for good.
+            self.log(f"{event}_not_created", alive_brokers=alive, replication_factor=rf)
+            return f"{alive} alive broker(s) do not meet {config_key}.replication.factor={rf} for {name}"
         controller = self.controller_id()
         if controller is None:
-            return "no controller to create the offsets topic"
-        if self._offsets_topic_creation is None:
-            self.log(
-                "offsets_topic_create",
-                partitions=self.config.offsets_topic_num_partitions,
-                replication_factor=rf,
-            )
-            self._offsets_topic_creation = self.rm._send_request(
+            return f"no controller to create {name}"
+        if self._internal_topic_creation.get(name) is None:
+            self.log(f"{event}_create", partitions=spec.num_partitions, replication_factor=rf)
+            self._internal_topic_creation[name] = self.rm._send_request(
                 controller,
-                CreateTopicsRequest(topics=(offsets_topic(self.config),)),
-                _OffsetsTopicCreation(self),
+                CreateTopicsRequest(topics=(spec,)),
+                _InternalTopicCreation(self, name),
                 self.config.controller_socket_timeout_ms,
             )
-        return f"{OFFSETS_TOPIC} is being created"
+        return f"{name} is being created"
 
     def _handle_group_request(self, src: Any, env: RequestEnvelope) -> None:
         """Check that this broker coordinates the group now, then hand the request to the coordinator."""
@@ -619,11 +676,12 @@ def _group_error(req: Any, code: int) -> Any:
     return OffsetFetchResponse(error_code=code)
 
 
-class _OffsetsTopicCreation:
-    """Answer (or timeout) of the broker's CreateTopics for ``__consumer_offsets``."""
+class _InternalTopicCreation:
+    """Answer (or timeout) of the broker's CreateTopics for an internal topic."""
 
-    def __init__(self, broker: KafkaBroker) -> None:
+    def __init__(self, broker: KafkaBroker, topic: str) -> None:
         self.broker = broker
+        self.topic = topic
 
     def on_response(self, cid: int, _request: Any, response: Any) -> None:
         self._done(cid, response.topics[0].error_code if response.topics else -1)
@@ -633,9 +691,10 @@ class _OffsetsTopicCreation:
 
     def _done(self, cid: int, code: int) -> None:
         b = self.broker
-        if b._offsets_topic_creation == cid:
-            b._offsets_topic_creation = None  # the next FindCoordinator asks again if still needed
-            b.log("offsets_topic_create_result", error_code=code)
+        if b._internal_topic_creation.get(self.topic) == cid:
+            b._internal_topic_creation[self.topic] = None  # the next FindCoordinator asks again if needed
+            event = "offsets_topic" if self.topic == OFFSETS_TOPIC else "transaction_state_topic"
+            b.log(f"{event}_create_result", error_code=code)
 
 
 _RM_HANDLERS = {
@@ -647,5 +706,6 @@ _RM_HANDLERS = {
 }
 _RM_HOT = {ProduceRequest: "handle_produce", FetchRequest: "handle_fetch"}  # by exact class
 _GROUP_REQUESTS = GROUP_APIS + (DescribeGroupsRequest, ListGroupsRequest)
+_TXN_REQUESTS = (InitProducerIdRequest, AddPartitionsToTxnRequest, AddOffsetsToTxnRequest, EndTxnRequest)
 
 __all__ = ["KafkaBroker", "MetadataCache"]

@@ -196,6 +196,7 @@ class ProducerBatch:
         "producer_id",
         "producer_epoch",
         "base_sequence",
+        "transactional",
     )
 
     def __init__(
@@ -236,6 +237,7 @@ class ProducerBatch:
         self.producer_id = -1
         self.producer_epoch = -1
         self.base_sequence = -1
+        self.transactional = False
 
     @property
     def record_count(self) -> int:
@@ -314,16 +316,22 @@ class ProducerBatch:
                     self.records, timestamp=self.timestamps, compression=compression,
                     producer_id=pid, producer_epoch=epoch, base_sequence=seq,
                 )  # fmt: skip
+            if self.transactional:
+                buf = bytes(set_producer_fields(bytearray(buf), pid, epoch, seq, transactional=True))
             self.buffer = buf
         return self.buffer
 
-    def set_producer_state(self, producer_id: int, epoch: int, base_sequence: int) -> None:
-        """Give the batch its producer id, epoch and first sequence (again, after an epoch bump); an
-        already built buffer is rewritten in place of rebuilding it."""
+    def set_producer_state(
+        self, producer_id: int, epoch: int, base_sequence: int, transactional: bool = False
+    ) -> None:
+        """Give the batch its producer id, epoch and first sequence (again, after an epoch bump), and the
+        transactional bit; an already built buffer is rewritten in place of rebuilding it."""
         self.producer_id, self.producer_epoch, self.base_sequence = producer_id, epoch, base_sequence
+        self.transactional = transactional
         if self.buffer is not None:
+            buf = bytearray(self.buffer)
             self.buffer = bytes(
-                set_producer_fields(bytearray(self.buffer), producer_id, epoch, base_sequence)
+                set_producer_fields(buf, producer_id, epoch, base_sequence, transactional=transactional)
             )
 
     @property

@@ -42,6 +42,7 @@ PRODUCER_DEFAULTS: dict[str, Any] = {
     "compression.type": "none",
     "enable.idempotence": True,
     "transactional.id": None,
+    "transaction.timeout.ms": 60_000,
     "metadata.max.age.ms": 300_000,
     "partitioner.class": None,
     "partitioner.ignore.keys": False,
@@ -65,6 +66,7 @@ _INT_KEYS = {
     "max.request.size": 0,
     "buffer.memory": 0,
     "max.block.ms": 0,
+    "transaction.timeout.ms": 1,
     "metadata.max.age.ms": 0,
     "partitioner.availability.timeout.ms": 0,
 }
@@ -126,9 +128,18 @@ class ProducerConfig:
         props["compression.type"] = parse_choice(
             "compression.type", props["compression.type"], tuple(_COMPRESSION)
         )
+        tid = props["transactional.id"]
+        if tid is not None:
+            if not isinstance(tid, str) or not tid:
+                raise InvalidConfigError(f"transactional.id must be a non-empty string, got {tid!r}")
+            if "enable.idempotence" in given and not props["enable.idempotence"]:
+                raise InvalidConfigError("Cannot set a transactional.id without also enabling idempotence.")
+            given = {
+                **given,
+                "enable.idempotence": True,
+            }  # a transactional producer is idempotent: conflicts fail
+            props["enable.idempotence"] = True
         _check_idempotence(props, given, acks)
-        if props["transactional.id"] is not None:
-            raise InvalidConfigError("transactional.id is not supported yet (transactions are a later issue)")
         for key in ("key.serializer", "value.serializer"):
             if props[key] is not None and not callable(props[key]):
                 raise InvalidConfigError(f"{key} must be a callable (value -> bytes), got {props[key]!r}")

@@ -45,14 +45,23 @@ from kafkalite.client.transaction_manager import (
 )
 from kafkalite.client.wakeup import Wakeup
 from kafkalite.errors import (
+    InvalidTxnStateError,
     KafkaError,
     MessageTooLargeError,
     NetworkError,
+    ProducerFencedError,
     RequestTimedOutError,
     error_for_code,
 )
 from kafkalite.net.sim import BaseNode, NodeId
 from kafkalite.protocol import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    CoordinatorType,
+    EndTxnRequest,
+    EndTxnResponse,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
     InitProducerIdRequest,
     InitProducerIdResponse,
     MetadataRequest,
@@ -75,6 +84,9 @@ INVALID_METADATA_CODES = frozenset({3, 5, 6, 13, 56, 74, 75})
 # Errors after which the batch may be in the log although it failed (the checker must not call it lost).
 MAYBE_WRITTEN_CODES = frozenset({7, 20})
 MESSAGE_TOO_LARGE = 10
+COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR = 14, 15, 16
+INVALID_PRODUCER_EPOCH_CODE, INVALID_PRODUCER_ID_MAPPING, CONCURRENT_TRANSACTIONS = 47, 49, 51
+PRODUCER_FENCED = 90
 RECONNECT_BACKOFF_MS = 50  # Kafka's reconnect.backoff.ms default
 _new_future = object.__new__
 
@@ -207,7 +219,9 @@ class Producer(BaseNode):
         self._early: list[SendRecord] = []  # sends that failed before reaching a batch
         self._closing = False
         self._closed = False
-        self._tm = TransactionManager(self.log) if cfg.idempotence else None
+        tid = cfg["transactional.id"]
+        self._tm = TransactionManager(self.log, tid) if cfg.idempotence else None
+        self._txn = tid is not None
         self._init_backoff_until = 0
         self._metrics: dict[str, int] = dict.fromkeys(
             (
@@ -267,7 +281,10 @@ class Producer(BaseNode):
         self._metrics["response-total"] += 1
         resp = msg.response
         if req.is_init:
-            self._on_init_producer_id(resp, now_ms)
+            if self._txn:
+                self._on_txn_response(resp, now_ms)
+            else:
+                self._on_init_producer_id(resp, now_ms)
         elif req.is_metadata:
             self._meta_inflight = None
             if isinstance(resp, MetadataResponse):
@@ -337,6 +354,11 @@ class Producer(BaseNode):
                     return fut
         if self._closing:
             raise ProducerClosedError("Cannot perform operation after producer has been closed")
+        if self._txn and self._tm.txn_state != "IN_TRANSACTION":  # type: ignore[union-attr]
+            raise InvalidTxnStateError(
+                f"Cannot call send in state {self._tm.txn_state}: a transactional producer sends "  # type: ignore[union-attr]
+                "between begin_transaction() and commit_transaction() / abort_transaction()"
+            )
         # Kafka's ProducerRecord refuses these before anything else happens.
         if partition is not None and partition < 0:
             raise ValueError(f"invalid partition {partition}: a partition number is >= 0, or None")
@@ -378,6 +400,176 @@ class Producer(BaseNode):
         """Make every queued batch ready now (Kafka's flush); run the network to let them complete."""
         self.accumulator.flushing = True
         self._wakeup.schedule(self.net._now)
+
+    # ---------------------------------------------------------------------------- transactions
+
+    def init_transactions(self, timeout_ms: int | None = None) -> None:
+        """Register the transactional id with its coordinator: get the producer id, bump the epoch
+        (fencing older producers with this id) and let the coordinator finish what they left open."""
+        tm = self._txn_manager("init_transactions")
+        if tm.txn_state != "UNINITIALIZED":
+            raise InvalidTxnStateError(f"init_transactions was already called (state {tm.txn_state})")
+        self._txn_call({"kind": "init"}, timeout_ms)
+        tm.txn_state = "READY"
+
+    def begin_transaction(self) -> None:
+        tm = self._txn_manager("begin_transaction")
+        if tm.txn_state != "READY":
+            raise InvalidTxnStateError(f"Cannot begin a transaction in state {tm.txn_state}")
+        tm.txn_state = "IN_TRANSACTION"
+
+    def commit_transaction(self, timeout_ms: int | None = None) -> None:
+        """Send everything of the transaction, then ask the coordinator to commit it."""
+        self._end_transaction(True, timeout_ms)
+
+    def abort_transaction(self, timeout_ms: int | None = None) -> None:
+        """Drop what has not been sent, then ask the coordinator to abort the transaction."""
+        tm = self._txn_manager("abort_transaction")
+        if tm.txn_state == "IN_TRANSACTION":
+            now = self.net._now
+            for batch in self.accumulator.abort_all():
+                self._fail_batch(batch, KafkaError("Failing batch since transaction was aborted"), now)
+        self._end_transaction(False, timeout_ms)
+
+    def _txn_manager(self, call: str) -> TransactionManager:
+        if not self._txn or self._tm is None:
+            raise InvalidTxnStateError(f"Cannot call {call}: the producer has no transactional.id")
+        if self._tm.txn_state == "FATAL_ERROR":
+            raise ProducerFencedError(f"Cannot call {call}: the producer was fenced ({self._tm.op_error})")
+        return self._tm
+
+    def _end_transaction(self, commit: bool, timeout_ms: int | None) -> None:
+        tm = self._txn_manager("commit_transaction" if commit else "abort_transaction")
+        if tm.txn_state != "IN_TRANSACTION":
+            raise InvalidTxnStateError(
+                f"Cannot {'commit' if commit else 'abort'} a transaction in state {tm.txn_state}: "
+                "call begin_transaction() first"
+            )
+        tm.txn_state = "COMMITTING" if commit else "ABORTING"
+        if not commit:
+            tm.new_partitions.clear()  # their batches were dropped: nothing of them reaches the log
+        self.flush()
+        limit = self.config.max_block_ms if timeout_ms is None else timeout_ms
+        if not self.net.run_until(self.idle, limit):  # every send of the transaction answered first
+            raise RequestTimedOutError(f"Timeout expired after {limit} ms while flushing the transaction")
+        if tm.txn_partitions or tm.new_partitions:
+            self._txn_call({"kind": "end", "commit": commit}, timeout_ms)
+        # else: the coordinator never heard of this transaction (nothing was sent): it ends here, as
+        # Kafka's client ends a transaction that added no partition without an EndTxn.
+        tm.txn_state = "READY"
+        tm.txn_partitions.clear()
+
+    def _txn_call(self, op: dict, timeout_ms: int | None) -> None:
+        """Run the network until the coordinator answered ``op`` (Kafka's blocking transactional calls)."""
+        tm = self._tm
+        assert tm is not None
+        tm.op = {**op, "done": False, "error": None}
+        net = self.net
+        self._wakeup.schedule(net._now)
+        limit = self.config.max_block_ms if timeout_ms is None else timeout_ms
+        if net._running:
+            raise RuntimeError("transactional calls block: call them outside the simulation's run loop")
+        finished = net.run_until(lambda: tm.op["done"], limit)  # type: ignore[index]
+        op, tm.op = tm.op, None
+        if not finished:
+            raise RequestTimedOutError(f"Timeout expired after {limit} ms while awaiting {op['kind']}")
+        if op["error"] is not None:
+            raise op["error"]
+
+    def _txn_send(self, node: int, req: Any, now: int) -> bool:
+        corr = self._next_corr()
+        if not self.net.send(self.node_id, node, RequestEnvelope(corr, self.client_id, req)):
+            self._connection_failed(node, now)
+            return False
+        inflight = _InFlight(corr, node, None, now + self.config.request_timeout_ms, now)
+        inflight.is_init = True
+        self._inflight[corr] = inflight
+        self._node_inflight[node] = self._node_inflight.get(node, 0) + 1
+        self._tm.init_pending = True  # type: ignore[union-attr]
+        return True
+
+    def _txn_step(self, now: int) -> None:
+        """Send the next transactional request the state calls for (one at a time, as Kafka's
+        TransactionManager queues them): FindCoordinator, InitProducerId, AddPartitionsToTxn, EndTxn."""
+        tm = self._tm
+        assert tm is not None
+        if tm.init_pending or now < self._init_backoff_until or tm.txn_state == "FATAL_ERROR":
+            return
+        tid = tm.transactional_id
+        op = tm.op
+        wants = op is not None and not op["done"] or bool(tm.new_partitions)
+        if not wants:
+            return
+        if tm.coordinator < 0:
+            for node in self.metadata.nodes():
+                if self._node_backoff.get(node, 0) <= now and self._txn_send(
+                    node, FindCoordinatorRequest(key=tid, key_type=CoordinatorType.TRANSACTION), now
+                ):
+                    return
+            return
+        if op is not None and op["kind"] == "init" and not op["done"]:
+            timeout = self.config["transaction.timeout.ms"]
+            self._txn_send(
+                tm.coordinator,
+                InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=timeout),
+                now,
+            )
+            return
+        if tm.new_partitions:
+            parts = tuple(sorted(tm.new_partitions))
+            req = AddPartitionsToTxnRequest(
+                transactional_id=tid, producer_id=tm.producer_id, producer_epoch=tm.epoch, partitions=parts
+            )
+            self._txn_send(tm.coordinator, req, now)
+            return
+        if op is not None and op["kind"] == "end" and not op["done"] and not self._has_work():
+            req = EndTxnRequest(
+                transactional_id=tid,
+                producer_id=tm.producer_id,
+                producer_epoch=tm.epoch,
+                committed=op["commit"],
+            )
+            self._txn_send(tm.coordinator, req, now)
+
+    def _on_txn_response(self, resp: Any, now: int) -> None:
+        tm = self._tm
+        assert tm is not None
+        tm.init_pending = False
+        code = getattr(resp, "error_code", 0)
+        if isinstance(resp, AddPartitionsToTxnResponse):
+            code = max((r.error_code for r in resp.results), default=0)
+        if code in (
+            COORDINATOR_LOAD_IN_PROGRESS,
+            COORDINATOR_NOT_AVAILABLE,
+            NOT_COORDINATOR,
+            CONCURRENT_TRANSACTIONS,
+        ):
+            if code != CONCURRENT_TRANSACTIONS and code != COORDINATOR_LOAD_IN_PROGRESS:
+                tm.coordinator = -1  # look for the coordinator again
+            self._init_backoff_until = now + self.config.retry_backoff_ms
+            self._wakeup.schedule(self._init_backoff_until)
+            return
+        if code:
+            exc_type = error_for_code(code) or KafkaError
+            err = exc_type(f"transactional id {tm.transactional_id}: {type(resp).__name__}")
+            if code in (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH_CODE, INVALID_PRODUCER_ID_MAPPING):
+                tm.txn_state = "FATAL_ERROR"
+                tm.op_error = err
+            if tm.op is not None:
+                tm.op["error"], tm.op["done"] = err, True
+            return
+        if isinstance(resp, FindCoordinatorResponse):
+            tm.coordinator = resp.node_id
+        elif isinstance(resp, InitProducerIdResponse):
+            tm.set_producer_id(resp.producer_id, resp.producer_epoch)
+            if tm.op is not None:
+                tm.op["done"] = True
+        elif isinstance(resp, AddPartitionsToTxnResponse):
+            for r in resp.results:
+                tm.txn_partitions.add(r.tp)
+                tm.new_partitions.discard(r.tp)
+        elif isinstance(resp, EndTxnResponse) and tm.op is not None:
+            tm.op["done"] = True
 
     def close(self, timeout_ms: int | None = None) -> None:
         """Stop taking records and send what is queued; ``timeout_ms=0`` fails queued records at once."""
@@ -496,6 +688,8 @@ class Producer(BaseNode):
             wake = self._wakeup.at
             if wake is None or wake > now + self._linger:
                 self._wakeup.schedule(now + self._linger)
+        if self._txn and tp not in self._tm.txn_partitions:  # type: ignore[union-attr]
+            self._tm.new_partitions.add(tp)  # type: ignore[union-attr]
         index = batch.append(key, value, headers, ts, seq)
         appended = batch.count_bytes(nbytes)
         if callback is not None:
@@ -514,6 +708,7 @@ class Producer(BaseNode):
                 and value.__class__ is bytes
                 and ts >= batch.timestamps[0]
                 and sticky.current_partition == tp.partition  # no forced switch just happened
+                and not self._txn  # a transactional send checks the transaction's state every time
             ):
                 self._make_hot(topic, batch, sticky, cache.version, value, now)
         if fut is None:
@@ -630,7 +825,9 @@ class Producer(BaseNode):
             gate = tm.gate
             if tm.bump_pending:
                 tm.maybe_bump(acc.batches)
-            if not tm.has_producer_id and self._has_work():
+            if self._txn:
+                self._txn_step(now)
+            elif not tm.has_producer_id and self._has_work():
                 self._maybe_send_init_producer_id(now)
         for node in sorted(nodes):
             # Kafka's node latency stats: when a broker has batches ready, note whether it can take them.
@@ -859,6 +1056,8 @@ class Producer(BaseNode):
             self._node_inflight[node] -= 1
             if req.is_init:
                 self._tm.init_pending = False  # type: ignore[union-attr]
+                if self._txn:
+                    self._tm.coordinator = -1  # type: ignore[union-attr]  # find it again: it may have moved
                 continue
             if req.is_metadata:
                 self._meta_inflight = None

@@ -35,8 +35,16 @@ UNKNOWN_PRODUCER_ID = 59
 class TransactionManager:
     """Producer id, epoch and per-partition sequence state of one idempotent producer."""
 
-    def __init__(self, log: Callable[..., None]) -> None:
+    def __init__(self, log: Callable[..., None], transactional_id: str | None = None) -> None:
         self.log = log
+        # Transactions (KIP-98): the id, the client-side state and the partitions the coordinator knows.
+        self.transactional_id = transactional_id
+        self.txn_state = "UNINITIALIZED"  # READY, IN_TRANSACTION, COMMITTING, ABORTING, FATAL_ERROR
+        self.txn_partitions: set[TopicPartition] = set()
+        self.new_partitions: set[TopicPartition] = set()
+        self.coordinator = -1
+        self.op: dict | None = None  # the blocking call in progress: init / commit / abort
+        self.op_error: Exception | None = None
         self.producer_id = -1
         self.epoch = -1
         self.init_pending = False  # an InitProducerId is in flight
@@ -76,6 +84,8 @@ class TransactionManager:
         tp = first.tp
         if self.producer_id < 0 or tp in self.gapped:
             return False
+        if self.transactional_id is not None and tp not in self.txn_partitions:
+            return False  # the coordinator must know the partition before its first batch goes
         if self._current(first):
             # A retry: alone, so that it and the batches after it reach the log in order.
             if self._live(tp):
@@ -84,7 +94,7 @@ class TransactionManager:
             if self.bump_pending:
                 return False
             seq = self.next_seq.get(tp, 0)
-            first.set_producer_state(self.producer_id, self.epoch, seq)
+            first.set_producer_state(self.producer_id, self.epoch, seq, self.transactional_id is not None)
             self.next_seq[tp] = (seq + first.record_count) & MAX_SEQUENCE
         self.inflight.setdefault(tp, []).append(first)
         return True
