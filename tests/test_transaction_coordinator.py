@@ -244,3 +244,66 @@ def test_transactional_config_rules():
         ProducerConfig.from_props({"transactional.id": "t", "enable.idempotence": False})
     with pytest.raises(InvalidConfigError, match="acks to all"):
         ProducerConfig.from_props({"transactional.id": "t", "acks": 1})
+
+
+def _copy_loop(c: Cluster, producer, n: int, *, abort_every: int = 0, crash_after: int | None = None) -> int:
+    """Kafka's consume-transform-produce loop: read 'in' (read_committed), write 'out' and the group's
+    offsets in one transaction per poll. Returns how many transactions were aborted."""
+    consumer = c.consumer(group_id="copy", isolation_level="read_committed", auto_offset_reset="earliest",
+                          enable_auto_commit=False, max_poll_records=7)  # fmt: skip
+    consumer.subscribe(["in"])
+    done = aborted = txns = 0
+    while done < n:
+        batch = consumer.poll(500)
+        records = [r for recs in batch.values() for r in recs]
+        if not records:
+            continue
+        producer.begin_transaction()
+        for r in records:
+            producer.send("out", r.value.upper())
+        txns += 1
+        if abort_every and txns % abort_every == 0:
+            producer.abort_transaction()
+            aborted += 1
+            # Rewind to the last committed position, as an application does after an abort.
+            for tp in batch:
+                consumer.seek(tp, c.group_offsets("copy").get(tp, 0))
+            continue
+        offsets = {tp: recs[-1].offset + 1 for tp, recs in batch.items()}
+        producer.send_offsets_to_transaction(offsets, "copy")
+        producer.commit_transaction()
+        done += len(records)
+        if crash_after is not None and txns == crash_after:
+            c.crash(coordinator(c, "copier"))
+    consumer.close()
+    return aborted
+
+
+@pytest.mark.parametrize("crash", [False, True])
+def test_consume_transform_produce_is_exactly_once(cluster, crash):
+    n = 60
+    cluster.create_topic("in", 2, 3, config={"min.insync.replicas": 2})
+    feeder = cluster.producer("feeder", linger_ms=0)
+    for i in range(n):
+        feeder.send("in", f"r{i:03d}".encode(), key=str(i % 5).encode())
+    feeder.flush()
+    assert cluster.run_until(feeder.idle, 10_000)
+    copier = cluster.producer("copier-1", transactional_id="copier", linger_ms=0)
+    copier.init_transactions()
+    aborted = _copy_loop(cluster, copier, n, abort_every=4, crash_after=3 if crash else None)
+    assert aborted > 0
+    got = sorted(committed_values_of(cluster, "out"))
+    assert got == sorted(f"R{i:03d}".encode() for i in range(n))  # every input once, none of the aborts
+    offsets = cluster.group_offsets("copy")
+    assert sum(offsets.values()) == n
+
+
+def committed_values_of(c: Cluster, topic: str) -> list[bytes]:
+    consumer = c.consumer(isolation_level="read_committed", auto_offset_reset="earliest")
+    consumer.assign([TopicPartition(topic, p) for p in range(len(c.read_all(topic)))])
+    out: list[bytes] = []
+    for _ in range(20):
+        for recs in consumer.poll(200).values():
+            out += [r.value for r in recs]
+    consumer.close()
+    return out

@@ -164,6 +164,9 @@ class ReplicaManager:
         self._topic_configs: dict[str, dict[str, Any]] = {}
         self._min_isr_cache: dict[str, int] = {}  # follows _topic_configs (set_topic_config clears it)
         self.on_leadership_change: LeadershipListener | None = None
+        self.on_txn_marker: Callable[[TopicPartition, int, bool], None] | None = None
+        """Called when a transaction marker was written here (the group coordinator completes the
+        producer's transactional offsets in ``__consumer_offsets``)."""
         """Called with (partitions this broker now leads, partitions it stopped leading) after a
         LeaderAndIsr or StopReplica changed them: the group coordinator loads or unloads its groups."""
         self._reset_memory()
@@ -449,8 +452,10 @@ class ReplicaManager:
             )
             for tp in m.partitions:
 
-                def done(part: Any, i: int = i, tp: TopicPartition = tp) -> None:
+                def done(part: Any, i: int = i, tp: TopicPartition = tp, m: Any = m) -> None:
                     results[i][tp] = part.error_code
+                    if part.error_code == NO_ERROR and self.on_txn_marker is not None:
+                        self.on_txn_marker(tp, m.producer_id, m.committed)
                     left[0] -= 1
                     if left[0] == 0:
                         reply()
@@ -492,7 +497,9 @@ class ReplicaManager:
                     raise NotEnoughReplicasError(
                         f"{pp.tp}: ISR {list(p.isr)} is smaller than min.insync.replicas={min_isr}"
                     )
-                info = p.log.append(pp.records, leader_epoch=p.leader_epoch)
+                info = p.log.append(
+                    pp.records, leader_epoch=p.leader_epoch, from_coordinator=internal_allowed
+                )
             except KafkaError as e:
                 done[pp.tp] = (e.code, -1, -1)
                 self._event("produce_error", tp=str(pp.tp), error=e.name, acks=req.acks)

@@ -94,6 +94,8 @@ from kafkalite.protocol import (
     SyncGroupResponse,
     TopicMetadata,
     TopicPartition,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
     UpdateMetadataPartitionState,
     UpdateMetadataRequest,
     UpdateMetadataResponse,
@@ -313,6 +315,7 @@ class KafkaBroker(BaseNode):
             txns.on_leadership_change(elected, resigned)
 
         self.rm.on_leadership_change = leadership
+        self.rm.on_txn_marker = groups.on_txn_marker
 
     def _register(self, now_ms: int | None = None) -> None:
         """Open a session if needed, create ``/brokers/ids/<id>`` and run for controller; retried."""
@@ -597,6 +600,8 @@ class KafkaBroker(BaseNode):
             coord.handle_leave_group(req, respond)
         elif isinstance(req, OffsetCommitRequest):
             coord.handle_offset_commit(req, respond)
+        elif isinstance(req, TxnOffsetCommitRequest):
+            coord.handle_txn_offset_commit(req, respond)
         else:
             coord.handle_offset_fetch(req, respond)
 
@@ -673,6 +678,10 @@ def _group_error(req: Any, code: int) -> Any:
         return OffsetCommitResponse(
             partitions=tuple(PartitionError(tp=p.tp, error_code=code) for p in req.partitions)
         )
+    if isinstance(req, TxnOffsetCommitRequest):
+        return TxnOffsetCommitResponse(
+            partitions=tuple(PartitionError(tp=p.tp, error_code=code) for p in req.partitions)
+        )
     return OffsetFetchResponse(error_code=code)
 
 
@@ -705,7 +714,7 @@ _RM_HANDLERS = {
     "WriteTxnMarkersRequest": "handle_write_txn_markers",
 }
 _RM_HOT = {ProduceRequest: "handle_produce", FetchRequest: "handle_fetch"}  # by exact class
-_GROUP_REQUESTS = GROUP_APIS + (DescribeGroupsRequest, ListGroupsRequest)
+_GROUP_REQUESTS = GROUP_APIS + (DescribeGroupsRequest, ListGroupsRequest, TxnOffsetCommitRequest)
 _TXN_REQUESTS = (InitProducerIdRequest, AddPartitionsToTxnRequest, AddOffsetsToTxnRequest, EndTxnRequest)
 
 __all__ = ["KafkaBroker", "MetadataCache"]

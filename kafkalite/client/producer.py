@@ -55,6 +55,8 @@ from kafkalite.errors import (
 )
 from kafkalite.net.sim import BaseNode, NodeId
 from kafkalite.protocol import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
     CoordinatorType,
@@ -66,12 +68,15 @@ from kafkalite.protocol import (
     InitProducerIdResponse,
     MetadataRequest,
     MetadataResponse,
+    OffsetCommitPartition,
     ProducePartition,
     ProduceRequest,
     ProduceResponse,
     RequestEnvelope,
     ResponseEnvelope,
     TopicPartition,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
 )
 from kafkalite.records import BATCH_HEADER_SIZE, record_size
 from kafkalite.records.record import MAX_RECORD_OVERHEAD
@@ -418,6 +423,29 @@ class Producer(BaseNode):
             raise InvalidTxnStateError(f"Cannot begin a transaction in state {tm.txn_state}")
         tm.txn_state = "IN_TRANSACTION"
 
+    def send_offsets_to_transaction(
+        self,
+        offsets: Mapping[TopicPartition, int],
+        group_id: str,
+        *,
+        generation_id: int = -1,
+        member_id: str = "",
+        timeout_ms: int | None = None,
+    ) -> None:
+        """Commit a consumer group's offsets as part of this transaction (Kafka's
+        sendOffsetsToTransaction): they count only if the transaction commits, together with what it
+        wrote. ``offsets`` are the next offsets to read, per input partition."""
+        tm = self._txn_manager("send_offsets_to_transaction")
+        if tm.txn_state != "IN_TRANSACTION":
+            raise InvalidTxnStateError(
+                f"Cannot send offsets in state {tm.txn_state}: call begin_transaction() first"
+            )
+        parts = tuple(OffsetCommitPartition(tp=tp, committed_offset=o) for tp, o in sorted(offsets.items()))
+        op = {"kind": "offsets", "phase": "add", "group_id": group_id, "generation_id": generation_id,
+              "member_id": member_id, "partitions": parts, "group_coordinator": -1}  # fmt: skip
+        self._txn_call(op, timeout_ms)
+        tm.offsets_added = True
+
     def commit_transaction(self, timeout_ms: int | None = None) -> None:
         """Send everything of the transaction, then ask the coordinator to commit it."""
         self._end_transaction(True, timeout_ms)
@@ -452,12 +480,13 @@ class Producer(BaseNode):
         limit = self.config.max_block_ms if timeout_ms is None else timeout_ms
         if not self.net.run_until(self.idle, limit):  # every send of the transaction answered first
             raise RequestTimedOutError(f"Timeout expired after {limit} ms while flushing the transaction")
-        if tm.txn_partitions or tm.new_partitions:
+        if tm.txn_partitions or tm.new_partitions or tm.offsets_added:
             self._txn_call({"kind": "end", "commit": commit}, timeout_ms)
         # else: the coordinator never heard of this transaction (nothing was sent): it ends here, as
         # Kafka's client ends a transaction that added no partition without an EndTxn.
         tm.txn_state = "READY"
         tm.txn_partitions.clear()
+        tm.offsets_added = False
 
     def _txn_call(self, op: dict, timeout_ms: int | None) -> None:
         """Run the network until the coordinator answered ``op`` (Kafka's blocking transactional calls)."""
@@ -480,6 +509,14 @@ class Producer(BaseNode):
         corr = self._next_corr()
         if not self.net.send(self.node_id, node, RequestEnvelope(corr, self.client_id, req)):
             self._connection_failed(node, now)
+            tm = self._tm
+            assert tm is not None
+            if tm.coordinator == node:
+                tm.coordinator = -1  # a coordinator we cannot reach: look it up again
+            if tm.op is not None and tm.op.get("group_coordinator") == node:
+                tm.op["group_coordinator"] = -1
+            self._init_backoff_until = now + self.config.retry_backoff_ms
+            self._wakeup.schedule(self._init_backoff_until)
             return False
         inflight = _InFlight(corr, node, None, now + self.config.request_timeout_ms, now)
         inflight.is_init = True
@@ -507,6 +544,9 @@ class Producer(BaseNode):
                 ):
                     return
             return
+        if op is not None and op["kind"] == "offsets" and not op["done"]:
+            self._txn_offsets_step(op, now)
+            return
         if op is not None and op["kind"] == "init" and not op["done"]:
             timeout = self.config["transaction.timeout.ms"]
             self._txn_send(
@@ -531,13 +571,38 @@ class Producer(BaseNode):
             )
             self._txn_send(tm.coordinator, req, now)
 
+    def _txn_offsets_step(self, op: dict, now: int) -> None:
+        tm = self._tm
+        assert tm is not None
+        tid, pid, epoch = tm.transactional_id, tm.producer_id, tm.epoch
+        if op["phase"] == "add":
+            req: Any = AddOffsetsToTxnRequest(
+                transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=op["group_id"]
+            )
+            self._txn_send(tm.coordinator, req, now)
+        elif op["group_coordinator"] < 0:
+            for node in self.metadata.nodes():
+                if self._node_backoff.get(node, 0) <= now and self._txn_send(
+                    node, FindCoordinatorRequest(key=op["group_id"], key_type=CoordinatorType.GROUP), now
+                ):
+                    return
+        else:
+            req = TxnOffsetCommitRequest(
+                transactional_id=tid, group_id=op["group_id"], producer_id=pid, producer_epoch=epoch,
+                generation_id=op["generation_id"], member_id=op["member_id"], partitions=op["partitions"],
+            )  # fmt: skip
+            self._txn_send(op["group_coordinator"], req, now)
+
     def _on_txn_response(self, resp: Any, now: int) -> None:
         tm = self._tm
         assert tm is not None
         tm.init_pending = False
         code = getattr(resp, "error_code", 0)
-        if isinstance(resp, AddPartitionsToTxnResponse):
-            code = max((r.error_code for r in resp.results), default=0)
+        op = tm.op
+        group_call = op is not None and op["kind"] == "offsets" and op["phase"] == "commit"
+        if isinstance(resp, AddPartitionsToTxnResponse | TxnOffsetCommitResponse):
+            results = resp.results if isinstance(resp, AddPartitionsToTxnResponse) else resp.partitions
+            code = max((r.error_code for r in results), default=0)
         if code in (
             COORDINATOR_LOAD_IN_PROGRESS,
             COORDINATOR_NOT_AVAILABLE,
@@ -545,7 +610,10 @@ class Producer(BaseNode):
             CONCURRENT_TRANSACTIONS,
         ):
             if code != CONCURRENT_TRANSACTIONS and code != COORDINATOR_LOAD_IN_PROGRESS:
-                tm.coordinator = -1  # look for the coordinator again
+                if group_call:
+                    op["group_coordinator"] = -1  # type: ignore[index]
+                else:
+                    tm.coordinator = -1  # look for the coordinator again
             self._init_backoff_until = now + self.config.retry_backoff_ms
             self._wakeup.schedule(self._init_backoff_until)
             return
@@ -559,7 +627,14 @@ class Producer(BaseNode):
                 tm.op["error"], tm.op["done"] = err, True
             return
         if isinstance(resp, FindCoordinatorResponse):
-            tm.coordinator = resp.node_id
+            if group_call:
+                op["group_coordinator"] = resp.node_id  # type: ignore[index]
+            else:
+                tm.coordinator = resp.node_id
+        elif isinstance(resp, AddOffsetsToTxnResponse) and op is not None:
+            op["phase"] = "commit"
+        elif isinstance(resp, TxnOffsetCommitResponse) and op is not None:
+            op["done"] = True
         elif isinstance(resp, InitProducerIdResponse):
             tm.set_producer_id(resp.producer_id, resp.producer_epoch)
             if tm.op is not None:
@@ -1057,7 +1132,11 @@ class Producer(BaseNode):
             if req.is_init:
                 self._tm.init_pending = False  # type: ignore[union-attr]
                 if self._txn:
-                    self._tm.coordinator = -1  # type: ignore[union-attr]  # find it again: it may have moved
+                    tm = self._tm
+                    assert tm is not None
+                    tm.coordinator = -1  # find it again: it may have moved
+                    if tm.op is not None and "group_coordinator" in tm.op:
+                        tm.op["group_coordinator"] = -1
                 continue
             if req.is_metadata:
                 self._meta_inflight = None

@@ -45,6 +45,7 @@ class TransactionManager:
         self.coordinator = -1
         self.op: dict | None = None  # the blocking call in progress: init / commit / abort
         self.op_error: Exception | None = None
+        self.offsets_added = False  # send_offsets_to_transaction ran in the current transaction
         self.producer_id = -1
         self.epoch = -1
         self.init_pending = False  # an InitProducerId is in flight

@@ -389,14 +389,14 @@ class Log:
                 f"older than the producer's epoch {entry.epoch}"
             )
 
-    def _check_producers(self, items: list, base: int) -> list:
+    def _check_producers(self, items: list, base: int, from_coordinator: bool = False) -> list:
         """Kafka's producer-state validation of a leader append: per batch, the remembered batch it
         duplicates, or None. Raises (nothing written) when a batch must be refused."""
         infos = []
         off = base
         for _data, h in items:
             f = h if isinstance(h, tuple) else astuple(h)
-            if f[9] >= 0 and not f[5] & CONTROL_BIT:
+            if f[9] >= 0 and not f[5] & CONTROL_BIT and not from_coordinator:
                 infos.append(_producer_info(f, off))
             else:
                 if f[9] >= 0:
@@ -511,15 +511,19 @@ class Log:
         if self._closed:
             raise KafkaStorageError(f"log {self.dir.name} is closed")
 
-    def append(self, batch, *, leader_epoch: int = -1) -> LogAppendInfo:
-        """Validate, stamp and append one producer batch (several concatenated batches also work)."""
+    def append(self, batch, *, leader_epoch: int = -1, from_coordinator: bool = False) -> LogAppendInfo:
+        """Validate, stamp and append one producer batch (several concatenated batches also work).
+
+        ``from_coordinator``: a coordinator's own append (transactional offsets, markers): Kafka checks
+        only the producer epoch of those, not sequences, which coordinators do not keep."""
         self._check_writable()
         f = valid_header_fields(batch, 0, self._max_message_bytes)
         if f is None:  # something is wrong: validate_batch raises the error that names it
             f = astuple(validate_batch(batch, 0, max_size=self._max_message_bytes))
         size = f[1] + 12
         if size != len(batch) or f[9] >= 0:
-            return _merge_infos(self._append_validated(self._validate_all(batch), leader_epoch), len(batch))
+            items = self._validate_all(batch)
+            return _merge_infos(self._append_validated(items, leader_epoch, from_coordinator), len(batch))
         count = f[12]
         if count == 0 or size > self._segment_bytes or self._compact:
             self._check_batch(batch, 0, BatchHeader(*f), size)
@@ -601,10 +605,12 @@ class Log:
             pos += size
         return out
 
-    def _append_validated(self, items: list, leader_epoch: int) -> list[LogAppendInfo]:
+    def _append_validated(
+        self, items: list, leader_epoch: int, from_coordinator: bool = False
+    ) -> list[LogAppendInfo]:
         infos = []
         with self._lock:
-            dups = self._check_producers(items, self._leo)
+            dups = self._check_producers(items, self._leo, from_coordinator)
             seg = self._segments[-1]
             try:
                 for (data, h), dup in zip(items, dups, strict=True):

@@ -77,6 +77,7 @@ from kafkalite.protocol.group import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from kafkalite.protocol.txn import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000  # Kafka's GroupCoordinator.NewMemberJoinTimeoutMs
 UNKNOWN_MEMBER_ID = ""
@@ -960,6 +961,61 @@ class GroupCoordinator:
         member = group.members[req.member_id]
         self._schedule_heartbeat(group, member, member.session_timeout_ms)
         return _NONE
+
+    def handle_txn_offset_commit(self, req: TxnOffsetCommitRequest, respond: Respond) -> None:
+        """Offsets written inside a producer's transaction: stored now as that producer's transactional
+        batch, but visible only once the transaction's COMMIT marker reaches the offsets partition."""
+
+        def answer(code: int) -> None:
+            respond(
+                TxnOffsetCommitResponse(
+                    partitions=tuple(PartitionError(tp=p.tp, error_code=code) for p in req.partitions)
+                )
+            )
+
+        if not req.group_id:
+            answer(InvalidGroupIdError.code)
+            return
+        group = self.groups.get(req.group_id)
+        if group is None:
+            group = self.groups[req.group_id] = GroupMetadata(req.group_id)
+        if group.is_(GroupState.DEAD):
+            answer(_COORDINATOR_NA)
+            return
+        if req.generation_id >= 0 and (
+            not group.has(req.member_id) or req.generation_id != group.generation_id
+        ):
+            answer(_ILLEGAL_GENERATION)
+            return
+        now = self.clock.now_ms()
+        offsets = {
+            p.tp: OffsetAndMetadata(p.committed_offset, p.committed_leader_epoch, p.committed_metadata, now)
+            for p in req.partitions
+        }
+
+        def stored(code: int) -> None:
+            if code != _NONE or self.groups.get(req.group_id) is not group:
+                answer(code if code != _NONE else NotCoordinatorError.code)
+                return
+            group.pending_txn_offsets.setdefault(req.producer_id, {}).update(offsets)
+            self._event("group_txn_commit", group=req.group_id, producer_id=req.producer_id,
+                        offsets={str(tp): om.offset for tp, om in offsets.items()})  # fmt: skip
+            answer(_NONE)
+
+        if self.store is None:
+            stored(_NONE)
+        else:
+            self.store.store_offsets(group, offsets, stored, (req.producer_id, req.producer_epoch))
+
+    def complete_txn_offsets(self, group_id: str, producer_id: int, committed: bool) -> None:
+        group = self.groups.get(group_id)
+        if group is None:
+            return
+        pending = group.pending_txn_offsets.pop(producer_id, None)
+        if pending and committed:
+            group.offsets.update(pending)
+            self._event("group_txn_offsets_committed", group=group_id, producer_id=producer_id,
+                        offsets={str(tp): om.offset for tp, om in pending.items()})  # fmt: skip
 
     def handle_offset_fetch(self, req: OffsetFetchRequest, respond: Respond) -> None:
         group = self.groups.get(req.group_id)

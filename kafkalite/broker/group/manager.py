@@ -58,7 +58,7 @@ from kafkalite.errors import (
     UnknownTopicOrPartitionError,
 )
 from kafkalite.protocol import NO_ERROR, CreatableTopic, TopicPartition
-from kafkalite.records import build_batch
+from kafkalite.records import build_batch, set_producer_fields
 
 OFFSETS_TOPIC = "__consumer_offsets"
 GROUP_METADATA_TOPIC_NAME = OFFSETS_TOPIC
@@ -223,13 +223,22 @@ class GroupMetadataManager:
 
     # ----------------------------------------------------------------------------------- writes
     def _append(
-        self, group_id: str, records: list[tuple[bytes, bytes | None]], acks: int, done: Done
+        self,
+        group_id: str,
+        records: list[tuple[bytes, bytes | None]],
+        acks: int,
+        done: Done,
+        producer: tuple[int, int] | None = None,
     ) -> None:
         tp = self.topic_partition(group_id)
         if self.stopped or tp.partition not in self.owned:
             done(NotLeaderOrFollowerError.code)
             return
         batch = build_batch(records, timestamp=self.clock.now_ms())
+        if producer is not None:
+            batch = bytes(
+                set_producer_fields(bytearray(batch), producer[0], producer[1], -1, transactional=True)
+            )
         self.rm.append_records(
             tp,
             batch,
@@ -239,9 +248,14 @@ class GroupMetadataManager:
         )
 
     def store_offsets(
-        self, group: GroupMetadata, offsets: dict[TopicPartition, OffsetAndMetadata], done: Done
+        self,
+        group: GroupMetadata,
+        offsets: dict[TopicPartition, OffsetAndMetadata],
+        done: Done,
+        producer: tuple[int, int] | None = None,
     ) -> None:
-        """Append one offset commit record per partition; ``done`` gets the OffsetCommit error code."""
+        """Append one offset commit record per partition; ``done`` gets the OffsetCommit error code.
+        ``producer`` (id, epoch): a transactional commit, written as that producer's transactional batch."""
         records = [
             (
                 encode_offset_commit_key(group.group_id, tp.topic, tp.partition),
@@ -252,7 +266,7 @@ class GroupMetadataManager:
             for tp, om in sorted(offsets.items())
         ]
         acks = self.config.offsets_commit_required_acks
-        self._append(group.group_id, records, acks, lambda code: done(offset_commit_error(code)))
+        self._append(group.group_id, records, acks, lambda code: done(offset_commit_error(code)), producer)
 
     def store_group(self, group: GroupMetadata, assignment: dict[str, bytes], done: Done) -> None:
         """Append the group's metadata record (members, generation, assignment)."""
@@ -260,6 +274,14 @@ class GroupMetadataManager:
         records = [(encode_group_metadata_key(group.group_id), encode_group_metadata_value(value))]
         acks = self.config.offsets_commit_required_acks
         self._append(group.group_id, records, acks, lambda code: done(store_group_error(code)))
+
+    def on_txn_marker(self, tp: TopicPartition, producer_id: int, committed: bool) -> None:
+        """A COMMIT/ABORT marker reached ``tp`` of ``__consumer_offsets``: the producer's transactional
+        offsets for the groups of that partition count now (commit) or never (abort)."""
+        if tp.topic != OFFSETS_TOPIC:
+            return
+        for gid in self.groups_in(tp.partition):
+            self.coordinator.complete_txn_offsets(gid, producer_id, committed)
 
     # ----------------------------------------------------------------------------------- retention
     def _retention_check(self, now_ms: int) -> None:
@@ -347,16 +369,59 @@ def group_from_value(group_id: str, value: GroupMetadataValue) -> GroupMetadata:
     return group
 
 
+def _offsets_records(log: Any, end: int | None, pending: dict | None):
+    """The records of a ``__consumer_offsets`` log that count: transactional offsets of an aborted
+    transaction are dropped; those of a transaction still open go to ``pending`` (by producer id, as
+    ``(key, value)`` pairs) instead, to count once its marker comes."""
+    if not hasattr(log, "read"):  # a log-like object with records only (no batches, no transactions)
+        yield from log.iter_records(None, end)
+        return
+    aborted = [
+        (a.producer_id, a.first_offset, a.last_offset) for a in getattr(log, "aborted_transactions", ())
+    ]
+    state = getattr(log, "producer_state", None)
+    open_first = {}
+    if state is not None:
+        open_first = {
+            pid: e.txn_first_offset for pid, e in state.producers.items() if e.txn_first_offset >= 0
+        }
+    offset = log.log_start_offset
+    end = log.log_end_offset if end is None else end
+    while offset < end:
+        batches = list(log.read(offset, 1 << 20, max_offset=end).records.batches())
+        if not batches:
+            return
+        for batch in batches:
+            h = batch.header
+            offset = max(offset, h.next_offset)
+            if h.is_control:
+                continue
+            pid = h.producer_id
+            if h.is_transactional and pid >= 0:
+                if any(p == pid and first <= h.base_offset <= last for p, first, last in aborted):
+                    continue
+                if pid in open_first and h.base_offset >= open_first[pid]:
+                    if pending is not None:
+                        pending.setdefault(pid, []).extend((r.key, r.value) for r in batch.records)
+                    continue
+            yield from (r for r in batch.records if r.offset < end)
+
+
 def read_offsets_log(
-    log: Any, end: int | None = None, *, log_event: Callable[..., None] | None = None
+    log: Any,
+    end: int | None = None,
+    *,
+    log_event: Callable[..., None] | None = None,
+    pending: dict | None = None,
 ) -> tuple[dict[str, GroupMetadataValue], dict[str, dict[TopicPartition, OffsetAndMetadata]]]:
     """Replay a ``__consumer_offsets`` log: the last value per key wins, tombstones delete.
 
     Returns (group metadata by group, committed offsets by group). Unreadable records are skipped and
-    reported through ``log_event`` (``offsets_record_skipped``)."""
+    reported through ``log_event`` (``offsets_record_skipped``). Offsets of open transactions go into
+    ``pending`` (producer id -> records), those of aborted ones nowhere."""
     metadata: dict[str, GroupMetadataValue] = {}
     offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
-    for rec in log.iter_records(None, end):
+    for rec in _offsets_records(log, end, pending):
         try:
             if rec.key is None:
                 raise KafkaError("record without a key")
@@ -395,13 +460,28 @@ def read_offsets_log(
 def read_groups(log: Any, *, log_event: Callable[..., None] | None = None) -> dict[str, GroupMetadata]:
     """Every group in a ``__consumer_offsets`` log, rebuilt (a group with offsets but no metadata is an Empty
     group with no protocol type: a consumer that only commits)."""
-    metadata, offsets = read_offsets_log(log, log_event=log_event)
+    pending: dict[int, list] = {}
+    metadata, offsets = read_offsets_log(log, log_event=log_event, pending=pending)
     groups: dict[str, GroupMetadata] = {}
     for gid in sorted(set(metadata) | set(offsets)):
         value = metadata.get(gid)
         group = group_from_value(gid, value) if value is not None else GroupMetadata(gid)
         group.offsets = dict(sorted(offsets.get(gid, {}).items()))
         groups[gid] = group
+    for pid, records in pending.items():
+        for key_bytes, value_bytes in records:
+            try:
+                key = decode_key(key_bytes)
+                value = decode_value(key, value_bytes)
+            except KafkaError:
+                continue
+            if isinstance(key, OffsetCommitKey) and isinstance(value, OffsetCommitValue):
+                group = groups.setdefault(key.group, GroupMetadata(key.group))
+                group.pending_txn_offsets.setdefault(pid, {})[TopicPartition(key.topic, key.partition)] = (
+                    OffsetAndMetadata(
+                        value.offset, value.leader_epoch, value.metadata, value.commit_timestamp
+                    )
+                )
     return groups
 
 

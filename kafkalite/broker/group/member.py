@@ -106,6 +106,8 @@ class GroupMetadata:
     pending_members: set[str] = field(default_factory=set)
     """Member ids handed out with MEMBER_ID_REQUIRED that have not joined with them yet (KIP-394)."""
     pending_sync_members: set[str] = field(default_factory=set)
+    pending_txn_offsets: dict[int, dict[Any, Any]] = field(default_factory=dict)
+    """Offsets committed inside a transaction, by producer id: they count once its COMMIT marker lands."""
     """Members of the new generation that have not sent SyncGroup yet."""
     new_member_added: bool = False
     join_timer: int | None = None
