@@ -304,3 +304,36 @@ def test_kafka_python_groups_share_partitions_and_take_over_when_one_leaves(stra
         described = srv.call(lambda: srv.server.cluster.describe_group(f"grp-{strategy}"))
         a.close()
     assert described is not None
+
+
+def test_confluent_transactions_commit_and_abort_with_read_committed_consumers(three_brokers):
+    from confluent_kafka import Consumer, Producer
+
+    srv = three_brokers
+    srv.create_topic("tx", 2, 3, **{"min.insync.replicas": 2})
+    p = Producer({"bootstrap.servers": srv.bootstrap_servers, "transactional.id": "conf-1", "log_level": 0})
+    p.init_transactions(30)
+    p.begin_transaction()
+    for i in range(10):
+        p.produce("tx", f"c{i}".encode())
+    p.commit_transaction(30)
+    p.begin_transaction()
+    for i in range(5):
+        p.produce("tx", f"a{i}".encode())
+    p.flush(30)  # the aborted records reach the log: read_uncommitted sees them, read_committed must not
+    p.abort_transaction(30)
+    seen = {}
+    for iso in ("read_committed", "read_uncommitted"):
+        c = Consumer({"bootstrap.servers": srv.bootstrap_servers, "group.id": f"tx-{iso}",
+                      "auto.offset.reset": "earliest", "isolation.level": iso, "log_level": 0})  # fmt: skip
+        c.subscribe(["tx"])
+        got: list[bytes] = []
+        deadline = time.time() + 15
+        while time.time() < deadline and len(got) < (10 if iso == "read_committed" else 15):
+            got += [m.value() for m in c.consume(100, 0.5) if m.error() is None]
+        c.close()
+        seen[iso] = sorted(got)
+    assert seen["read_committed"] == sorted(f"c{i}".encode() for i in range(10))
+    assert seen["read_uncommitted"] == sorted(
+        [f"c{i}".encode() for i in range(10)] + [f"a{i}".encode() for i in range(5)]
+    )

@@ -178,6 +178,32 @@ def _create_topics(b: dict, v: int) -> P.CreateTopicsRequest:
     return P.CreateTopicsRequest(topics=topics, timeout_ms=b["timeout_ms"], validate_only=b["validate_only"])
 
 
+def _add_partitions_to_txn(b: dict, v: int) -> P.AddPartitionsToTxnRequest:
+    tps = tuple(TopicPartition(t["name"], i) for t in b["topics"] for i in t["partitions"])
+    return P.AddPartitionsToTxnRequest(
+        transactional_id=b["transactional_id"], producer_id=b["producer_id"],
+        producer_epoch=b["producer_epoch"], partitions=tps,
+    )  # fmt: skip
+
+
+def _txn_offset_commit(b: dict, v: int) -> P.TxnOffsetCommitRequest:
+    parts = _flat(
+        b, "topics", "name", "partitions", "partition_index",
+        lambda tp, p: P.OffsetCommitPartition(
+            tp=tp, committed_offset=p["committed_offset"], committed_leader_epoch=p["committed_leader_epoch"],
+            committed_metadata=p["committed_metadata"],
+        ),
+    )  # fmt: skip
+    return P.TxnOffsetCommitRequest(
+        transactional_id=b["transactional_id"], group_id=b["group_id"], producer_id=b["producer_id"],
+        producer_epoch=b["producer_epoch"], partitions=parts,
+    )  # fmt: skip
+
+
+def _txn_ids(b: dict) -> dict:
+    return {k: b[k] for k in ("transactional_id", "producer_id", "producer_epoch")}
+
+
 REQUESTS: dict[int, Callable[[dict, int], Any]] = {
     0: _produce,
     1: _fetch,
@@ -194,6 +220,10 @@ REQUESTS: dict[int, Callable[[dict, int], Any]] = {
     16: lambda b, v: P.ListGroupsRequest(),
     19: _create_topics,
     20: lambda b, v: P.DeleteTopicsRequest(topic_names=tuple(b["topic_names"]), timeout_ms=b["timeout_ms"]),
+    24: _add_partitions_to_txn,
+    25: lambda b, v: P.AddOffsetsToTxnRequest(**_txn_ids(b), group_id=b["group_id"]),
+    26: lambda b, v: P.EndTxnRequest(**_txn_ids(b), committed=b["committed"]),
+    28: _txn_offset_commit,
     22: lambda b, v: P.InitProducerIdRequest(
         transactional_id=b["transactional_id"], transaction_timeout_ms=b["transaction_timeout_ms"]
     ),
@@ -311,14 +341,7 @@ def _list_offsets_body(r: P.ListOffsetsResponse) -> dict:
 
 
 def _offset_commit_body(r: P.OffsetCommitResponse) -> dict:
-    return {
-        "topics": _by_topic(
-            r.partitions,
-            "name",
-            "partitions",
-            lambda p: {"partition_index": p.tp.partition, "error_code": p.error_code},
-        )
-    }
+    return {"topics": _partition_errors(r.partitions, "name", "partitions", "partition_index", "error_code")}
 
 
 def _offset_fetch_body(r: P.OffsetFetchResponse) -> dict:
@@ -379,7 +402,21 @@ def _describe_groups_body(r: P.DescribeGroupsResponse) -> dict:
     }
 
 
+def _partition_errors(entries: Any, name: str, parts: str, index: str, code: str) -> list[dict]:
+    return _by_topic(entries, name, parts, lambda p: {index: p.tp.partition, code: p.error_code})
+
+
 RESPONSES: dict[type, Callable[[Any], dict]] = {
+    P.AddPartitionsToTxnResponse: lambda r: {
+        "results": _partition_errors(
+            r.results, "name", "results_by_partition", "partition_index", "partition_error_code"
+        )
+    },
+    P.AddOffsetsToTxnResponse: lambda r: {"error_code": r.error_code},
+    P.EndTxnResponse: lambda r: {"error_code": r.error_code},
+    P.TxnOffsetCommitResponse: lambda r: {
+        "topics": _partition_errors(r.partitions, "name", "partitions", "partition_index", "error_code")
+    },
     P.MetadataResponse: _metadata_body,
     P.ProduceResponse: _produce_body,
     P.FetchResponse: _fetch_body,

@@ -586,12 +586,119 @@ DESCRIBE_GROUPS = MessageSpec(
     15, "DescribeGroups", 0, 4, ANY, _DESCRIBE_GROUPS_REQUEST, _DESCRIBE_GROUPS_RESPONSE
 )
 
+_ADD_PARTITIONS_TO_TXN_REQUEST = (
+    F("transactional_id", "string", "0+"),
+    F("producer_id", "int64", "0+"),
+    F("producer_epoch", "int16", "0+"),
+    A(
+        "topics",
+        "0+",
+        [
+            F("name", "string", "0+"),
+            F("partitions", "[]int32", "0+"),
+        ],
+    ),
+)
+_ADD_PARTITIONS_TO_TXN_RESPONSE = (
+    F("throttle_time_ms", "int32", "0+"),
+    A(
+        "results",
+        "0+",
+        [
+            F("name", "string", "0+"),
+            A(
+                "results_by_partition",
+                "0+",
+                [
+                    F("partition_index", "int32", "0+"),
+                    F("partition_error_code", "int16", "0+"),
+                ],
+            ),
+        ],
+    ),
+)
+ADD_PARTITIONS_TO_TXN = MessageSpec(
+    24, "AddPartitionsToTxn", 0, 2, ANY, _ADD_PARTITIONS_TO_TXN_REQUEST, _ADD_PARTITIONS_TO_TXN_RESPONSE
+)
+
+_ADD_OFFSETS_TO_TXN_REQUEST = (
+    F("transactional_id", "string", "0+"),
+    F("producer_id", "int64", "0+"),
+    F("producer_epoch", "int16", "0+"),
+    F("group_id", "string", "0+"),
+)
+_ADD_OFFSETS_TO_TXN_RESPONSE = (
+    F("throttle_time_ms", "int32", "0+"),
+    F("error_code", "int16", "0+"),
+)
+ADD_OFFSETS_TO_TXN = MessageSpec(
+    25, "AddOffsetsToTxn", 0, 2, ANY, _ADD_OFFSETS_TO_TXN_REQUEST, _ADD_OFFSETS_TO_TXN_RESPONSE
+)
+
+_END_TXN_REQUEST = (
+    F("transactional_id", "string", "0+"),
+    F("producer_id", "int64", "0+"),
+    F("producer_epoch", "int16", "0+"),
+    F("committed", "bool", "0+"),
+)
+_END_TXN_RESPONSE = (
+    F("throttle_time_ms", "int32", "0+"),
+    F("error_code", "int16", "0+"),
+)
+END_TXN = MessageSpec(26, "EndTxn", 0, 2, ANY, _END_TXN_REQUEST, _END_TXN_RESPONSE)
+
+_TXN_OFFSET_COMMIT_REQUEST = (
+    F("transactional_id", "string", "0+"),
+    F("group_id", "string", "0+"),
+    F("producer_id", "int64", "0+"),
+    F("producer_epoch", "int16", "0+"),
+    A(
+        "topics",
+        "0+",
+        [
+            F("name", "string", "0+"),
+            A(
+                "partitions",
+                "0+",
+                [
+                    F("partition_index", "int32", "0+"),
+                    F("committed_offset", "int64", "0+"),
+                    F("committed_leader_epoch", "int32", "2+", default=-1),
+                    F("committed_metadata", "string", "0+", nullable="0+"),
+                ],
+            ),
+        ],
+    ),
+)
+_TXN_OFFSET_COMMIT_RESPONSE = (
+    F("throttle_time_ms", "int32", "0+"),
+    A(
+        "topics",
+        "0+",
+        [
+            F("name", "string", "0+"),
+            A(
+                "partitions",
+                "0+",
+                [
+                    F("partition_index", "int32", "0+"),
+                    F("error_code", "int16", "0+"),
+                ],
+            ),
+        ],
+    ),
+)
+TXN_OFFSET_COMMIT = MessageSpec(
+    28, "TxnOffsetCommit", 0, 2, ANY, _TXN_OFFSET_COMMIT_REQUEST, _TXN_OFFSET_COMMIT_RESPONSE
+)
+
+
 SPECS: dict[int, MessageSpec] = {
     s.api_key: s
     for s in (
         API_VERSIONS, METADATA, PRODUCE, FETCH, LIST_OFFSETS, FIND_COORDINATOR, JOIN_GROUP, SYNC_GROUP,
         HEARTBEAT, LEAVE_GROUP, OFFSET_COMMIT, OFFSET_FETCH, INIT_PRODUCER_ID, CREATE_TOPICS,
-        LIST_GROUPS, DESCRIBE_GROUPS,
+        LIST_GROUPS, DESCRIBE_GROUPS, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT,
     )
 }  # fmt: skip
 
