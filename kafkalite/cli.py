@@ -287,11 +287,20 @@ def bench_spark(records: int, value_size: int, repeats: int, cores: int, as_json
     default=None,
     help="Force enable.idempotence on or off (default: the producer's default, on for acks=all).",
 )
-def bench_faults(seeds: int, start: int, idempotence: bool | None) -> None:
+@click.option(
+    "--transactional", is_flag=True, help="Run the transactional copy workload (exactly once) instead."
+)
+def bench_faults(seeds: int, start: int, idempotence: bool | None, transactional: bool) -> None:
     """Random fault schedules against the cluster, checked by the history checker."""
     # Imported here: the CLI must work whatever state the faults module is in.
-    from kafkalite.bench.faults import format_summary, run_faults
+    from kafkalite.bench.faults import format_summary, format_txn_summary, run_faults, run_txn_faults
 
+    if transactional:
+        result = run_txn_faults(seeds, start)
+        click.echo(format_txn_summary(result))
+        if result["failed"]:
+            raise SystemExit(1)
+        return
     kw = {} if idempotence is None else {"idempotence": idempotence}
     summary = run_faults(seeds, start, **kw)
     click.echo(format_summary(summary))

@@ -59,6 +59,48 @@ def run_faults(seeds: int, start: int = 0, **kw: Any) -> dict[str, Any]:
     }
 
 
+def run_txn_faults(seeds: int, start: int = 0, **kw: Any) -> dict[str, Any]:
+    """The transactional copy workload (``kafkalite.faults_txn``) over seeds ``start .. start+seeds-1``."""
+    from kafkalite.faults_txn import run_txn_schedule
+
+    failed, lines = [], []
+    totals = dict.fromkeys(
+        ("inputs", "read", "missing", "duplicated", "unexpected", "transactions", "aborted"), 0
+    )
+    t0 = time.perf_counter()
+    for seed in range(start, start + seeds):
+        r = run_txn_schedule(seed, **kw)
+        totals["inputs"] += r.inputs
+        totals["read"] += sum(r.copied.values())
+        totals["missing"] += len(r.missing)
+        totals["duplicated"] += len(r.duplicated)
+        totals["unexpected"] += len(r.unexpected)
+        totals["transactions"] += r.transactions
+        totals["aborted"] += r.aborted
+        if not r.ok:
+            failed.append(seed)
+            lines.append(str(r))
+    wall = time.perf_counter() - t0
+    return {"seeds": seeds, "start": start, **totals, "failed": failed, "failures": lines, "wall_s": wall}
+
+
+def format_txn_summary(s: dict[str, Any]) -> str:
+    end = s["start"] + s["seeds"] - 1
+    return "\n".join(
+        [
+            f"transactional copy under fault schedules: seeds {s['start']}..{end} ({s['seeds']} runs)",
+            f"inputs {s['inputs']}, read back (read_committed) {s['read']}",
+            f"  missing {s['missing']}, duplicated {s['duplicated']}, from aborted or unknown {s['unexpected']}",
+            f"transactions {s['transactions']} ({s['aborted']} aborted by the application)",
+            f"speed: {s['seeds'] / s['wall_s']:.2f} seeds/s ({s['wall_s']:.1f} s wall)"
+            if s["wall_s"]
+            else "",
+            f"failed seeds ({len(s['failed'])}): {' '.join(map(str, s['failed'])) or '-'}",
+            *s["failures"][:10],
+        ]
+    )
+
+
 def format_summary(summary: dict[str, Any]) -> str:
     """A plain-text table of the summary (anomaly counts, speed, failed seeds)."""
     s = summary
