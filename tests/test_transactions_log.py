@@ -141,3 +141,26 @@ def test_read_committed_sees_committed_records_only_and_waits_for_open_ones(clus
         assert [
             (e.producer_id, e.first_offset) for e in cluster.replica(b, "t", 0).log.aborted_transactions
         ] == [(12, 3)]
+
+
+def test_the_spark_source_reads_committed_records_only_with_read_committed(cluster):
+    from kafkalite.spark.source import plan_ranges, read_range
+
+    _produce(cluster, plain([b"p1"]))
+    _produce(cluster, txn_batch(21, 0, [b"c1"]))
+    _produce(cluster, txn_batch(22, 0, [b"a1", b"a2"]))
+    assert _markers(cluster, 21, True) == 0
+    assert _markers(cluster, 22, False) == 0
+    _produce(cluster, plain([b"p2"]))
+    cluster.checkpoint_high_watermarks()
+
+    def spark_values(isolation: str) -> list[bytes]:
+        opts = {"path": str(cluster.dir), "subscribe": "t", "kafka.isolation.level": isolation}
+        out = []
+        for rng in plan_ranges(opts):
+            for batch in read_range(cluster.dir, rng, read_committed=isolation == "read_committed"):
+                out += batch.column("value").to_pylist()
+        return out
+
+    assert spark_values("read_committed") == [b"p1", b"c1", b"p2"]
+    assert spark_values("read_uncommitted") == [b"p1", b"c1", b"a1", b"a2", b"p2"]

@@ -30,6 +30,7 @@ READ_OPTIONS = (
     "minPartitions",
     "failOnDataLoss",
     "includeHeaders",
+    "kafka.isolation.level",
 )
 BATCH_ONLY_OPTIONS = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
 WRITE_OPTIONS = ("path", "topic", "partitions", "checkpointLocation")
@@ -66,6 +67,7 @@ class ReadOptions:
     min_partitions: int | None = None
     fail_on_data_loss: bool = True
     include_headers: bool = False
+    read_committed: bool = False
 
 
 @dataclass(frozen=True)
@@ -248,6 +250,12 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool | None = F
         kw["min_partitions"] = _positive_int("minPartitions", opts["minpartitions"])
     kw["fail_on_data_loss"] = parse_bool("failOnDataLoss", opts.get("failondataloss", "true"))
     kw["include_headers"] = parse_bool("includeHeaders", opts.get("includeheaders", "false"))
+    isolation = opts.get("kafka.isolation.level", "read_uncommitted")
+    if isolation not in ("read_uncommitted", "read_committed"):
+        raise InvalidConfigError(
+            f"option 'kafka.isolation.level' must be read_uncommitted or read_committed, got {isolation!r}"
+        )
+    kw["read_committed"] = isolation == "read_committed"
     return ReadOptions(**kw)
 
 

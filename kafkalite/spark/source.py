@@ -77,13 +77,19 @@ class KafkaliteInputPartition(InputPartition):
     """A picklable offset range plus how to read it."""
 
     def __init__(
-        self, logdir: str, rng: OffsetRange, fail_on_data_loss: bool = True, include_headers: bool = False
+        self,
+        logdir: str,
+        rng: OffsetRange,
+        fail_on_data_loss: bool = True,
+        include_headers: bool = False,
+        read_committed: bool = False,
     ) -> None:
         super().__init__(rng)
         self.logdir = logdir
         self.range = rng
         self.fail_on_data_loss = fail_on_data_loss
         self.include_headers = include_headers
+        self.read_committed = read_committed
 
     def __repr__(self) -> str:
         r = self.range
@@ -268,6 +274,19 @@ def read_partition(partition: KafkaliteInputPartition) -> Iterator[pa.RecordBatc
         partition.range,
         fail_on_data_loss=partition.fail_on_data_loss,
         include_headers=partition.include_headers,
+        read_committed=getattr(partition, "read_committed", False),
+    )
+
+
+def _aborted_transactions(part_dir: Path) -> list:
+    from kafkalite.storage.transaction_index import TXN_INDEX_SUFFIX, read_txn_index
+
+    return [e for p in sorted(part_dir.glob(f"*{TXN_INDEX_SUFFIX}")) for e in read_txn_index(p)]
+
+
+def _in_aborted(aborted: list, h) -> bool:
+    return any(
+        e.producer_id == h.producer_id and e.first_offset <= h.base_offset <= e.last_offset for e in aborted
     )
 
 
@@ -277,6 +296,7 @@ def read_range(
     *,
     fail_on_data_loss: bool = True,
     include_headers: bool = False,
+    read_committed: bool = False,
     fetch_max_bytes: int = FETCH_MAX_BYTES,
     rows_per_batch: int | None = None,
 ) -> Iterator[pa.RecordBatch]:
@@ -285,13 +305,17 @@ def read_range(
     Every batch's CRC is checked, as a Kafka consumer does by default. Control batches (transaction
     markers) are skipped, and offsets removed by compaction are simply absent: the loop follows the
     batches' own offsets and never assumes they are consecutive (SPARK-23685). ``rows_per_batch``, when
-    given, caps the rows of each Arrow batch.
+    given, caps the rows of each Arrow batch. ``read_committed`` (Spark's ``kafka.isolation.level``) drops
+    the batches of aborted transactions, found in the partition's ``.txnindex`` files; the range still
+    ends at the high watermark, so read after the transactions of interest have completed.
     """
     from kafkalite.records import iter_batches, validate_batch
 
     if rng.end <= rng.start:
         return
-    with SegmentFetcher(rng.dir or str(Path(logdir) / rng.dirname)) as fetcher:
+    part_dir = Path(rng.dir or str(Path(logdir) / rng.dirname))
+    aborted = _aborted_transactions(part_dir) if read_committed else []
+    with SegmentFetcher(part_dir) as fetcher:
         offset = rng.start
         while offset < rng.end:
             start = fetcher.log_start
@@ -330,7 +354,9 @@ def read_range(
                 if nxt <= offset:
                     continue
                 validate_batch(data, pos)
-                if not h.attributes & 0x20:  # control batch: a transaction marker, not a row
+                # Control batches (transaction markers) are not rows; nor, read_committed, aborted ones.
+                in_aborted = aborted and h.attributes & 0x10 and _in_aborted(aborted, h)
+                if not h.attributes & 0x20 and not in_aborted:
                     picked.append((pos, h))
                 offset, advanced = nxt, True
             if not advanced and offset < rng.end:
@@ -389,7 +415,7 @@ class KafkaliteReader(DataSourceReader):
     def partitions(self) -> list[KafkaliteInputPartition]:
         o = self.opts
         return [
-            KafkaliteInputPartition(o.path, rng, o.fail_on_data_loss, o.include_headers)
+            KafkaliteInputPartition(o.path, rng, o.fail_on_data_loss, o.include_headers, o.read_committed)
             for rng in plan_ranges(o)
         ]
 

@@ -169,7 +169,7 @@ class KafkaliteStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 ranges.append(OffsetRange(tp[0], tp[1], s, e, b.dir if b else None))
         o = self.opts
         return [
-            KafkaliteInputPartition(o.path, r, o.fail_on_data_loss, o.include_headers)
+            KafkaliteInputPartition(o.path, r, o.fail_on_data_loss, o.include_headers, o.read_committed)
             for r in split_ranges(ranges, o.min_partitions)
         ]
 
