@@ -252,12 +252,7 @@ def run_schedule(
             cluster.run_for(step)
         cluster.run_for(max(0, start + duration_ms - cluster.net.now_ms()) + 1)
         # The schedule ends every fault by duration_ms; make sure nothing is left down anyway.
-        cluster.net.heal_all()
-        for b in cluster.brokers:
-            if cluster.net.is_paused(b):
-                cluster.net.resume(b)
-            if not cluster.net.is_up(b):
-                cluster.restart(b)
+        heal_everything(cluster)
         producer.flush()
         ok = cluster.run_until(lambda: converged(cluster, producer, partitions), converge_ms)
 
@@ -287,6 +282,16 @@ def run_schedule(
         )
     finally:
         cluster.close()
+
+
+def heal_everything(cluster: Cluster) -> None:
+    """Heal every link, resume every paused broker and restart every crashed one."""
+    cluster.net.heal_all()
+    for b in cluster.brokers:
+        if cluster.net.is_paused(b):
+            cluster.net.resume(b)
+        if not cluster.net.is_up(b):
+            cluster.restart(b)
 
 
 def _maybe_written_ids(producer: Any) -> frozenset:

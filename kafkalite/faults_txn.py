@@ -17,7 +17,7 @@ from typing import Any
 
 from kafkalite.cluster import Cluster
 from kafkalite.errors import KafkaError, ProducerFencedError
-from kafkalite.faults import BROKER_CONFIG, _bind, build_schedule
+from kafkalite.faults import BROKER_CONFIG, _bind, build_schedule, heal_everything
 from kafkalite.protocol import TopicPartition
 
 GROUP = "copy"
@@ -92,12 +92,7 @@ def run_txn_schedule(
         for f in sched:
             cluster.net.at(start + f.time_ms, _bind(getattr(cluster.net, f.action), *f.args))
         _copy(cluster, result, records, start + budget_ms)
-        cluster.net.heal_all()
-        for b in cluster.brokers:
-            if cluster.net.is_paused(b):
-                cluster.net.resume(b)
-            if not cluster.net.is_up(b):
-                cluster.restart(b)
+        heal_everything(cluster)
         cluster.run_for(5000)
         out = _read_committed(cluster, "out")
         result.copied = Counter(out)

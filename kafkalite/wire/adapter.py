@@ -134,14 +134,19 @@ def _leave_group(b: dict, v: int) -> P.LeaveGroupRequest:
     return P.LeaveGroupRequest(group_id=b["group_id"], members=members)
 
 
-def _offset_commit(b: dict, v: int) -> P.OffsetCommitRequest:
-    parts = _flat(
+def _commit_partitions(b: dict) -> tuple:
+    """The offsets of an OffsetCommit or TxnOffsetCommit body, flattened."""
+    return _flat(
         b, "topics", "name", "partitions", "partition_index",
         lambda tp, p: P.OffsetCommitPartition(
             tp=tp, committed_offset=p["committed_offset"], committed_leader_epoch=p["committed_leader_epoch"],
             committed_metadata=p["committed_metadata"],
         ),
     )  # fmt: skip
+
+
+def _offset_commit(b: dict, v: int) -> P.OffsetCommitRequest:
+    parts = _commit_partitions(b)
     return P.OffsetCommitRequest(
         group_id=b["group_id"],
         generation_id=b["generation_id_or_member_epoch"],
@@ -187,13 +192,7 @@ def _add_partitions_to_txn(b: dict, v: int) -> P.AddPartitionsToTxnRequest:
 
 
 def _txn_offset_commit(b: dict, v: int) -> P.TxnOffsetCommitRequest:
-    parts = _flat(
-        b, "topics", "name", "partitions", "partition_index",
-        lambda tp, p: P.OffsetCommitPartition(
-            tp=tp, committed_offset=p["committed_offset"], committed_leader_epoch=p["committed_leader_epoch"],
-            committed_metadata=p["committed_metadata"],
-        ),
-    )  # fmt: skip
+    parts = _commit_partitions(b)
     return P.TxnOffsetCommitRequest(
         transactional_id=b["transactional_id"], group_id=b["group_id"], producer_id=b["producer_id"],
         producer_epoch=b["producer_epoch"], partitions=parts,
