@@ -189,3 +189,14 @@ def test_a_hole_bumps_the_epoch_and_resequences_what_was_never_written():
     data = b.encode(0)
     h, _ = decode_batch_tuples(data)
     assert (h.producer_id, h.producer_epoch, h.base_sequence) == (9, 5, 0)
+
+
+def test_batches_split_after_message_too_large_keep_their_order(cluster):
+    cluster.create_topic("s", 1, 3, config={"min.insync.replicas": 2, "max.message.bytes": 3000})
+    p = cluster.producer(linger_ms=50, batch_size=16384)
+    futs = [p.send("s", f"{i:04d}".encode() + b"x" * 200) for i in range(60)]
+    p.flush()
+    assert cluster.run_until(lambda: all(f.done() for f in futs), 30_000)
+    assert all(f.exception() is None for f in futs) and p.metrics["batch-split-total"] > 0
+    log = cluster.replica(cluster.leader("s", 0), "s", 0).log
+    assert [r.value[:4] for r in log.iter_records()] == [f"{i:04d}".encode() for i in range(60)]

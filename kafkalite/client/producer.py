@@ -1206,6 +1206,22 @@ class Producer(BaseNode):
                 # Kafka splits the batch and tries again rather than failing every record in it.
                 self._metrics["batch-split-total"] += 1
                 children = b.split(now)
+                if self._tm is not None and b.base_sequence >= 0:
+                    # The parent's range becomes a hole the leader will never fill: the epoch is bumped
+                    # and everything queued is sequenced again. Until then the halves hold the parent's
+                    # sequences, so that retries of later batches queue behind them.
+                    first = children[0]
+                    first.set_producer_state(b.producer_id, b.producer_epoch, b.base_sequence)
+                    children[1].set_producer_state(
+                        b.producer_id, b.producer_epoch, (b.base_sequence + first.record_count) & 0x7FFFFFFF
+                    )
+                    self._tm.unresolved.add(b.tp)
+                    self._tm.hole(b.tp)
+                    for child in children:  # by sequence, not at the head: other halves may be queued
+                        self.accumulator.reenqueue(child, now)
+                    if self._history_on:
+                        self._batches.extend(children)
+                    continue
                 if self._history_on:
                     self._batches.extend(children)
                 self.accumulator.requeue_split(b, children)
