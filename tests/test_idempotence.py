@@ -200,3 +200,21 @@ def test_batches_split_after_message_too_large_keep_their_order(cluster):
     assert all(f.exception() is None for f in futs) and p.metrics["batch-split-total"] > 0
     log = cluster.replica(cluster.leader("s", 0), "s", 0).log
     assert [r.value[:4] for r in log.iter_records()] == [f"{i:04d}".encode() for i in range(60)]
+
+
+def test_idle_producer_ids_expire_and_their_next_batch_is_still_accepted():
+    c = Cluster(brokers=3, seed=4, config={"producer.id.expiration.ms": 5000,
+                                           "producer.id.expiration.check.interval.ms": 1000})  # fmt: skip
+    try:
+        c.create_topic("t", 1, 3, config={"min.insync.replicas": 2})
+        p = c.producer(linger_ms=0)
+        assert c.run_until(p.send("t", b"one").done, 5000)
+        leader = c.replica(c.leader("t", 0), "t", 0).log
+        assert p._tm.producer_id in leader.producer_state.producers
+        c.run_for(8000)
+        assert p._tm.producer_id not in leader.producer_state.producers  # forgotten after 5 s idle
+        fut = p.send("t", b"two")  # sequence 1 from a producer the leader no longer knows: accepted
+        assert c.run_until(fut.done, 5000) and fut.exception() is None
+        assert [r.value for r in leader.iter_records()] == [b"one", b"two"]
+    finally:
+        c.close()

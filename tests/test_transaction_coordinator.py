@@ -316,3 +316,16 @@ def test_the_transactional_copy_is_exactly_once_under_fault_schedules(seed):
     r = run_txn_schedule(seed)
     assert r.ok, str(r)
     assert sum(r.copied.values()) == r.inputs and r.committed_offsets == r.inputs
+
+
+def test_a_coordinator_that_dies_after_the_decision_is_finished_by_the_next(cluster):
+    pid, epoch = init(cluster, "tx")
+    assert add(cluster, "tx", pid, epoch) == 0
+    assert produce(cluster, pid, epoch, 0, [b"decided"]) == 0
+    old = coordinator(cluster, "tx")
+    assert end(cluster, "tx", pid, epoch, True) == 0  # PrepareCommit is durable: the decision is made
+    cluster.crash(old)  # before the markers are written and the transaction completed
+    cluster.run_for(20_000)
+    assert coordinator(cluster, "tx") != old
+    assert cluster.run_until(lambda: in_state(cluster, "tx", TxnState.COMPLETE_COMMIT), 10_000)
+    assert committed_values(cluster) == [b"decided"]

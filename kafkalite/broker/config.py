@@ -50,6 +50,9 @@ _SPECS: dict[str, tuple[str, str, Any, int | None]] = {
     "alter.partition.retry.backoff.ms": ("alter_partition_retry_backoff_ms", "int", 1000, 0),
     # Log manager: retention checks and the log cleaner (compaction) on every replica.
     "log.retention.check.interval.ms": ("log_retention_check_interval_ms", "int", 300000, 1),
+    # Producer state: ids idle this long are forgotten (their next batch is accepted at any sequence).
+    "producer.id.expiration.ms": ("producer_id_expiration_ms", "int", 86400000, 1),
+    "producer.id.expiration.check.interval.ms": ("producer_id_expiration_check_interval_ms", "int", 600000, 1),
     "log.cleaner.enable": ("log_cleaner_enable", "bool", True, None),
     "log.cleaner.backoff.ms": ("log_cleaner_backoff_ms", "int", 15000, 0),
     # Group coordinator and the offsets topic (__consumer_offsets).
@@ -119,6 +122,8 @@ class BrokerConfig:
     alter_partition_retry_backoff_ms: int = 1000
     truncate_by_leader_epoch: bool = True
     log_retention_check_interval_ms: int = 300000
+    producer_id_expiration_ms: int = 86400000
+    producer_id_expiration_check_interval_ms: int = 600000
     log_cleaner_enable: bool = True
     log_cleaner_backoff_ms: int = 15000
     offsets_topic_num_partitions: int = 50

@@ -173,6 +173,7 @@ class ReplicaManager:
 
     def _reset_memory(self) -> None:
         self._partitions: dict[TopicPartition, Partition] = {}
+        self._last_producer_expiry_ms = 0
         self.metadata_cache = MetadataCache()
         self._fetchers: dict[int, ReplicaFetcher] = {}
         self._delayed_produce: dict[TopicPartition, list[DelayedProduce]] = {}
@@ -980,6 +981,13 @@ class ReplicaManager:
             p.log.maybe_flush()
         if now_ms - self._last_hw_checkpoint_ms >= self.config.replica_high_watermark_checkpoint_interval_ms:
             self.checkpoint_high_watermarks()
+        if now_ms - self._last_producer_expiry_ms >= self.config.producer_id_expiration_check_interval_ms:
+            self._last_producer_expiry_ms = now_ms
+            expiration = self.config.producer_id_expiration_ms
+            for p in self._partitions.values():
+                gone = p.log.producer_state.remove_expired(now_ms, expiration)
+                if gone:
+                    p.event("producer_ids_expired", producer_ids=gone)
         self.log_manager.tick(now_ms, self._partitions.values())
 
     # ============================================================================= HW checkpoint
