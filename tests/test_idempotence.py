@@ -139,7 +139,9 @@ def test_order_holds_with_five_in_flight_across_a_leader_failover(cluster):
     assert got == [f"{i:04d}".encode() for i in range(200)]
 
 
-@pytest.mark.parametrize("seed", range(12))
+# 777, 3147 and 4113 are seeds a 10,000-seed run found duplicating before the producer kept at most five
+# batches per partition unanswered (a retry fell out of the leader's window of five).
+@pytest.mark.parametrize("seed", [*range(12), 777, 3147, 4113])
 def test_fault_schedules_with_idempotence_lose_nothing_and_duplicate_nothing(seed):
     r = run_schedule(seed, idempotence=True)
     assert r.idempotent and r.converged

@@ -52,7 +52,12 @@ _SPECS: dict[str, tuple[str, str, Any, int | None]] = {
     "log.retention.check.interval.ms": ("log_retention_check_interval_ms", "int", 300000, 1),
     # Producer state: ids idle this long are forgotten (their next batch is accepted at any sequence).
     "producer.id.expiration.ms": ("producer_id_expiration_ms", "int", 86400000, 1),
-    "producer.id.expiration.check.interval.ms": ("producer_id_expiration_check_interval_ms", "int", 600000, 1),
+    "producer.id.expiration.check.interval.ms": (
+        "producer_id_expiration_check_interval_ms",
+        "int",
+        600000,
+        1,
+    ),
     "log.cleaner.enable": ("log_cleaner_enable", "bool", True, None),
     "log.cleaner.backoff.ms": ("log_cleaner_backoff_ms", "int", 15000, 0),
     # Group coordinator and the offsets topic (__consumer_offsets).

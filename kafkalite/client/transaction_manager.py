@@ -24,6 +24,7 @@ from kafkalite.client.accumulator import ProducerBatch
 from kafkalite.protocol import TopicPartition
 
 MAX_EPOCH = 0x7FFF
+BATCHES_REMEMBERED = 5  # the leader's per-producer window (Kafka's NUM_BATCHES_TO_RETAIN)
 MAX_SEQUENCE = 0x7FFFFFFF
 
 # Produce error codes the sequence logic handles itself.
@@ -52,6 +53,8 @@ class TransactionManager:
         self.next_seq: dict[TopicPartition, int] = {}
         self.last_acked: dict[TopicPartition, int] = {}
         self.inflight: dict[TopicPartition, list[ProducerBatch]] = {}
+        # Batches given a sequence and not yet answered for good, in flight or waiting to be retried.
+        self.unacked: dict[TopicPartition, list[ProducerBatch]] = {}
         self.unresolved: set[TopicPartition] = set()  # a sequenced batch failed: maybe a hole
         self.gapped: set[TopicPartition] = set()  # a hole the leader confirmed: bump before sending more
         self.bump_pending = False
@@ -76,6 +79,16 @@ class TransactionManager:
         self.inflight[tp] = live
         return bool(live)
 
+    def _window_full(self, tp: TopicPartition) -> bool:
+        """At most five batches of a partition unanswered, across leaders and connections: the leader
+        remembers only its last five per producer, so a retry must never fall further behind than that
+        (otherwise a batch already written would look out of order, and be written again after a bump)."""
+        waiting = [
+            b for b in self.unacked.get(tp, ()) if not b.done and b.children is None and self._current(b)
+        ]
+        self.unacked[tp] = waiting
+        return len(waiting) >= BATCHES_REMEMBERED
+
     def _current(self, b: ProducerBatch) -> bool:
         return b.base_sequence >= 0 and b.producer_id == self.producer_id and b.producer_epoch == self.epoch
 
@@ -92,11 +105,12 @@ class TransactionManager:
             if self._live(tp):
                 return False
         else:
-            if self.bump_pending:
+            if self.bump_pending or self._window_full(tp):
                 return False
             seq = self.next_seq.get(tp, 0)
             first.set_producer_state(self.producer_id, self.epoch, seq, self.transactional_id is not None)
             self.next_seq[tp] = (seq + first.record_count) & MAX_SEQUENCE
+            self.unacked.setdefault(tp, []).append(first)
         self.inflight.setdefault(tp, []).append(first)
         return True
 
@@ -166,6 +180,7 @@ class TransactionManager:
         self.next_seq.clear()
         self.last_acked.clear()
         self.inflight.clear()
+        self.unacked.clear()
         self.unresolved.clear()
         self.gapped.clear()
         self.bump_pending = False
