@@ -341,3 +341,68 @@ def test_confluent_transactions_commit_and_abort_with_read_committed_consumers(t
     assert seen["read_uncommitted"] == sorted(
         [f"c{i}".encode() for i in range(10)] + [f"a{i}".encode() for i in range(5)]
     )
+
+
+def test_admin_cluster_partitions_elections_and_reassignments_over_the_wire():
+    from confluent_kafka import ElectionType
+    from confluent_kafka import TopicPartition as CTP
+    from confluent_kafka.admin import AdminClient, NewPartitions
+    from kafka import TopicPartition
+    from kafka.admin import KafkaAdminClient
+
+    with BackgroundServer(3, config={"zookeeper.session.timeout.ms": 1500}) as srv:
+        srv.create_topic("a", 2, 2)
+        ca = AdminClient({"bootstrap.servers": srv.bootstrap_servers})
+        cluster = ca.describe_cluster().result(10)
+        assert cluster.cluster_id == "kafkalite" and sorted(n.id for n in cluster.nodes) == [1, 2, 3]
+        assert ca.create_partitions([NewPartitions("a", 4)])["a"].result(10) is None
+        with pytest.raises(Exception, match="INVALID_PARTITIONS"):
+            ca.create_partitions([NewPartitions("a", 3)])["a"].result(10)  # can only grow
+        deadline = time.time() + 10
+        while len(ca.list_topics("a", timeout=10).topics["a"].partitions) < 4 and time.time() < deadline:
+            time.sleep(0.1)
+        assert sorted(ca.list_topics("a", timeout=10).topics["a"].partitions) == [0, 1, 2, 3]
+        elected = ca.elect_leaders(ElectionType.PREFERRED, [CTP("a", 0)]).result(10)
+        assert [e.code() for e in elected.values()] == [84]  # ELECTION_NOT_NEEDED: the first replica leads
+
+        # OffsetForLeaderEpoch as a consumer asks it after a leader change: where did epoch 0 end?
+        meta = ca.list_topics("a", timeout=10).topics["a"].partitions[0]
+        leader_port = srv.server.addresses[meta.leader][1]
+        s = socket.create_connection(("127.0.0.1", leader_port), timeout=5)
+        body = {"replica_id": -1, "topics": [{"topic": "a", "partitions": [
+            {"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}]}  # fmt: skip
+        s.sendall(encode_request(23, 4, 7, "raw", body))
+        corr, resp = decode_response(23, 4, _recv_frame(s))
+        s.close()
+        (answer,) = resp["topics"][0]["partitions"]
+        assert corr == 7 and answer["error_code"] == 0 and answer["leader_epoch"] == 0
+        assert answer["end_offset"] == 0  # nothing written yet
+
+        ka = KafkaAdminClient(bootstrap_servers=srv.bootstrap_servers)
+        try:
+            assert ka.describe_cluster()["controller_id"] == cluster.controller.id
+            # A move that waits: a staying replica is down and out of the ISR, so the move cannot finish.
+            topic = ca.list_topics("a", timeout=10).topics["a"]
+            ctrl = cluster.controller.id
+            part, victim = next(
+                (p.id, r) for p in topic.partitions.values() for r in p.replicas if r not in (ctrl, p.leader)
+            )
+            replicas = list(topic.partitions[part].replicas)
+            spare = next(b for b in (1, 2, 3) if b not in replicas)
+            srv.crash_broker(victim)
+            deadline = time.time() + 20
+            while victim in ca.list_topics("a", timeout=10).topics["a"].partitions[part].isrs:
+                assert time.time() < deadline, "the dead follower never left the ISR"
+                time.sleep(0.2)
+            tp = TopicPartition("a", part)
+            assert ka.alter_partition_reassignments({tp: replicas + [spare]}) == {tp: None}
+            listed = ka.list_partition_reassignments()
+            assert list(listed) == [tp]
+            assert listed[tp]["adding_replicas"] == [spare] and listed[tp]["removing_replicas"] == []
+            srv.restart_broker(victim)
+            deadline = time.time() + 20
+            while ka.list_partition_reassignments() and time.time() < deadline:
+                time.sleep(0.2)
+            assert ka.list_partition_reassignments() == {}
+        finally:
+            ka.close()

@@ -95,6 +95,9 @@ from kafkalite.protocol import (
     ElectLeadersResponse,
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+    OngoingReassignment,
     ReassignmentResult,
     RequestEnvelope,
     ResponseEnvelope,
@@ -855,8 +858,8 @@ class Controller:
     # --------------------------------------------------------------------------- admin requests
 
     def handle_request(self, src: Any, env: RequestEnvelope) -> bool:
-        """CreateTopics, CreatePartitions, AlterPartition, ElectLeaders, AlterPartitionReassignments;
-        False for others."""
+        """CreateTopics, CreatePartitions, AlterPartition, ElectLeaders, Alter- and
+        ListPartitionReassignments; False for others."""
         req = env.request
         handlers = {
             CreateTopicsRequest: self._create_topics,
@@ -864,6 +867,7 @@ class Controller:
             AlterPartitionRequest: self._alter_partition,
             ElectLeadersRequest: self._elect_leaders,
             AlterPartitionReassignmentsRequest: self._alter_reassignments,
+            ListPartitionReassignmentsRequest: self._list_reassignments,
         }
         handler = handlers.get(type(req))
         if handler is None:
@@ -892,6 +896,8 @@ class Controller:
             return AlterPartitionResponse(error_code=code)
         if isinstance(req, ElectLeadersRequest):
             return ElectLeadersResponse(error_code=code)
+        if isinstance(req, ListPartitionReassignmentsRequest):
+            return ListPartitionReassignmentsResponse(error_code=code)
         return AlterPartitionReassignmentsResponse(error_code=code)
 
     def _validate_each(
@@ -1308,6 +1314,29 @@ class Controller:
                 code, message = INVALID_REPLICA_ASSIGNMENT, str(exc)
             results.append(ReassignmentResult(tp=r.tp, error_code=code, error_message=message))
         return AlterPartitionReassignmentsResponse(results=tuple(results))
+
+    def _list_reassignments(
+        self, req: ListPartitionReassignmentsRequest
+    ) -> ListPartitionReassignmentsResponse:
+        """The moves in progress (of the partitions asked about); a partition that is not moving, or does
+        not exist, is left out, as Kafka's controller leaves it out."""
+        ctx = self.ctx
+        assert ctx is not None
+        wanted = ctx.reassigning if req.partitions is None else req.partitions
+        out = []
+        for tp in sorted(t for t in wanted if t in ctx.reassigning):
+            info = ctx.info(tp)
+            if info is None:
+                continue
+            out.append(
+                OngoingReassignment(
+                    tp=tp,
+                    replicas=info.replicas,
+                    adding_replicas=info.adding,
+                    removing_replicas=info.removing,
+                )
+            )
+        return ListPartitionReassignmentsResponse(reassignments=tuple(out))
 
     def _watch_admin_reassign(self, into: dict[TopicPartition, tuple[int, ...]] | None = None) -> None:
         if self.zk.exists(paths.REASSIGN_PARTITIONS, watch=self._on_admin_reassign) is None:

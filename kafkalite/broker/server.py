@@ -57,6 +57,8 @@ from kafkalite.protocol import (
     CreatableTopic,
     CreatePartitionsRequest,
     CreateTopicsRequest,
+    DescribeClusterRequest,
+    DescribeClusterResponse,
     DescribedGroup,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
@@ -77,6 +79,7 @@ from kafkalite.protocol import (
     LeaveGroupResponse,
     ListGroupsRequest,
     ListGroupsResponse,
+    ListPartitionReassignmentsRequest,
     MetadataRequest,
     MetadataResponse,
     OffsetCommitRequest,
@@ -101,12 +104,14 @@ from kafkalite.protocol import (
     UpdateMetadataResponse,
 )
 
+CLUSTER_ID = "kafkalite"
 CONTROLLER_APIS = (
     CreateTopicsRequest,
     CreatePartitionsRequest,
     AlterPartitionRequest,
     ElectLeadersRequest,
     AlterPartitionReassignmentsRequest,
+    ListPartitionReassignmentsRequest,
 )
 FROM_CONTROLLER = (LeaderAndIsrRequest, UpdateMetadataRequest, StopReplicaRequest)
 GROUP_APIS = (
@@ -169,9 +174,16 @@ class MetadataCache:
             )
         return MetadataResponse(
             brokers=tuple(self.live_brokers[b] for b in sorted(self.live_brokers)),
-            cluster_id="kafkalite",
+            cluster_id=CLUSTER_ID,
             controller_id=self.controller_id,
             topics=tuple(topics),
+        )
+
+    def describe_cluster(self) -> DescribeClusterResponse:
+        return DescribeClusterResponse(
+            cluster_id=CLUSTER_ID,
+            controller_id=self.controller_id,
+            brokers=tuple(self.live_brokers[b] for b in sorted(self.live_brokers)),
         )
 
 
@@ -442,6 +454,8 @@ class KafkaBroker(BaseNode):
             self.controller.handle_request(src, msg)
         elif isinstance(req, MetadataRequest):
             self.send(src, msg.reply(self.cache.metadata(req)))
+        elif isinstance(req, DescribeClusterRequest):
+            self.send(src, msg.reply(self.cache.describe_cluster()))
         elif isinstance(req, FindCoordinatorRequest):
             self.send(src, msg.reply(self._find_coordinator(req)))
         elif isinstance(req, InitProducerIdRequest) and req.transactional_id is None:

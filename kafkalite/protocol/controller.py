@@ -1,6 +1,6 @@
 """Controller to broker (LeaderAndIsr, StopReplica, UpdateMetadata), broker to controller
 (ControlledShutdown), and the admin requests the controller executes (ElectLeaders,
-AlterPartitionReassignments). Every controller request carries the controller's epoch so a broker can
+AlterPartitionReassignments, ListPartitionReassignments). Every controller request carries the controller's epoch so a broker can
 refuse one from a deposed controller (STALE_CONTROLLER_EPOCH)."""
 
 from __future__ import annotations
@@ -204,6 +204,35 @@ class AlterPartitionReassignmentsRequest(Request):
     response_type = AlterPartitionReassignmentsResponse
     timeout_ms: int = 60_000
     reassignments: tuple[Reassignment, ...] = ()
+
+
+# -------------------------------------------------------------------------- ListPartitionReassignments
+
+
+@message
+class OngoingReassignment(Message):
+    tp: TopicPartition
+    replicas: tuple[int, ...] = ()
+    """Every replica the partition has while it moves: the target ones and those still to leave."""
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+
+
+@message
+class ListPartitionReassignmentsResponse(Response):
+    api_key = ApiKey.LIST_PARTITION_REASSIGNMENTS
+    error_code: int = NO_ERROR
+    error_message: str | None = None
+    reassignments: tuple[OngoingReassignment, ...] = ()
+
+
+@message
+class ListPartitionReassignmentsRequest(Request):
+    api_key = ApiKey.LIST_PARTITION_REASSIGNMENTS
+    response_type = ListPartitionReassignmentsResponse
+    timeout_ms: int = 60_000
+    partitions: tuple[TopicPartition, ...] | None = None
+    """None: every reassignment in progress; otherwise those of these partitions that are moving."""
 
 
 # -------------------------------------------------------------------------------------- AlterPartition

@@ -149,6 +149,26 @@ class CreatePartitionsRequest(Request):
     validate_only: bool = False
 
 
+# -------------------------------------------------------------------------------------- DescribeCluster
+
+
+@message
+class DescribeClusterResponse(Response):
+    api_key = ApiKey.DESCRIBE_CLUSTER
+    error_code: int = NO_ERROR
+    cluster_id: str = ""
+    controller_id: int = NO_NODE
+    brokers: tuple[BrokerEndpoint, ...] = ()
+
+
+@message
+class DescribeClusterRequest(Request):
+    """The live brokers and the controller, as this broker's metadata cache knows them."""
+
+    api_key = ApiKey.DESCRIBE_CLUSTER
+    response_type = DescribeClusterResponse
+
+
 # ---------------------------------------------------------------------------------------- DeleteTopics
 
 

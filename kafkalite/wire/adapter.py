@@ -199,6 +199,55 @@ def _txn_offset_commit(b: dict, v: int) -> P.TxnOffsetCommitRequest:
     )  # fmt: skip
 
 
+def _offset_for_leader_epoch(b: dict, v: int) -> P.OffsetForLeaderEpochRequest:
+    parts = _flat(
+        b, "topics", "topic", "partitions", "partition",
+        lambda tp, p: P.OffsetForLeaderEpochPartition(
+            tp=tp, leader_epoch=p["leader_epoch"], current_leader_epoch=p["current_leader_epoch"]
+        ),
+    )  # fmt: skip
+    return P.OffsetForLeaderEpochRequest(replica_id=b["replica_id"], partitions=parts)
+
+
+def _create_partitions(b: dict, v: int) -> P.CreatePartitionsRequest:
+    topics = tuple(
+        P.CreatePartitionsTopic(
+            name=t["name"],
+            count=t["count"],
+            assignments=None
+            if t["assignments"] is None
+            else tuple(tuple(a["broker_ids"]) for a in t["assignments"]),
+        )
+        for t in b["topics"]
+    )
+    return P.CreatePartitionsRequest(
+        topics=topics, timeout_ms=b["timeout_ms"], validate_only=b["validate_only"]
+    )
+
+
+def _topic_partitions(entries: Any, name: str, parts: str) -> tuple[TopicPartition, ...] | None:
+    """Kafka's nullable ``[{topic, [partition]}]``: None stays None (every partition)."""
+    if entries is None:
+        return None
+    return tuple(TopicPartition(t[name], p) for t in entries for p in t[parts])
+
+
+def _elect_leaders(b: dict, v: int) -> P.ElectLeadersRequest:
+    return P.ElectLeadersRequest(
+        election_type=b["election_type"],
+        partitions=_topic_partitions(b["topic_partitions"], "topic", "partitions"),
+        timeout_ms=b["timeout_ms"],
+    )
+
+
+def _alter_reassignments(b: dict, v: int) -> P.AlterPartitionReassignmentsRequest:
+    moves = _flat(
+        b, "topics", "name", "partitions", "partition_index",
+        lambda tp, p: P.Reassignment(tp=tp, replicas=None if p["replicas"] is None else tuple(p["replicas"])),
+    )  # fmt: skip
+    return P.AlterPartitionReassignmentsRequest(timeout_ms=b["timeout_ms"], reassignments=moves)
+
+
 def _txn_ids(b: dict) -> dict:
     return {k: b[k] for k in ("transactional_id", "producer_id", "producer_epoch")}
 
@@ -223,6 +272,14 @@ REQUESTS: dict[int, Callable[[dict, int], Any]] = {
     25: lambda b, v: P.AddOffsetsToTxnRequest(**_txn_ids(b), group_id=b["group_id"]),
     26: lambda b, v: P.EndTxnRequest(**_txn_ids(b), committed=b["committed"]),
     28: _txn_offset_commit,
+    23: _offset_for_leader_epoch,
+    37: _create_partitions,
+    43: _elect_leaders,
+    45: _alter_reassignments,
+    46: lambda b, v: P.ListPartitionReassignmentsRequest(
+        timeout_ms=b["timeout_ms"], partitions=_topic_partitions(b["topics"], "name", "partition_indexes")
+    ),
+    60: lambda b, v: P.DescribeClusterRequest(),
     22: lambda b, v: P.InitProducerIdRequest(
         transactional_id=b["transactional_id"], transaction_timeout_ms=b["transaction_timeout_ms"]
     ),
@@ -415,6 +472,74 @@ RESPONSES: dict[type, Callable[[Any], dict]] = {
     P.EndTxnResponse: lambda r: {"error_code": r.error_code},
     P.TxnOffsetCommitResponse: lambda r: {
         "topics": _partition_errors(r.partitions, "name", "partitions", "partition_index", "error_code")
+    },
+    P.OffsetForLeaderEpochResponse: lambda r: {
+        "topics": _by_topic(
+            r.partitions,
+            "topic",
+            "partitions",
+            lambda p: {
+                "error_code": p.error_code,
+                "partition": p.tp.partition,
+                "leader_epoch": p.leader_epoch,
+                "end_offset": p.end_offset,
+            },
+        )  # fmt: skip
+    },
+    P.CreatePartitionsResponse: lambda r: {
+        "results": [
+            {"name": t.name, "error_code": t.error_code, "error_message": t.error_message} for t in r.results
+        ]
+    },
+    P.ElectLeadersResponse: lambda r: {
+        "error_code": r.error_code,
+        "replica_election_results": _by_topic(
+            r.results,
+            "topic",
+            "partition_result",
+            lambda e: {
+                "partition_id": e.tp.partition,
+                "error_code": e.error_code,
+                "error_message": e.error_message,
+            },
+        ),  # fmt: skip
+    },
+    P.AlterPartitionReassignmentsResponse: lambda r: {
+        "error_code": r.error_code,
+        "error_message": r.error_message,
+        "responses": _by_topic(
+            r.results,
+            "name",
+            "partitions",
+            lambda e: {
+                "partition_index": e.tp.partition,
+                "error_code": e.error_code,
+                "error_message": e.error_message,
+            },
+        ),  # fmt: skip
+    },
+    P.ListPartitionReassignmentsResponse: lambda r: {
+        "error_code": r.error_code,
+        "error_message": r.error_message,
+        "topics": _by_topic(
+            r.reassignments,
+            "name",
+            "partitions",
+            lambda e: {
+                "partition_index": e.tp.partition,
+                "replicas": list(e.replicas),
+                "adding_replicas": list(e.adding_replicas),
+                "removing_replicas": list(e.removing_replicas),
+            },
+        ),  # fmt: skip
+    },
+    P.DescribeClusterResponse: lambda r: {
+        "error_code": r.error_code,
+        "cluster_id": r.cluster_id,
+        "controller_id": r.controller_id,
+        "brokers": [
+            {"broker_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack} for b in r.brokers
+        ],
     },
     P.MetadataResponse: _metadata_body,
     P.ProduceResponse: _produce_body,

@@ -1,8 +1,9 @@
 """The messages kafkalite's TCP listener serves, declared in ``kafkalite.wire.schema``'s form, with the
 version ranges it advertises in ApiVersions. Field names, types, version ranges and tags follow Kafka's
-protocol (the fields of a version a client negotiates must be exactly Kafka's); the ranges stop at the
-last version before each API turned flexible, except ApiVersions, whose v3 is flexible and is the first
-request every current client sends.
+protocol (the fields of a version a client negotiates must be exactly Kafka's). The data-path and group
+APIs stop at the last version before they turned flexible (ApiVersions excepted: its flexible v3 is the
+first request every current client sends); the admin APIs are served through their flexible versions,
+some of which (DescribeCluster, the reassignment APIs) exist only in flexible form.
 """
 
 from __future__ import annotations
@@ -692,6 +693,423 @@ TXN_OFFSET_COMMIT = MessageSpec(
     28, "TxnOffsetCommit", 0, 2, ANY, _TXN_OFFSET_COMMIT_REQUEST, _TXN_OFFSET_COMMIT_RESPONSE
 )
 
+_OFFSET_FOR_LEADER_EPOCH_REQUEST = (
+    F("replica_id", "int32", "3+", default=-2),
+    A(
+        "topics",
+        "0+",
+        [
+            F("topic", "string", "0+"),
+            A(
+                "partitions",
+                "0+",
+                [
+                    F("partition", "int32", "0+"),
+                    F("current_leader_epoch", "int32", "2+", default=-1),
+                    F("leader_epoch", "int32", "0+"),
+                ],
+            ),
+        ],
+    ),
+)
+_OFFSET_FOR_LEADER_EPOCH_RESPONSE = (
+    F("throttle_time_ms", "int32", "2+"),
+    A(
+        "topics",
+        "0+",
+        [
+            F("topic", "string", "0+"),
+            A(
+                "partitions",
+                "0+",
+                [
+                    F("error_code", "int16", "0+"),
+                    F("partition", "int32", "0+"),
+                    F("leader_epoch", "int32", "1+", default=-1),
+                    F("end_offset", "int64", "0+", default=-1),
+                ],
+            ),
+        ],
+    ),
+)
+OFFSET_FOR_LEADER_EPOCH = MessageSpec(
+    23, "OffsetForLeaderEpoch", 0, 4, 4, _OFFSET_FOR_LEADER_EPOCH_REQUEST, _OFFSET_FOR_LEADER_EPOCH_RESPONSE
+)
+
+_CREATE_PARTITIONS_REQUEST = (
+    A(
+        "topics",
+        "0+",
+        [
+            F("name", "string", "0+"),
+            F("count", "int32", "0+"),
+            A(
+                "assignments",
+                "0+",
+                [
+                    F("broker_ids", "[]int32", "0+"),
+                ],
+                nullable="0+",
+            ),
+        ],
+    ),
+    F("timeout_ms", "int32", "0+"),
+    F("validate_only", "bool", "0+"),
+)
+_CREATE_PARTITIONS_RESPONSE = (
+    F("throttle_time_ms", "int32", "0+"),
+    A(
+        "results",
+        "0+",
+        [
+            F("name", "string", "0+"),
+            F("error_code", "int16", "0+"),
+            F("error_message", "string", "0+", nullable="0+"),
+        ],
+    ),
+)
+CREATE_PARTITIONS = MessageSpec(
+    37, "CreatePartitions", 0, 3, 2, _CREATE_PARTITIONS_REQUEST, _CREATE_PARTITIONS_RESPONSE
+)
+
+_DELETE_RECORDS_REQUEST = (
+    A(
+        "topics",
+        "0+",
+        [
+            F("name", "string", "0+"),
+            A(
+                "partitions",
+                "0+",
+                [
+                    F("partition_index", "int32", "0+"),
+                    F("offset", "int64", "0+"),
+                ],
+            ),
+        ],
+    ),
+    F("timeout_ms", "int32", "0+"),
+)
+_DELETE_RECORDS_RESPONSE = (
+    F("throttle_time_ms", "int32", "0+"),
+    A(
+        "topics",
+        "0+",
+        [
+            F("name", "string", "0+"),
+            A(
+                "partitions",
+                "0+",
+                [
+                    F("partition_index", "int32", "0+"),
+                    F("low_watermark", "int64", "0+"),
+                    F("error_code", "int16", "0+"),
+                ],
+            ),
+        ],
+    ),
+)
+DELETE_RECORDS = MessageSpec(21, "DeleteRecords", 0, 2, 2, _DELETE_RECORDS_REQUEST, _DELETE_RECORDS_RESPONSE)
+
+_DESCRIBE_CONFIGS_REQUEST = (
+    A(
+        "resources",
+        "0+",
+        [
+            F("resource_type", "int8", "0+"),
+            F("resource_name", "string", "0+"),
+            F("configuration_keys", "[]string", "0+", nullable="0+"),
+        ],
+    ),
+    F("include_synonyms", "bool", "1+"),
+    F("include_documentation", "bool", "3+"),
+)
+_DESCRIBE_CONFIGS_RESPONSE = (
+    F("throttle_time_ms", "int32", "0+"),
+    A(
+        "results",
+        "0+",
+        [
+            F("error_code", "int16", "0+"),
+            F("error_message", "string", "0+", nullable="0+"),
+            F("resource_type", "int8", "0+"),
+            F("resource_name", "string", "0+"),
+            A(
+                "configs",
+                "0+",
+                [
+                    F("name", "string", "0+"),
+                    F("value", "string", "0+", nullable="0+"),
+                    F("read_only", "bool", "0+"),
+                    F("is_default", "bool", "0"),
+                    F("config_source", "int8", "1+", default=-1),
+                    F("is_sensitive", "bool", "0+"),
+                    A(
+                        "synonyms",
+                        "1+",
+                        [
+                            F("name", "string", "1+"),
+                            F("value", "string", "1+", nullable="0+"),
+                            F("source", "int8", "1+"),
+                        ],
+                    ),
+                    F("config_type", "int8", "3+"),
+                    F("documentation", "string", "3+", nullable="0+"),
+                ],
+            ),
+        ],
+    ),
+)
+DESCRIBE_CONFIGS = MessageSpec(
+    32, "DescribeConfigs", 0, 4, 4, _DESCRIBE_CONFIGS_REQUEST, _DESCRIBE_CONFIGS_RESPONSE
+)
+
+_ALTER_CONFIGS_REQUEST = (
+    A(
+        "resources",
+        "0+",
+        [
+            F("resource_type", "int8", "0+"),
+            F("resource_name", "string", "0+"),
+            A(
+                "configs",
+                "0+",
+                [
+                    F("name", "string", "0+"),
+                    F("value", "string", "0+", nullable="0+"),
+                ],
+            ),
+        ],
+    ),
+    F("validate_only", "bool", "0+"),
+)
+_ALTER_CONFIGS_RESPONSE = (
+    F("throttle_time_ms", "int32", "0+"),
+    A(
+        "responses",
+        "0+",
+        [
+            F("error_code", "int16", "0+"),
+            F("error_message", "string", "0+", nullable="0+"),
+            F("resource_type", "int8", "0+"),
+            F("resource_name", "string", "0+"),
+        ],
+    ),
+)
+ALTER_CONFIGS = MessageSpec(33, "AlterConfigs", 0, 2, 2, _ALTER_CONFIGS_REQUEST, _ALTER_CONFIGS_RESPONSE)
+
+_INCREMENTAL_ALTER_CONFIGS_REQUEST = (
+    A(
+        "resources",
+        "0+",
+        [
+            F("resource_type", "int8", "0+"),
+            F("resource_name", "string", "0+"),
+            A(
+                "configs",
+                "0+",
+                [
+                    F("name", "string", "0+"),
+                    F("config_operation", "int8", "0+"),
+                    F("value", "string", "0+", nullable="0+"),
+                ],
+            ),
+        ],
+    ),
+    F("validate_only", "bool", "0+"),
+)
+_INCREMENTAL_ALTER_CONFIGS_RESPONSE = (
+    F("throttle_time_ms", "int32", "0+"),
+    A(
+        "responses",
+        "0+",
+        [
+            F("error_code", "int16", "0+"),
+            F("error_message", "string", "0+", nullable="0+"),
+            F("resource_type", "int8", "0+"),
+            F("resource_name", "string", "0+"),
+        ],
+    ),
+)
+INCREMENTAL_ALTER_CONFIGS = MessageSpec(
+    44,
+    "IncrementalAlterConfigs",
+    0,
+    1,
+    1,
+    _INCREMENTAL_ALTER_CONFIGS_REQUEST,
+    _INCREMENTAL_ALTER_CONFIGS_RESPONSE,
+)
+
+_DESCRIBE_CLUSTER_REQUEST = (
+    F("include_cluster_authorized_operations", "bool", "0+"),
+    F("endpoint_type", "int8", "1+", default=1),
+)
+_DESCRIBE_CLUSTER_RESPONSE = (
+    F("throttle_time_ms", "int32", "0+"),
+    F("error_code", "int16", "0+"),
+    F("error_message", "string", "0+", nullable="0+"),
+    F("endpoint_type", "int8", "1+", default=1),
+    F("cluster_id", "string", "0+"),
+    F("controller_id", "int32", "0+", default=-1),
+    A(
+        "brokers",
+        "0+",
+        [
+            F("broker_id", "int32", "0+"),
+            F("host", "string", "0+"),
+            F("port", "int32", "0+"),
+            F("rack", "string", "0+", nullable="0+"),
+        ],
+    ),
+    F("cluster_authorized_operations", "int32", "0+", default=-2147483648),
+)
+DESCRIBE_CLUSTER = MessageSpec(
+    60, "DescribeCluster", 0, 1, 0, _DESCRIBE_CLUSTER_REQUEST, _DESCRIBE_CLUSTER_RESPONSE
+)
+
+_ELECT_LEADERS_REQUEST = (
+    F("election_type", "int8", "1+"),
+    A(
+        "topic_partitions",
+        "0+",
+        [
+            F("topic", "string", "0+"),
+            F("partitions", "[]int32", "0+"),
+        ],
+        nullable="0+",
+    ),
+    F("timeout_ms", "int32", "0+", default=60000),
+)
+_ELECT_LEADERS_RESPONSE = (
+    F("throttle_time_ms", "int32", "0+"),
+    F("error_code", "int16", "1+"),
+    A(
+        "replica_election_results",
+        "0+",
+        [
+            F("topic", "string", "0+"),
+            A(
+                "partition_result",
+                "0+",
+                [
+                    F("partition_id", "int32", "0+"),
+                    F("error_code", "int16", "0+"),
+                    F("error_message", "string", "0+", nullable="0+"),
+                ],
+            ),
+        ],
+    ),
+)
+ELECT_LEADERS = MessageSpec(43, "ElectLeaders", 0, 2, 2, _ELECT_LEADERS_REQUEST, _ELECT_LEADERS_RESPONSE)
+
+_ALTER_PARTITION_REASSIGNMENTS_REQUEST = (
+    F("timeout_ms", "int32", "0+", default=60000),
+    A(
+        "topics",
+        "0+",
+        [
+            F("name", "string", "0+"),
+            A(
+                "partitions",
+                "0+",
+                [
+                    F("partition_index", "int32", "0+"),
+                    F("replicas", "[]int32", "0+", nullable="0+"),
+                ],
+            ),
+        ],
+    ),
+)
+_ALTER_PARTITION_REASSIGNMENTS_RESPONSE = (
+    F("throttle_time_ms", "int32", "0+"),
+    F("error_code", "int16", "0+"),
+    F("error_message", "string", "0+", nullable="0+"),
+    A(
+        "responses",
+        "0+",
+        [
+            F("name", "string", "0+"),
+            A(
+                "partitions",
+                "0+",
+                [
+                    F("partition_index", "int32", "0+"),
+                    F("error_code", "int16", "0+"),
+                    F("error_message", "string", "0+", nullable="0+"),
+                ],
+            ),
+        ],
+    ),
+)
+ALTER_PARTITION_REASSIGNMENTS = MessageSpec(
+    45,
+    "AlterPartitionReassignments",
+    0,
+    0,
+    0,
+    _ALTER_PARTITION_REASSIGNMENTS_REQUEST,
+    _ALTER_PARTITION_REASSIGNMENTS_RESPONSE,
+)
+
+_LIST_PARTITION_REASSIGNMENTS_REQUEST = (
+    F("timeout_ms", "int32", "0+", default=60000),
+    A(
+        "topics",
+        "0+",
+        [
+            F("name", "string", "0+"),
+            F("partition_indexes", "[]int32", "0+"),
+        ],
+        nullable="0+",
+    ),
+)
+_LIST_PARTITION_REASSIGNMENTS_RESPONSE = (
+    F("throttle_time_ms", "int32", "0+"),
+    F("error_code", "int16", "0+"),
+    F("error_message", "string", "0+", nullable="0+"),
+    A(
+        "topics",
+        "0+",
+        [
+            F("name", "string", "0+"),
+            A(
+                "partitions",
+                "0+",
+                [
+                    F("partition_index", "int32", "0+"),
+                    F("replicas", "[]int32", "0+"),
+                    F("adding_replicas", "[]int32", "0+"),
+                    F("removing_replicas", "[]int32", "0+"),
+                ],
+            ),
+        ],
+    ),
+)
+LIST_PARTITION_REASSIGNMENTS = MessageSpec(
+    46,
+    "ListPartitionReassignments",
+    0,
+    0,
+    0,
+    _LIST_PARTITION_REASSIGNMENTS_REQUEST,
+    _LIST_PARTITION_REASSIGNMENTS_RESPONSE,
+)
+
+_DELETE_GROUPS_REQUEST = (F("groups_names", "[]string", "0+"),)
+_DELETE_GROUPS_RESPONSE = (
+    F("throttle_time_ms", "int32", "0+"),
+    A(
+        "results",
+        "0+",
+        [
+            F("group_id", "string", "0+"),
+            F("error_code", "int16", "0+"),
+        ],
+    ),
+)
+DELETE_GROUPS = MessageSpec(42, "DeleteGroups", 0, 2, 2, _DELETE_GROUPS_REQUEST, _DELETE_GROUPS_RESPONSE)
+
 
 SPECS: dict[int, MessageSpec] = {
     s.api_key: s
@@ -699,6 +1117,8 @@ SPECS: dict[int, MessageSpec] = {
         API_VERSIONS, METADATA, PRODUCE, FETCH, LIST_OFFSETS, FIND_COORDINATOR, JOIN_GROUP, SYNC_GROUP,
         HEARTBEAT, LEAVE_GROUP, OFFSET_COMMIT, OFFSET_FETCH, INIT_PRODUCER_ID, CREATE_TOPICS,
         LIST_GROUPS, DESCRIBE_GROUPS, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT,
+        OFFSET_FOR_LEADER_EPOCH, CREATE_PARTITIONS, ELECT_LEADERS, ALTER_PARTITION_REASSIGNMENTS,
+        LIST_PARTITION_REASSIGNMENTS, DESCRIBE_CLUSTER,
     )
 }  # fmt: skip
 
