@@ -163,6 +163,23 @@ class Cluster:
             )
         return {p: self.replicas(name, p) for p in range(count)}
 
+    def delete_records(
+        self, topic: str, offsets: Mapping[int, int], *, timeout_ms: int = 30_000
+    ) -> dict[int, Any]:
+        """Kafka's DeleteRecords: move each partition's log start offset to ``offsets[p]`` (-1: its high
+        watermark), sent to each partition's leader. Returns the per-partition answers (low watermark and
+        error code)."""
+        from kafkalite.protocol import DeleteRecordsPartition, DeleteRecordsRequest
+
+        out: dict[int, Any] = {}
+        for p, off in offsets.items():
+            tp = TopicPartition(topic, p)
+            req = DeleteRecordsRequest(
+                partitions=(DeleteRecordsPartition(tp=tp, offset=off),), timeout_ms=timeout_ms
+            )
+            out[p] = self.request(self.leader(topic, p), req, timeout_ms + 1000).partitions[0]
+        return out
+
     def request(self, broker: int | None, req: Any, timeout_ms: int = 30_000) -> Any:
         """Send ``req`` to ``broker`` from the admin client and run until the answer arrives."""
         if broker is None:

@@ -211,6 +211,12 @@ class InvalidRequestError(KafkaError):
     code, name = 42, "INVALID_REQUEST"
 
 
+class PolicyViolationError(KafkaError):
+    """A request breaks a rule of the topic, e.g. DeleteRecords on a compacted topic."""
+
+    code, name = 44, "POLICY_VIOLATION"
+
+
 class OutOfOrderSequenceNumberError(KafkaError):
     """An idempotent producer's batch skipped a sequence number."""
 

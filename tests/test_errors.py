@@ -48,6 +48,7 @@ EXPECTED: dict[int, tuple[str, bool]] = {
     40: ("INVALID_CONFIG", False),
     41: ("NOT_CONTROLLER", True),
     42: ("INVALID_REQUEST", False),
+    44: ("POLICY_VIOLATION", False),
     45: ("OUT_OF_ORDER_SEQUENCE_NUMBER", False),
     46: ("DUPLICATE_SEQUENCE_NUMBER", False),
     47: ("INVALID_PRODUCER_EPOCH", False),

@@ -378,6 +378,30 @@ def test_admin_cluster_partitions_elections_and_reassignments_over_the_wire():
         assert corr == 7 and answer["error_code"] == 0 and answer["leader_epoch"] == 0
         assert answer["end_offset"] == 0  # nothing written yet
 
+        # DeleteRecords: the log start moves on every replica, consumers start there, errors are Kafka's.
+        from confluent_kafka import Consumer, Producer
+
+        p = Producer({"bootstrap.servers": srv.bootstrap_servers, "acks": "all"})
+        for i in range(30):
+            p.produce("a", f"d{i}".encode(), partition=1)
+        assert p.flush(30) == 0
+        deleted = ca.delete_records([CTP("a", 1, 12)], operation_timeout=10)
+        assert next(iter(deleted.values())).result(10).low_watermark == 12
+        with pytest.raises(Exception, match="OFFSET_OUT_OF_RANGE"):
+            next(iter(ca.delete_records([CTP("a", 1, 31)]).values())).result(10)
+        c = Consumer(
+            {"bootstrap.servers": srv.bootstrap_servers, "group.id": "d", "auto.offset.reset": "earliest"}
+        )
+        c.assign([CTP("a", 1)])
+        first = None
+        deadline = time.time() + 20
+        while first is None and time.time() < deadline:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                first = (m.offset(), m.value())
+        c.close()
+        assert first == (12, b"d12")
+
         ka = KafkaAdminClient(bootstrap_servers=srv.bootstrap_servers)
         try:
             assert ka.describe_cluster()["controller_id"] == cluster.controller.id

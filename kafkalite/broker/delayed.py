@@ -1,5 +1,6 @@
-"""Kafka's purgatory operations: ``DelayedProduce`` (acks=all waits for the ISR) and ``DelayedFetch``
-(long polling until ``min_bytes`` are available or ``max_wait_ms`` passes).
+"""Kafka's purgatory operations: ``DelayedProduce`` (acks=all waits for the ISR), ``DelayedFetch``
+(long polling until ``min_bytes`` are available or ``max_wait_ms`` passes) and ``DelayedDeleteRecords``
+(until every live replica has moved its log start offset).
 
 Each operation is checked (``try_complete`` in the ReplicaManager) whenever something it waits for may have
 changed -- an append, a high-watermark move, an ISR or leadership change -- and completes at most once,
@@ -51,4 +52,17 @@ class DelayedFetch:
         return self.request.replica_id >= 0
 
 
-__all__ = ["DelayedFetch", "DelayedProduce", "ProducePartitionStatus"]
+@dataclass
+class DelayedDeleteRecords:
+    """A DeleteRecords waiting for the replicas: done per partition once its low watermark (the smallest
+    log start offset of the leader and its live followers) reached the requested offset."""
+
+    env: RequestEnvelope
+    src: Any
+    requested: dict[TopicPartition, int]  # partition -> new log start asked for (pending ones only)
+    answers: dict[TopicPartition, tuple[int, int]]  # partition -> (low watermark, error code)
+    timer_id: int | None = None
+    completed: bool = False
+
+
+__all__ = ["DelayedDeleteRecords", "DelayedFetch", "DelayedProduce", "ProducePartitionStatus"]

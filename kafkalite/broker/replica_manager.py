@@ -20,7 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from kafkalite.broker.config import BrokerConfig
-from kafkalite.broker.delayed import DelayedFetch, DelayedProduce, ProducePartitionStatus
+from kafkalite.broker.delayed import (
+    DelayedDeleteRecords,
+    DelayedFetch,
+    DelayedProduce,
+    ProducePartitionStatus,
+)
 from kafkalite.broker.fetcher import ReplicaFetcher
 from kafkalite.broker.log_manager import LogManager
 from kafkalite.broker.partition import Partition
@@ -33,6 +38,7 @@ from kafkalite.errors import (
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
+    PolicyViolationError,
     RequestTimedOutError,
     StaleControllerEpochError,
     UnknownLeaderEpochError,
@@ -48,6 +54,9 @@ from kafkalite.protocol import (
     AlterPartitionItem,
     AlterPartitionRequest,
     AlterPartitionResponse,
+    DeleteRecordsPartitionResponse,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
     EpochEndOffset,
     FetchPartitionResponse,
     FetchRequest,
@@ -178,6 +187,7 @@ class ReplicaManager:
         self._fetchers: dict[int, ReplicaFetcher] = {}
         self._delayed_produce: dict[TopicPartition, list[DelayedProduce]] = {}
         self._delayed_fetch: dict[TopicPartition, list[DelayedFetch]] = {}
+        self._delayed_delete: dict[TopicPartition, list[DelayedDeleteRecords]] = {}
         self._pending: dict[int, tuple[Any, Any, Any, int | None]] = {}  # cid -> (owner, dst, request, timer)
         self._timers: set[int] = set()
         self._next_cid = 0
@@ -637,9 +647,10 @@ class ReplicaManager:
             self._check_produce(op)
 
     def _fail_delayed(self, tp: TopicPartition) -> None:
-        """Leadership lost: waiting produces and fetches for ``tp`` are answered now."""
+        """Leadership lost: waiting produces, fetches and record deletions for ``tp`` are answered now."""
         self._try_complete_produces(tp)
         self._try_complete_fetches(tp, force=True)
+        self._try_complete_deletes(tp)
 
     def _on_hw_moved(self, p: Partition) -> None:
         self._try_complete_produces(p.tp)
@@ -747,6 +758,8 @@ class ReplicaManager:
         self, p: Partition, replica: int, fetch_offset: int, log_start: int, now: int
     ) -> None:
         p.update_follower_fetch_state(replica, fetch_offset, log_start, now)
+        if p.tp in self._delayed_delete:
+            self._try_complete_deletes(p.tp)
         if p.pending_isr is None and p.can_join_isr(replica):
             self._alter_isr(p, tuple(sorted(set(p.isr) | {replica})), "expand")
         if p.maybe_increment_hw():
@@ -861,6 +874,96 @@ class ReplicaManager:
             epoch, end = p.log.leader_epoch_cache.end_offset_for(ep.leader_epoch, p.log_end_offset)
             out.append(OffsetForLeaderEpochPartitionResponse(tp=ep.tp, leader_epoch=epoch, end_offset=end))
         self._send(src, env.reply(OffsetForLeaderEpochResponse(partitions=tuple(out))))
+
+    # ================================================================================== DeleteRecords
+    def handle_delete_records(self, env: RequestEnvelope, src: Any) -> None:
+        """Kafka's DeleteRecords: the leader moves its log start offset (-1: to the high watermark) and the
+        answer waits until every live replica has followed, or ``timeout_ms`` passed."""
+        req: DeleteRecordsRequest = env.request  # type: ignore[assignment]
+        answers: dict[TopicPartition, tuple[int, int]] = {}
+        requested: dict[TopicPartition, int] = {}
+        for dp in req.partitions:
+            p = self._partitions.get(dp.tp)
+            try:
+                if p is None:
+                    raise UnknownTopicOrPartitionError(f"{dp.tp} is not hosted on broker {self.broker_id}")
+                if not p.is_leader:
+                    raise NotLeaderOrFollowerError(f"broker {self.broker_id} is not the leader of {dp.tp}")
+                if p.log.config.compact and not p.log.config.delete:
+                    raise PolicyViolationError(f"records of compacted topic {dp.tp.topic} cannot be deleted")
+                target = p.high_watermark if dp.offset == -1 else dp.offset
+                if target < 0 or target > p.high_watermark:
+                    raise OffsetOutOfRangeError(
+                        f"{dp.tp}: offset {dp.offset} is outside [0, high watermark {p.high_watermark}]"
+                    )
+                p.log.delete_records(target)
+            except KafkaError as e:
+                answers[dp.tp] = (-1, e.code)
+                continue
+            self._event("records_deleted", tp=str(dp.tp), log_start_offset=p.log.log_start_offset)
+            requested[dp.tp] = target
+            self._try_complete_fetches(dp.tp)
+        op = DelayedDeleteRecords(env, src, requested, answers)
+        if self._check_delete(op) or req.timeout_ms <= 0:
+            self._complete_delete(op, timed_out=False)
+            return
+        op.timer_id = self._set_timer(req.timeout_ms, lambda _now: self._complete_delete(op, timed_out=True))
+        for tp in requested:
+            self._delayed_delete.setdefault(tp, []).append(op)
+
+    def _low_watermark(self, p: Partition) -> int:
+        """The smallest log start offset of the leader and its followers on live brokers."""
+        live = self.metadata_cache.live_brokers
+        low = p.log.log_start_offset
+        for r, st in p.remotes.items():
+            if st.log_start_offset >= 0 and (not live or r in live):
+                low = min(low, st.log_start_offset)
+        return low
+
+    def _check_delete(self, op: DelayedDeleteRecords) -> bool:
+        """Move the partitions whose replicas all followed into the answers; True when none is left."""
+        for tp, target in list(op.requested.items()):
+            p = self._partitions.get(tp)
+            if p is None or not p.is_leader:
+                op.answers[tp] = (-1, NotLeaderOrFollowerError.code)
+            else:
+                low = self._low_watermark(p)
+                if low < target:
+                    continue
+                op.answers[tp] = (low, NO_ERROR)
+            del op.requested[tp]
+        return not op.requested
+
+    def _try_complete_deletes(self, tp: TopicPartition) -> None:
+        for op in list(self._delayed_delete.get(tp, ())):
+            if self._check_delete(op):
+                self._complete_delete(op, timed_out=False)
+
+    def _complete_delete(self, op: DelayedDeleteRecords, *, timed_out: bool) -> None:
+        if op.completed:
+            return
+        op.completed = True
+        self._cancel_timer(op.timer_id)
+        if timed_out:
+            self._check_delete(op)
+        for tp in op.requested:
+            p = self._partitions.get(tp)
+            low = self._low_watermark(p) if p is not None and p.is_leader else -1
+            op.answers[tp] = (low, RequestTimedOutError.code)
+        for tp in op.answers:
+            ops = self._delayed_delete.get(tp)
+            if ops and op in ops:
+                ops.remove(op)
+                if not ops:
+                    del self._delayed_delete[tp]
+        req: DeleteRecordsRequest = op.env.request  # type: ignore[assignment]
+        parts = tuple(
+            DeleteRecordsPartitionResponse(
+                tp=dp.tp, low_watermark=op.answers[dp.tp][0], error_code=op.answers[dp.tp][1]
+            )
+            for dp in req.partitions
+        )
+        self._reply(op.src, op.env, DeleteRecordsResponse(partitions=parts))
 
     # ============================================================================= ISR changes (KIP-497)
     def _alter_isr(self, p: Partition, new_isr: tuple[int, ...], why: str) -> None:

@@ -726,6 +726,7 @@ _RM_HANDLERS = {
     "ListOffsetsRequest": "handle_list_offsets",
     "OffsetForLeaderEpochRequest": "handle_offset_for_leader_epoch",
     "WriteTxnMarkersRequest": "handle_write_txn_markers",
+    "DeleteRecordsRequest": "handle_delete_records",
 }
 _RM_HOT = {ProduceRequest: "handle_produce", FetchRequest: "handle_fetch"}  # by exact class
 _GROUP_REQUESTS = GROUP_APIS + (DescribeGroupsRequest, ListGroupsRequest, TxnOffsetCommitRequest)

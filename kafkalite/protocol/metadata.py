@@ -167,6 +167,7 @@ class DescribeClusterRequest(Request):
 
     api_key = ApiKey.DESCRIBE_CLUSTER
     response_type = DescribeClusterResponse
+    include_cluster_authorized_operations: bool = False
 
 
 # ---------------------------------------------------------------------------------------- DeleteTopics

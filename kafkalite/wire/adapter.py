@@ -279,7 +279,20 @@ REQUESTS: dict[int, Callable[[dict, int], Any]] = {
     46: lambda b, v: P.ListPartitionReassignmentsRequest(
         timeout_ms=b["timeout_ms"], partitions=_topic_partitions(b["topics"], "name", "partition_indexes")
     ),
-    60: lambda b, v: P.DescribeClusterRequest(),
+    60: lambda b, v: P.DescribeClusterRequest(
+        include_cluster_authorized_operations=b["include_cluster_authorized_operations"]
+    ),
+    21: lambda b, v: P.DeleteRecordsRequest(
+        partitions=_flat(
+            b,
+            "topics",
+            "name",
+            "partitions",
+            "partition_index",
+            lambda tp, p: P.DeleteRecordsPartition(tp=tp, offset=p["offset"]),
+        ),
+        timeout_ms=b["timeout_ms"],
+    ),  # fmt: skip
     22: lambda b, v: P.InitProducerIdRequest(
         transactional_id=b["transactional_id"], transaction_timeout_ms=b["transaction_timeout_ms"]
     ),
@@ -532,6 +545,18 @@ RESPONSES: dict[type, Callable[[Any], dict]] = {
                 "removing_replicas": list(e.removing_replicas),
             },
         ),  # fmt: skip
+    },
+    P.DeleteRecordsResponse: lambda r: {
+        "topics": _by_topic(
+            r.partitions,
+            "name",
+            "partitions",
+            lambda p: {
+                "partition_index": p.tp.partition,
+                "low_watermark": p.low_watermark,
+                "error_code": p.error_code,
+            },
+        )  # fmt: skip
     },
     P.DescribeClusterResponse: lambda r: {
         "error_code": r.error_code,
