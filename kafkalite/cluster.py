@@ -180,6 +180,49 @@ class Cluster:
             out[p] = self.request(self.leader(topic, p), req, timeout_ms + 1000).partitions[0]
         return out
 
+    def describe_configs(self, topic: str, *, synonyms: bool = False) -> dict[str, Any]:
+        """Kafka's DescribeConfigs for one topic: key -> ``DescribedConfig`` (value, source, synonyms)."""
+        from kafkalite.protocol import ConfigResourceType, DescribeConfigsRequest, DescribeConfigsResource
+
+        res = DescribeConfigsResource(resource_type=ConfigResourceType.TOPIC, resource_name=topic)
+        req = DescribeConfigsRequest(resources=(res,), include_synonyms=synonyms)
+        result = self.request(self._any_live_broker(), req).results[0]
+        if result.error_code:
+            raise (error_for_code(result.error_code) or KafkaError)(result.error_message or "")
+        return {c.name: c for c in result.configs}
+
+    def alter_configs(
+        self,
+        topic: str,
+        set: Mapping[str, Any] | None = None,  # noqa: A002 - Kafka's operation name
+        delete: Iterable[str] = (),
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        """Kafka's IncrementalAlterConfigs on one topic (SET and DELETE), then run until every broker has
+        handled the change notification. Raises the Kafka error (e.g. INVALID_CONFIG)."""
+        from kafkalite.protocol import (
+            AlterableConfig,
+            AlterConfigOp,
+            AlterConfigsResource,
+            ConfigResourceType,
+            IncrementalAlterConfigsRequest,
+        )
+
+        ops = [
+            AlterableConfig(name=k, value=str(v).lower() if isinstance(v, bool) else str(v))
+            for k, v in (set or {}).items()
+        ]
+        ops += [AlterableConfig(name=k, value=None, op=AlterConfigOp.DELETE) for k in delete]
+        res = AlterConfigsResource(
+            resource_type=ConfigResourceType.TOPIC, resource_name=topic, configs=tuple(ops)
+        )
+        req = IncrementalAlterConfigsRequest(resources=(res,), validate_only=validate_only)
+        result = self.request(self._any_live_broker(), req).results[0]
+        if result.error_code:
+            raise (error_for_code(result.error_code) or KafkaError)(result.error_message or "")
+        self.run_for(10)  # the /config/changes watches fire on every broker
+
     def request(self, broker: int | None, req: Any, timeout_ms: int = 30_000) -> Any:
         """Send ``req`` to ``broker`` from the admin client and run until the answer arrives."""
         if broker is None:

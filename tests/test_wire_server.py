@@ -430,3 +430,62 @@ def test_admin_cluster_partitions_elections_and_reassignments_over_the_wire():
             assert ka.list_partition_reassignments() == {}
         finally:
             ka.close()
+
+
+def test_admin_describes_and_alters_topic_configs_with_both_clients(one_broker):
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+    from kafka.admin import ConfigResource as KConfigResource
+    from kafka.admin import ConfigResourceType as KType
+    from kafka.admin import KafkaAdminClient
+
+    one_broker.create_topic("cfg", 1, 1, **{"retention.ms": 3600000})
+    ca = AdminClient({"bootstrap.servers": one_broker.bootstrap_servers})
+    res = ConfigResource("TOPIC", "cfg")
+    described = next(iter(ca.describe_configs([res]).values())).result(10)
+    assert described["retention.ms"].value == "3600000" and not described["retention.ms"].is_default
+    assert described["cleanup.policy"].value == "delete" and described["cleanup.policy"].is_default
+
+    change = ConfigResource(
+        "TOPIC", "cfg",
+        incremental_configs=[
+            ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND),
+            ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE),
+        ],
+    )  # fmt: skip
+    assert next(iter(ca.incremental_alter_configs([change]).values())).result(10) is None
+    bad = ConfigResource(
+        "TOPIC",
+        "cfg",
+        incremental_configs=[
+            ConfigEntry("segment.bytes", "big", incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
+    with pytest.raises(Exception, match="INVALID_CONFIG"):
+        next(iter(ca.incremental_alter_configs([bad]).values())).result(10)
+
+    log = one_broker.server.cluster.replica(1, "cfg", 0).log
+    assert set(log.config.cleanup_policy.split(",")) == {"delete", "compact"}
+    assert log.config.retention_ms == 604800000  # the override was deleted: back to the default
+
+    ka = KafkaAdminClient(bootstrap_servers=one_broker.bootstrap_servers)
+    try:
+        legacy = [KConfigResource(KType.TOPIC, "cfg", {"retention.ms": "1000"})]
+        assert ka.alter_configs(legacy, incremental=False) == {"topic": {"cfg": "OK"}}
+        got = ka.describe_configs([KConfigResource(KType.TOPIC, "cfg", None)], config_filter="all")["topic"][
+            "cfg"
+        ]
+        broker = ka.describe_configs(
+            [KConfigResource(KType.BROKER, "1", ["log.retention.ms"])], config_filter="all"
+        )
+    finally:
+        ka.close()
+    # kafka-python's legacy AlterConfigs resends the other overrides, as AlterConfigs replaces the whole set.
+    assert (got["retention.ms"]["value"], got["retention.ms"]["config_source"]) == (
+        "1000",
+        "DYNAMIC_TOPIC_CONFIG",
+    )
+    assert got["cleanup.policy"]["value"] == "delete,compact"
+    assert got["segment.bytes"]["config_source"] == "DEFAULT_CONFIG"
+    assert got["retention.ms"]["config_type"] == "LONG"
+    assert broker["broker"]["1"]["log.retention.ms"]["read_only"] is True
+    assert log.config.retention_ms == 1000 and log.config.compact

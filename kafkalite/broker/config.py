@@ -4,8 +4,8 @@ read, under Kafka's names and with Kafka's defaults.
 ``BrokerConfig.from_props`` parses strings as a ``.properties`` file would give them. Keys kafkalite does not
 model are kept in ``extra`` (Kafka warns about unknown keys rather than failing). Topic-level overrides
 (``min.insync.replicas``, ``unclean.leader.election.enable`` and every ``LogConfig`` key) are merged by
-``topic_config``; broker-level log defaults may be given with Kafka's ``log.`` prefix
-(``log.segment.bytes``) or as the topic key itself.
+``topic_config``; broker-level log defaults may be given under Kafka's broker name (``log.roll.ms``,
+``message.max.bytes``, see ``TOPIC_KEY_SYNONYMS``), with a ``log.`` prefix, or as the topic key itself.
 
 ``broker.rack`` (default null) names the broker's rack; the broker writes it into its ``/brokers/ids``
 registration, and the controller places replicas rack-aware when every live broker has one (it refuses
@@ -91,6 +91,28 @@ _SPECS: dict[str, tuple[str, str, Any, int | None]] = {
 _FIELD_TO_KEY = {f: k for k, (f, *_rest) in _SPECS.items()}
 _TOPIC_KEYS = {"min.insync.replicas", "unclean.leader.election.enable"}
 
+#: Topic key -> the broker key that sets its default, as Kafka names it (``server.properties``).
+TOPIC_KEY_SYNONYMS: dict[str, str] = {
+    "segment.bytes": "log.segment.bytes",
+    "segment.ms": "log.roll.ms",
+    "segment.index.bytes": "log.index.size.max.bytes",
+    "index.interval.bytes": "log.index.interval.bytes",
+    "flush.messages": "log.flush.interval.messages",
+    "flush.ms": "log.flush.interval.ms",
+    "retention.ms": "log.retention.ms",
+    "retention.bytes": "log.retention.bytes",
+    "cleanup.policy": "log.cleanup.policy",
+    "delete.retention.ms": "log.cleaner.delete.retention.ms",
+    "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
+    "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
+    "max.message.bytes": "message.max.bytes",
+    "message.timestamp.type": "log.message.timestamp.type",
+    "file.delete.delay.ms": "log.segment.delete.delay.ms",
+    "min.insync.replicas": "min.insync.replicas",
+    "unclean.leader.election.enable": "unclean.leader.election.enable",
+}
+_LOG_KEY_FOR_BROKER_KEY = {b: t for t, b in TOPIC_KEY_SYNONYMS.items() if t not in _TOPIC_KEYS}
+
 
 def _parse(key: str, kind: str, value: Any, minimum: int | None) -> Any:
     if kind == "str":
@@ -171,6 +193,8 @@ class BrokerConfig:
                 kwargs[fname] = _parse(key, kind, value, minimum)
             elif key in log_keys:
                 log_props[key] = value
+            elif key in _LOG_KEY_FOR_BROKER_KEY:
+                log_props[_LOG_KEY_FOR_BROKER_KEY[key]] = value
             elif key.startswith("log.") and key[4:] in log_keys:
                 log_props[key[4:]] = value
             else:
@@ -230,4 +254,4 @@ class TopicReplicationConfig:
     log: LogConfig
 
 
-__all__ = ["BrokerConfig", "TopicReplicationConfig"]
+__all__ = ["TOPIC_KEY_SYNONYMS", "BrokerConfig", "TopicReplicationConfig"]

@@ -590,6 +590,22 @@ class Controller:
 
     # ---------------------------------------------------------------------- partition state machine
 
+    def on_topic_config_change(self, topic: str, config: dict[str, str]) -> None:
+        """New overrides for ``topic``: kept for elections; enabling unclean election elects the topic's
+        leaderless partitions at once, as Kafka's controller does."""
+        ctx = self.ctx
+        if ctx is None or topic not in ctx.topics:
+            return
+        ctx.topic_configs[topic] = dict(config)
+        if self._unclean_allowed(topic):
+
+            def elect() -> None:
+                batch = _Batch()
+                self._elect_offline(batch, reason="unclean_election_enabled")
+                self._send_batch(batch)
+
+            self._guard("topic_config_change", elect)
+
     def _unclean_allowed(self, topic: str) -> bool:
         assert self.ctx is not None
         override = self.ctx.topic_configs.get(topic, {}).get("unclean.leader.election.enable")

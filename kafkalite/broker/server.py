@@ -23,6 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from kafkalite.broker.admin_manager import CONFIG_CHANGE_PREFIX, AdminManager, decode_config_change
 from kafkalite.broker.controller import STALE_BROKER_EPOCH, Controller, decode_topic_config
 from kafkalite.broker.group.coordinator import GroupCoordinator
 from kafkalite.broker.group.manager import OFFSETS_TOPIC, GroupMetadataManager, offsets_topic
@@ -50,6 +51,7 @@ from kafkalite.protocol import (
     NO_LEADER,
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
+    AlterConfigsRequest,
     AlterPartitionReassignmentsRequest,
     AlterPartitionRequest,
     BrokerEndpoint,
@@ -59,6 +61,7 @@ from kafkalite.protocol import (
     CreateTopicsRequest,
     DescribeClusterRequest,
     DescribeClusterResponse,
+    DescribeConfigsRequest,
     DescribedGroup,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
@@ -69,6 +72,7 @@ from kafkalite.protocol import (
     FindCoordinatorResponse,
     HeartbeatRequest,
     HeartbeatResponse,
+    IncrementalAlterConfigsRequest,
     InitProducerIdRequest,
     InitProducerIdResponse,
     JoinGroupRequest,
@@ -252,6 +256,7 @@ class KafkaBroker(BaseNode):
         self.cache = MetadataCache()
         self.controller_epoch_seen = -1
         self._configured_topics: set[str] = set()
+        self._config_change_seq: int | None = None  # the last /config/changes notification handled
         self.producer_ids = None
         self.rm = self._rm_factory(
             broker_id=self.broker_id,
@@ -285,6 +290,7 @@ class KafkaBroker(BaseNode):
             now_ms=self.now_ms,
             rng=net.node_rng(self.node_id),
         )
+        self.admin = AdminManager(self.broker_id, self.config, lambda: self.zk)
         self.log("broker_starting", broker=self.broker_id)
         self._register()
 
@@ -350,6 +356,7 @@ class KafkaBroker(BaseNode):
             self.broker_epoch = stat.czxid
             self.registered = True
             self.log("broker_registered", broker=self.broker_id, broker_epoch=self.broker_epoch)
+            self._config_changes()
         except NodeExists:
             # The previous incarnation's session has not expired yet: wait for its ephemeral to go.
             self.log("broker_registration_retry", broker=self.broker_id, reason="NodeExists")
@@ -456,6 +463,12 @@ class KafkaBroker(BaseNode):
             self.send(src, msg.reply(self.cache.metadata(req)))
         elif isinstance(req, DescribeClusterRequest):
             self.send(src, msg.reply(self.cache.describe_cluster()))
+        elif isinstance(req, DescribeConfigsRequest):
+            self.send(src, msg.reply(self.admin.describe_configs(req)))
+        elif isinstance(req, AlterConfigsRequest):
+            self.send(src, msg.reply(self.admin.alter_configs(req)))
+        elif isinstance(req, IncrementalAlterConfigsRequest):
+            self.send(src, msg.reply(self.admin.incremental_alter_configs(req)))
         elif isinstance(req, FindCoordinatorRequest):
             self.send(src, msg.reply(self._find_coordinator(req)))
         elif isinstance(req, InitProducerIdRequest) and req.transactional_id is None:
@@ -673,6 +686,47 @@ class KafkaBroker(BaseNode):
                 config = decode_topic_config(data)
             setter(topic, config)
             self._configured_topics.add(topic)
+
+    def _config_changes(self, _event: Any = None) -> None:
+        """Kafka's config change notifications: re-read the overrides of every topic a
+        ``/config/changes`` entry names (newer than the last one handled), and re-arm the watch."""
+        zk = self.zk
+        if zk is None or self.rm is None:
+            return
+        try:
+            children = zk.get_children(paths.CONFIG_CHANGES, watch=self._config_changes)
+            entries = sorted(
+                (int(c[len(CONFIG_CHANGE_PREFIX) :]), c)
+                for c in children
+                if c.startswith(CONFIG_CHANGE_PREFIX)
+            )
+            if self._config_change_seq is None:  # startup: overrides are read when topics are first seen
+                self._config_change_seq = entries[-1][0] if entries else -1
+                return
+            for seq, name in entries:
+                if seq <= self._config_change_seq:
+                    continue
+                data, _ = zk.get(f"{paths.CONFIG_CHANGES}/{name}")
+                entity = decode_config_change(data)
+                if entity.startswith("topics/"):
+                    self._reload_topic_config(entity[len("topics/") :])
+                self._config_change_seq = seq
+        except (ConnectionLossError, SessionExpired, NoNode) as exc:
+            self.log("config_change_retry", error=type(exc).__name__)
+            self.set_timer(REGISTRATION_RETRY_MS, lambda _now: self._config_changes())
+
+    def _reload_topic_config(self, topic: str) -> None:
+        assert self.zk is not None
+        try:
+            data, _ = self.zk.get(f"{paths.CONFIG_TOPICS}/{topic}")
+            config = decode_topic_config(data)
+        except NoNode:
+            config = {}
+        self.log("topic_config_changed", topic=topic, config=config)
+        if topic in self._configured_topics:
+            self.rm.set_topic_config(topic, config)
+        if self.controller is not None and self.controller.is_active:
+            self.controller.on_topic_config_change(topic, config)
 
     def __repr__(self) -> str:
         return f"KafkaBroker({self.broker_id}, controller={self.is_controller})"

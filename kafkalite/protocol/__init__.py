@@ -5,7 +5,7 @@ Plain frozen dataclasses named after Kafka's APIs, carrying Kafka's error codes 
 * ``api``: ``ApiKey``, ``TopicPartition``, sentinels (``NO_LEADER``, ``EARLIEST_TIMESTAMP``, ...), the
   ``Request``/``Response`` bases and ``PartitionError``;
 * ``produce``, ``fetch`` (Fetch, ListOffsets, OffsetForLeaderEpoch), ``metadata`` (Metadata, CreateTopics,
-  DeleteTopics, DeleteRecords), ``controller`` (LeaderAndIsr, StopReplica, UpdateMetadata,
+  DeleteTopics, DeleteRecords), ``configs`` (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs), ``controller`` (LeaderAndIsr, StopReplica, UpdateMetadata,
   ControlledShutdown, ElectLeaders, AlterPartitionReassignments), ``group`` (FindCoordinator, JoinGroup,
   SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, DescribeGroups, ListGroups), ``txn``
   (InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn, WriteTxnMarkers).
@@ -40,6 +40,25 @@ from kafkalite.protocol.api import (
     Response,
     TopicPartition,
     message,
+)
+from kafkalite.protocol.configs import (
+    AlterableConfig,
+    AlterConfigOp,
+    AlterConfigsRequest,
+    AlterConfigsResource,
+    AlterConfigsResponse,
+    AlterConfigsResult,
+    ConfigResourceType,
+    ConfigSource,
+    ConfigSynonym,
+    ConfigType,
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+    DescribeConfigsResponse,
+    DescribeConfigsResult,
+    DescribedConfig,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
 )
 from kafkalite.protocol.controller import (
     AlterPartitionItem,
@@ -184,6 +203,9 @@ REQUESTS: tuple[type[Request], ...] = (
     AlterPartitionReassignmentsRequest,
     ListPartitionReassignmentsRequest,
     DescribeClusterRequest,
+    DescribeConfigsRequest,
+    AlterConfigsRequest,
+    IncrementalAlterConfigsRequest,
     FindCoordinatorRequest,
     JoinGroupRequest,
     SyncGroupRequest,
@@ -204,6 +226,23 @@ REQUEST_TYPES: dict[ApiKey, type[Request]] = {cls.api_key: cls for cls in REQUES
 RESPONSE_TYPES: dict[ApiKey, type[Response]] = {cls.api_key: cls.response_type for cls in REQUESTS}
 
 __all__ = [
+    "IncrementalAlterConfigsResponse",
+    "IncrementalAlterConfigsRequest",
+    "DescribedConfig",
+    "DescribeConfigsResult",
+    "DescribeConfigsResponse",
+    "DescribeConfigsResource",
+    "DescribeConfigsRequest",
+    "ConfigType",
+    "ConfigSynonym",
+    "ConfigSource",
+    "ConfigResourceType",
+    "AlterableConfig",
+    "AlterConfigsResult",
+    "AlterConfigsResponse",
+    "AlterConfigsResource",
+    "AlterConfigsRequest",
+    "AlterConfigOp",
     "DescribeClusterResponse",
     "DescribeClusterRequest",
     "OngoingReassignment",

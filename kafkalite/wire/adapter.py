@@ -248,6 +248,84 @@ def _alter_reassignments(b: dict, v: int) -> P.AlterPartitionReassignmentsReques
     return P.AlterPartitionReassignmentsRequest(timeout_ms=b["timeout_ms"], reassignments=moves)
 
 
+def _describe_configs(b: dict, v: int) -> P.DescribeConfigsRequest:
+    resources = tuple(
+        P.DescribeConfigsResource(
+            resource_type=r["resource_type"],
+            resource_name=r["resource_name"],
+            configuration_keys=None if r["configuration_keys"] is None else tuple(r["configuration_keys"]),
+        )
+        for r in b["resources"]
+    )
+    return P.DescribeConfigsRequest(
+        resources=resources,
+        include_synonyms=b["include_synonyms"],
+        include_documentation=b["include_documentation"],
+    )
+
+
+def _alter_resources(b: dict, incremental: bool) -> tuple:
+    return tuple(
+        P.AlterConfigsResource(
+            resource_type=r["resource_type"],
+            resource_name=r["resource_name"],
+            configs=tuple(
+                P.AlterableConfig(
+                    name=c["name"],
+                    value=c["value"],
+                    op=c["config_operation"] if incremental else P.AlterConfigOp.SET,
+                )
+                for c in r["configs"]
+            ),
+        )
+        for r in b["resources"]
+    )
+
+
+def _describe_configs_body(r: P.DescribeConfigsResponse) -> dict:
+    return {
+        "results": [
+            {
+                "error_code": res.error_code,
+                "error_message": res.error_message,
+                "resource_type": res.resource_type,
+                "resource_name": res.resource_name,
+                "configs": [
+                    {
+                        "name": c.name,
+                        "value": c.value,
+                        "read_only": c.read_only,
+                        "is_default": c.config_source == P.ConfigSource.DEFAULT_CONFIG,
+                        "config_source": c.config_source,
+                        "is_sensitive": c.is_sensitive,
+                        "synonyms": [
+                            {"name": s.name, "value": s.value, "source": s.source} for s in c.synonyms
+                        ],
+                        "config_type": c.config_type,
+                        "documentation": c.documentation,
+                    }
+                    for c in res.configs
+                ],
+            }
+            for res in r.results
+        ]
+    }
+
+
+def _alter_configs_body(r: Any) -> dict:
+    return {
+        "responses": [
+            {
+                "error_code": x.error_code,
+                "error_message": x.error_message,
+                "resource_type": x.resource_type,
+                "resource_name": x.resource_name,
+            }
+            for x in r.results
+        ]
+    }
+
+
 def _txn_ids(b: dict) -> dict:
     return {k: b[k] for k in ("transactional_id", "producer_id", "producer_epoch")}
 
@@ -278,6 +356,13 @@ REQUESTS: dict[int, Callable[[dict, int], Any]] = {
     45: _alter_reassignments,
     46: lambda b, v: P.ListPartitionReassignmentsRequest(
         timeout_ms=b["timeout_ms"], partitions=_topic_partitions(b["topics"], "name", "partition_indexes")
+    ),
+    32: _describe_configs,
+    33: lambda b, v: P.AlterConfigsRequest(
+        resources=_alter_resources(b, False), validate_only=b["validate_only"]
+    ),
+    44: lambda b, v: P.IncrementalAlterConfigsRequest(
+        resources=_alter_resources(b, True), validate_only=b["validate_only"]
     ),
     60: lambda b, v: P.DescribeClusterRequest(
         include_cluster_authorized_operations=b["include_cluster_authorized_operations"]
@@ -558,6 +643,9 @@ RESPONSES: dict[type, Callable[[Any], dict]] = {
             },
         )  # fmt: skip
     },
+    P.DescribeConfigsResponse: _describe_configs_body,
+    P.AlterConfigsResponse: _alter_configs_body,
+    P.IncrementalAlterConfigsResponse: _alter_configs_body,
     P.DescribeClusterResponse: lambda r: {
         "error_code": r.error_code,
         "cluster_id": r.cluster_id,
