@@ -454,8 +454,10 @@ class Cluster:
                     raise
                 continue
             code = getattr(resp, "error_code", 0)
-            if hasattr(resp, "groups") and resp.groups and hasattr(resp.groups[0], "error_code"):
-                code = resp.groups[0].error_code
+            for many in ("groups", "results"):  # DescribeGroups, DeleteGroups: one entry per group
+                entries = getattr(resp, many, None)
+                if entries and hasattr(entries[0], "error_code"):
+                    code = entries[0].error_code
             if code not in retriable or self.net.now_ms() >= deadline:
                 return resp
             self.run_for(100)
@@ -476,6 +478,15 @@ class Cluster:
 
         resp = self._group_request(group_id, DescribeGroupsRequest(groups=(group_id,)))
         return resp.groups[0]
+
+    def delete_group(self, group_id: str) -> None:
+        """DeleteGroups at the coordinator: the Empty group and its offsets go; raises Kafka's error
+        (NON_EMPTY_GROUP while it has members, GROUP_ID_NOT_FOUND for an unknown group)."""
+        from kafkalite.protocol.group import DeleteGroupsRequest
+
+        code = self._group_request(group_id, DeleteGroupsRequest(groups=(group_id,))).results[0].error_code
+        if code:
+            raise (error_for_code(code) or KafkaError)(f"DeleteGroups for group {group_id!r}")
 
     def list_groups(self, states: Iterable[str] = ()) -> list[Any]:
         """ListGroups from every live broker (each lists the groups it coordinates), sorted by group id."""

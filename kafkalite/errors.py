@@ -293,6 +293,12 @@ class ReassignmentInProgressError(KafkaError):
     code, name = 60, "REASSIGNMENT_IN_PROGRESS"
 
 
+class NonEmptyGroupError(KafkaError):
+    """DeleteGroups on a group that still has members."""
+
+    code, name = 68, "NON_EMPTY_GROUP"
+
+
 class GroupIdNotFoundError(KafkaError):
     code, name = 69, "GROUP_ID_NOT_FOUND"
 

@@ -183,3 +183,32 @@ def test_pattern_subscription_leaves_out_internal_topics_only(cluster: Cluster) 
     c.subscribe(pattern=r".*")
     poll_all([c], 20)
     assert c.subscription() == {"__audit", "orders"}
+
+
+def test_delete_groups_removes_an_empty_group_and_its_offsets_for_good(cluster: Cluster) -> None:
+    from kafkalite.errors import GroupIdNotFoundError, InvalidGroupIdError, NonEmptyGroupError
+    from kafkalite.protocol import DeleteGroupsRequest
+
+    cluster.create_topic("t", partitions=2, replication_factor=3)
+    produce(cluster, "t", 10, 2)
+    c = consumer(cluster, "c0")
+    c.subscribe(["t"])
+    assert sum(len(v) for v in poll_all([c], 30).values()) == 10
+    c.commit_sync()
+    with pytest.raises(NonEmptyGroupError):
+        cluster.delete_group("g")  # a member is still in it
+    c.close()
+    assert cluster.run_until(lambda: cluster.describe_group("g").group_state == "Empty", 10_000)
+    assert cluster.group_offsets("g") == {TopicPartition("t", 0): 5, TopicPartition("t", 1): 5}
+    cluster.delete_group("g")
+    assert cluster.group_offsets("g") == {}
+    assert cluster.describe_group("g").group_state == "Dead"
+    with pytest.raises(GroupIdNotFoundError):
+        cluster.delete_group("g")
+    resp = cluster.request(cluster.coordinator("g"), DeleteGroupsRequest(groups=("",)))
+    assert resp.results[0].error_code == InvalidGroupIdError.code
+    # The tombstones are in __consumer_offsets: a new coordinator loads nothing for the group.
+    cluster.crash(cluster.coordinator("g"))
+    cluster.run_for(10_000)
+    assert cluster.group_offsets("g") == {}
+    assert "g" not in {g.group_id for g in cluster.list_groups()}

@@ -63,6 +63,7 @@ EXPECTED: dict[int, tuple[str, bool]] = {
     58: ("SASL_AUTHENTICATION_FAILED", False),
     59: ("UNKNOWN_PRODUCER_ID", False),
     60: ("REASSIGNMENT_IN_PROGRESS", False),
+    68: ("NON_EMPTY_GROUP", False),
     69: ("GROUP_ID_NOT_FOUND", False),
     74: ("FENCED_LEADER_EPOCH", True),
     75: ("UNKNOWN_LEADER_EPOCH", True),

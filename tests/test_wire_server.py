@@ -489,3 +489,24 @@ def test_admin_describes_and_alters_topic_configs_with_both_clients(one_broker):
     assert got["retention.ms"]["config_type"] == "LONG"
     assert broker["broker"]["1"]["log.retention.ms"]["read_only"] is True
     assert log.config.retention_ms == 1000 and log.config.compact
+
+
+def test_admin_deletes_an_empty_consumer_group(one_broker):
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    c = Consumer(
+        {"bootstrap.servers": one_broker.bootstrap_servers, "group.id": "dg", "auto.offset.reset": "earliest"}
+    )
+    c.subscribe(["t"])
+    deadline = time.time() + 20
+    while time.time() < deadline and not c.assignment():
+        c.poll(0.2)
+    c.commit(offsets=[TopicPartition("t", 0, 0)], asynchronous=False)
+    c.close()
+    ca = AdminClient({"bootstrap.servers": one_broker.bootstrap_servers})
+    assert next(iter(ca.delete_consumer_groups(["dg"]).values())).result(10) is None
+    with pytest.raises(Exception, match="GROUP_ID_NOT_FOUND"):
+        next(iter(ca.delete_consumer_groups(["dg"]).values())).result(10)
+    listed = ca.list_consumer_groups().result(10)
+    assert "dg" not in {g.group_id for g in listed.valid}

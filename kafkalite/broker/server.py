@@ -59,6 +59,9 @@ from kafkalite.protocol import (
     CreatableTopic,
     CreatePartitionsRequest,
     CreateTopicsRequest,
+    DeletableGroupResult,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
     DescribeClusterRequest,
     DescribeClusterResponse,
     DescribeConfigsRequest,
@@ -463,6 +466,10 @@ class KafkaBroker(BaseNode):
             self.send(src, msg.reply(self.cache.metadata(req)))
         elif isinstance(req, DescribeClusterRequest):
             self.send(src, msg.reply(self.cache.describe_cluster()))
+        elif isinstance(req, DeleteGroupsRequest):
+            codes = self.group_manager.delete_groups(req.groups) if self.group_manager is not None else {}
+            results = tuple(DeletableGroupResult(group_id=g, error_code=codes.get(g, 0)) for g in req.groups)
+            self.send(src, msg.reply(DeleteGroupsResponse(results=results)))
         elif isinstance(req, DescribeConfigsRequest):
             self.send(src, msg.reply(self.admin.describe_configs(req)))
         elif isinstance(req, AlterConfigsRequest):

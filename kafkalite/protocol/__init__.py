@@ -105,6 +105,9 @@ from kafkalite.protocol.fetch import (
     OffsetForLeaderEpochResponse,
 )
 from kafkalite.protocol.group import (
+    DeletableGroupResult,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
     DescribedGroup,
     DescribedGroupMember,
     DescribeGroupsRequest,
@@ -215,6 +218,7 @@ REQUESTS: tuple[type[Request], ...] = (
     OffsetFetchRequest,
     DescribeGroupsRequest,
     ListGroupsRequest,
+    DeleteGroupsRequest,
     InitProducerIdRequest,
     AddPartitionsToTxnRequest,
     AddOffsetsToTxnRequest,
@@ -226,6 +230,9 @@ REQUEST_TYPES: dict[ApiKey, type[Request]] = {cls.api_key: cls for cls in REQUES
 RESPONSE_TYPES: dict[ApiKey, type[Response]] = {cls.api_key: cls.response_type for cls in REQUESTS}
 
 __all__ = [
+    "DeleteGroupsResponse",
+    "DeleteGroupsRequest",
+    "DeletableGroupResult",
     "IncrementalAlterConfigsResponse",
     "IncrementalAlterConfigsRequest",
     "DescribedConfig",

@@ -303,3 +303,27 @@ class ListGroupsRequest(Request):
     response_type = ListGroupsResponse
     states_filter: tuple[str, ...] = ()
     """Empty: groups in any state."""
+
+
+# ----------------------------------------------------------------------------------------- DeleteGroups
+
+
+@message
+class DeletableGroupResult(Message):
+    group_id: str
+    error_code: int = NO_ERROR
+
+
+@message
+class DeleteGroupsResponse(Response):
+    api_key = ApiKey.DELETE_GROUPS
+    results: tuple[DeletableGroupResult, ...] = ()
+
+
+@message
+class DeleteGroupsRequest(Request):
+    """Remove Empty groups and their committed offsets (tombstones in ``__consumer_offsets``)."""
+
+    api_key = ApiKey.DELETE_GROUPS
+    response_type = DeleteGroupsResponse
+    groups: tuple[str, ...] = ()

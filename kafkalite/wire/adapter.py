@@ -358,6 +358,7 @@ REQUESTS: dict[int, Callable[[dict, int], Any]] = {
         timeout_ms=b["timeout_ms"], partitions=_topic_partitions(b["topics"], "name", "partition_indexes")
     ),
     32: _describe_configs,
+    42: lambda b, v: P.DeleteGroupsRequest(groups=tuple(b["groups_names"])),
     33: lambda b, v: P.AlterConfigsRequest(
         resources=_alter_resources(b, False), validate_only=b["validate_only"]
     ),
@@ -644,6 +645,9 @@ RESPONSES: dict[type, Callable[[Any], dict]] = {
         )  # fmt: skip
     },
     P.DescribeConfigsResponse: _describe_configs_body,
+    P.DeleteGroupsResponse: lambda r: {
+        "results": [{"group_id": g.group_id, "error_code": g.error_code} for g in r.results]
+    },
     P.AlterConfigsResponse: _alter_configs_body,
     P.IncrementalAlterConfigsResponse: _alter_configs_body,
     P.DescribeClusterResponse: lambda r: {

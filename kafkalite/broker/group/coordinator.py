@@ -42,12 +42,14 @@ from kafkalite.broker.group.member import (
 from kafkalite.errors import (
     CoordinatorNotAvailableError,
     FencedInstanceIdError,
+    GroupIdNotFoundError,
     GroupMaxSizeReachedError,
     IllegalGenerationError,
     InconsistentGroupProtocolError,
     InvalidGroupIdError,
     InvalidSessionTimeoutError,
     MemberIdRequiredError,
+    NonEmptyGroupError,
     NotCoordinatorError,
     RebalanceInProgressError,
     UnknownMemberIdError,
@@ -1127,6 +1129,21 @@ class GroupCoordinator:
         )
         for m in group.members.values():
             self._schedule_heartbeat(group, m, m.session_timeout_ms)
+
+    def delete_group(self, group_id: str) -> tuple[int, list[TopicPartition]]:
+        """Kafka's DeleteGroups for one group this coordinator serves: only an Empty group goes (Dead),
+        with every committed offset. Returns the error code and the partitions whose offsets went."""
+        group = self.groups.get(group_id)
+        if group is None or group.is_(GroupState.DEAD):
+            return GroupIdNotFoundError.code, []
+        if not group.is_(GroupState.EMPTY):
+            return NonEmptyGroupError.code, []
+        removed = sorted(group.offsets)
+        group.offsets.clear()
+        self._cancel_timer(group.join_timer)
+        del self.groups[group_id]
+        self._transition(group, GroupState.DEAD, "deleted")
+        return NO_ERROR, removed
 
     def remove_expired_offsets(
         self, group_id: str, now_ms: int, retention_ms: int

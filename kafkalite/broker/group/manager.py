@@ -44,6 +44,7 @@ from kafkalite.errors import (
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
     InvalidCommitOffsetSizeError,
+    InvalidGroupIdError,
     KafkaError,
     KafkaStorageError,
     MessageTooLargeError,
@@ -282,6 +283,24 @@ class GroupMetadataManager:
             return
         for gid in self.groups_in(tp.partition):
             self.coordinator.complete_txn_offsets(gid, producer_id, committed)
+
+    def delete_groups(self, group_ids: tuple[str, ...]) -> dict[str, int]:
+        """DeleteGroups: each Empty group this broker coordinates goes, with tombstones for its metadata and
+        offsets (written as Kafka writes them, without waiting for the ISR). group id -> error code."""
+        out: dict[str, int] = {}
+        for gid in group_ids:
+            code = InvalidGroupIdError.code if not gid else self.ownership_error(gid)
+            if code == NO_ERROR:
+                code, removed = self.coordinator.delete_group(gid)
+                if code == NO_ERROR:
+                    tombstones: list[tuple[bytes, bytes | None]] = [
+                        (encode_offset_commit_key(gid, tp.topic, tp.partition), None) for tp in removed
+                    ]
+                    tombstones.append((encode_group_metadata_key(gid), None))
+                    self._log_event("group_deleted", group=gid, partitions=[str(tp) for tp in removed])
+                    self._append(gid, tombstones, 0, lambda _code: None)
+            out[gid] = code
+        return out
 
     # ----------------------------------------------------------------------------------- retention
     def _retention_check(self, now_ms: int) -> None:
