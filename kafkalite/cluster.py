@@ -17,7 +17,7 @@ from kafkalite.broker.server import KafkaBroker
 from kafkalite.coordination import paths
 from kafkalite.coordination.store import NoNode
 from kafkalite.coordination.zk_node import ZK_NODE_ID, ZkNode
-from kafkalite.errors import KafkaError, RequestTimedOutError, error_for_code
+from kafkalite.errors import KafkaError, RequestTimedOutError, UnknownTopicOrPartitionError, error_for_code
 from kafkalite.net.sim import BaseNode, Event, SimNetwork
 from kafkalite.protocol import (
     CreatableTopic,
@@ -162,6 +162,22 @@ class Cluster:
                 f"topic {name} has no leader for every partition after {timeout_ms} ms"
             )
         return {p: self.replicas(name, p) for p in range(count)}
+
+    def delete_topic(self, name: str, *, timeout_ms: int = 30_000) -> None:
+        """Kafka's DeleteTopics through the controller; waits until every replica has removed its log and
+        the topic's znodes are gone (a topic of that name can then be created again)."""
+        from kafkalite.protocol import DeleteTopicsRequest
+
+        resp = self.request(
+            self.controller(), DeleteTopicsRequest(topic_names=(name,), timeout_ms=timeout_ms)
+        )
+        code = resp.topics[0].error_code
+        if code:
+            raise (error_for_code(code) or KafkaError)(
+                resp.topics[0].error_message or f"DeleteTopics {name!r}"
+            )
+        if not self.run_until(lambda: self.store.exists(paths.topic_path(name)) is None, timeout_ms):
+            raise RequestTimedOutError(f"topic {name} is still being deleted after {timeout_ms} ms")
 
     def delete_records(
         self, topic: str, offsets: Mapping[int, int], *, timeout_ms: int = 30_000
@@ -487,6 +503,62 @@ class Cluster:
         code = self._group_request(group_id, DeleteGroupsRequest(groups=(group_id,))).results[0].error_code
         if code:
             raise (error_for_code(code) or KafkaError)(f"DeleteGroups for group {group_id!r}")
+
+    def partitions_for(self, topic: str) -> list[int]:
+        """The topic's partition ids, as the controller's assignment says."""
+        parts = sorted(p for t, p in (self._topic_partitions_of(topic)))
+        if not parts:
+            raise UnknownTopicOrPartitionError(f"topic {topic!r} does not exist")
+        return parts
+
+    def _topic_partitions_of(self, topic: str) -> list[tuple[str, int]]:
+        try:
+            data, _ = self.store.get(paths.topic_path(topic))
+        except NoNode:
+            return []
+        return [(topic, p) for p in paths.TopicAssignment.decode(data).partitions]
+
+    def list_offsets(self, tps: Iterable[TopicPartition], timestamp: int) -> dict[TopicPartition, int | None]:
+        """ListOffsets at each partition's leader, as a consumer asks it: the offset for ``timestamp``
+        (-2 earliest, -1 the high watermark, else the first record at or after it); None where no record
+        below the high watermark is that late."""
+        from kafkalite.protocol import ListOffsetsPartition, ListOffsetsRequest
+
+        out: dict[TopicPartition, int | None] = {}
+        for tp in tps:
+            leader = self.leader(tp.topic, tp.partition)
+            if leader is None:
+                raise RuntimeError(f"partition {tp} has no live leader")
+            req = ListOffsetsRequest(partitions=(ListOffsetsPartition(tp=tp, timestamp=timestamp),))
+            answer = self.request(leader, req).partitions[0]
+            if answer.error_code:
+                raise (error_for_code(answer.error_code) or KafkaError)(f"ListOffsets {tp}")
+            out[tp] = None if answer.offset < 0 else answer.offset
+        return out
+
+    def offset_bounds(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
+        """(log start offset, high watermark) of each partition, from its leader."""
+        from kafkalite.protocol import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+
+        tps = list(tps)
+        start, end = self.list_offsets(tps, EARLIEST_TIMESTAMP), self.list_offsets(tps, LATEST_TIMESTAMP)
+        return {tp: (start[tp] or 0, end[tp] or 0) for tp in tps}
+
+    def commit_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
+        """OffsetCommit as an admin tool sends it (no member): only an Empty group accepts it."""
+        from kafkalite.protocol.group import OffsetCommitPartition, OffsetCommitRequest
+
+        req = OffsetCommitRequest(
+            group_id=group_id,
+            partitions=tuple(
+                OffsetCommitPartition(tp=tp, committed_offset=off) for tp, off in sorted(offsets.items())
+            ),
+        )
+        for p in self._group_request(group_id, req).partitions:
+            if p.error_code:
+                raise (error_for_code(p.error_code) or KafkaError)(
+                    f"OffsetCommit of {p.tp} for group {group_id!r}"
+                )
 
     def list_groups(self, states: Iterable[str] = ()) -> list[Any]:
         """ListGroups from every live broker (each lists the groups it coordinates), sorted by group id."""

@@ -303,6 +303,12 @@ class GroupIdNotFoundError(KafkaError):
     code, name = 69, "GROUP_ID_NOT_FOUND"
 
 
+class TopicDeletionDisabledError(KafkaError):
+    """DeleteTopics on a cluster with ``delete.topic.enable=false``."""
+
+    code, name = 73, "TOPIC_DELETION_DISABLED"
+
+
 class FencedLeaderEpochError(KafkaError):
     """The request's leader epoch is older than the broker's: the sender's metadata is stale."""
 

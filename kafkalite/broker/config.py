@@ -36,6 +36,7 @@ _SPECS: dict[str, tuple[str, str, Any, int | None]] = {
     "replica.fetch.backoff.ms": ("replica_fetch_backoff_ms", "int", 1000, 0),
     "replica.socket.timeout.ms": ("replica_socket_timeout_ms", "int", 30000, 1),
     "unclean.leader.election.enable": ("unclean_leader_election_enable", "bool", False, None),
+    "delete.topic.enable": ("delete_topic_enable", "bool", True, None),
     "auto.leader.rebalance.enable": ("auto_leader_rebalance_enable", "bool", True, None),
     "leader.imbalance.per.broker.percentage": ("leader_imbalance_per_broker_percentage", "int", 10, 0),
     "leader.imbalance.check.interval.seconds": ("leader_imbalance_check_interval_seconds", "int", 300, 1),
@@ -140,6 +141,7 @@ class BrokerConfig:
     replica_fetch_backoff_ms: int = 1000
     replica_socket_timeout_ms: int = 30000
     unclean_leader_election_enable: bool = False
+    delete_topic_enable: bool = True
     auto_leader_rebalance_enable: bool = True
     leader_imbalance_per_broker_percentage: int = 10
     leader_imbalance_check_interval_seconds: int = 300

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kafkalite.broker.placement import assign_new_partitions, assign_replicas
+from kafkalite.broker.topic_deletion import TopicDeletionManager
 from kafkalite.coordination import paths
 from kafkalite.coordination.store import (
     BadVersion,
@@ -69,9 +70,11 @@ from kafkalite.errors import (
     NotLeaderOrFollowerError,
     PreferredLeaderNotAvailableError,
     ReassignmentInProgressError,
+    RequestTimedOutError,
     StaleBrokerEpochError,
     StaleControllerEpochError,
     TopicAlreadyExistsError,
+    TopicDeletionDisabledError,
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
 )
@@ -90,6 +93,9 @@ from kafkalite.protocol import (
     CreatePartitionsTopicResult,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DeletableTopicResult,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
     ElectionResult,
     ElectLeadersRequest,
     ElectLeadersResponse,
@@ -166,6 +172,7 @@ class ControllerContext:
     topics: dict[str, dict[int, PartitionInfo]] = field(default_factory=dict)
     topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)
     reassigning: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
+    deletion: Any = None  # the TopicDeletionManager of this controllership
 
     def partitions(self) -> list[tuple[TopicPartition, PartitionInfo]]:
         return [
@@ -438,8 +445,10 @@ class Controller:
         zk = self.zk
         paths.ensure_persistent_paths(zk)
         self._read_brokers()
+        ctx.deletion = TopicDeletionManager(self)
         for topic in zk.get_children(paths.BROKER_TOPICS, watch=self._on_topics_change):
             self._load_topic(topic)
+        self._delete_topics_change()  # deletions in progress leave the state machines before they start
         batch = _Batch()
         batch.metadata_all = True
         # New partitions (no state znode yet), then offline ones, then dead replicas out of the ISR.
@@ -550,6 +559,7 @@ class Controller:
         batch.metadata_all = True
         if dead:
             self._log("broker_failure", brokers=tuple(sorted(dead)), live=tuple(ctx.live_brokers))
+            ctx.deletion.on_broker_failure(dead)
             self._handle_dead_replicas(dead - set(ctx.live_brokers), batch, reason="broker_failure")
         if new:
             self._log("broker_startup", brokers=tuple(sorted(new)), live=tuple(ctx.live_brokers))
@@ -569,6 +579,7 @@ class Controller:
         if new:
             for tp in sorted(ctx.reassigning):
                 self._check_reassignment(tp)
+        ctx.deletion.resume()
 
     def _on_topics_change(self, event: WatchedEvent) -> None:
         if self.ctx is not None:
@@ -580,7 +591,7 @@ class Controller:
         topics = self.zk.get_children(paths.BROKER_TOPICS, watch=self._on_topics_change)
         batch = _Batch()
         for topic in topics:
-            if topic in ctx.topics:
+            if topic in ctx.topics or ctx.deletion.is_deleting(topic):
                 continue
             self._load_topic(topic)
             for p, info in sorted(ctx.topics[topic].items()):
@@ -859,6 +870,11 @@ class Controller:
             return env.correlation_id > CONTROLLER_CORRELATION_BASE
         request, timer = entry
         self._cancel_timer(timer)
+        if isinstance(request, StopReplicaRequest) and self.ctx is not None and self.ctx.deletion is not None:
+            deletion = self.ctx.deletion
+            self._guard(
+                "topic_deletion", lambda: deletion.on_stop_replica_response(src, request, env.response)
+            )
         code = getattr(env.response, "error_code", NO_ERROR)
         if code != NO_ERROR:
             self.rejections.append((src, type(request).__name__, code))
@@ -877,6 +893,9 @@ class Controller:
         """CreateTopics, CreatePartitions, AlterPartition, ElectLeaders, Alter- and
         ListPartitionReassignments; False for others."""
         req = env.request
+        if isinstance(req, DeleteTopicsRequest):
+            self._delete_topics(src, env)
+            return True
         handlers = {
             CreateTopicsRequest: self._create_topics,
             CreatePartitionsRequest: self._create_partitions,
@@ -968,6 +987,8 @@ class Controller:
     def _validate_new_topic(self, t: Any) -> dict[int, list[int]]:
         ctx = self.ctx
         assert ctx is not None
+        if ctx.deletion is not None and ctx.deletion.is_deleting(t.name):
+            raise TopicAlreadyExistsError(f"Topic '{t.name}' is marked for deletion.")
         if t.name in ctx.topics or self.zk.exists(paths.topic_path(t.name)) is not None:
             raise TopicAlreadyExistsError(f"topic '{t.name}' already exists")
         live = sorted(ctx.live_brokers)
@@ -1354,6 +1375,73 @@ class Controller:
             )
         return ListPartitionReassignmentsResponse(reassignments=tuple(out))
 
+    # ------------------------------------------------------------------------------ DeleteTopics
+    def _delete_topics(self, src: Any, env: RequestEnvelope) -> None:
+        """Mark topics for deletion (``/admin/delete_topics/<t>``) and answer once they have left the
+        metadata, as Kafka's DelayedDeleteTopics does; REQUEST_TIMED_OUT after ``timeout_ms``."""
+        req: DeleteTopicsRequest = env.request  # type: ignore[assignment]
+        ctx = self.ctx
+        codes: dict[str, int] = {}
+        if ctx is None:
+            codes = {t: NotControllerError.code for t in req.topic_names}
+        elif not _bool(self.config["delete.topic.enable"]):
+            codes = {t: TopicDeletionDisabledError.code for t in req.topic_names}
+        else:
+            for t in req.topic_names:
+                if t not in ctx.topics and not ctx.deletion.is_deleting(t):
+                    codes[t] = UnknownTopicOrPartitionError.code
+                    continue
+                try:
+                    self.zk.create(paths.delete_topic_path(t), b"", make_parents=True)
+                except NodeExists:
+                    pass  # already marked: wait for it like the first caller
+                except CoordinationError:
+                    codes[t] = RequestTimedOutError.code
+        waiting = {t for t in req.topic_names if t not in codes}
+
+        def answer(timed_out: bool = False) -> None:
+            if answered:
+                return
+            answered.append(True)
+            self._cancel_timer(timer[0] if timer else None)
+            results = tuple(
+                DeletableTopicResult(
+                    name=t, error_code=codes.get(t, RequestTimedOutError.code if timed_out else NO_ERROR)
+                )
+                for t in req.topic_names
+            )
+            self._send(src, env.reply(DeleteTopicsResponse(topics=results)))
+
+        answered: list[bool] = []
+        timer: list[int] = []
+        if not waiting or req.timeout_ms <= 0:
+            answer()
+            return
+        timer.append(self._set_timer(req.timeout_ms, lambda _now: answer(timed_out=True)))
+        self._guard("delete_topics", self._delete_topics_change)
+        if self.ctx is not None:
+            self.ctx.deletion.when_started(waiting, answer)
+
+    def _on_delete_topics_change(self, event: WatchedEvent) -> None:
+        if self.ctx is not None:
+            self._watch_event("delete_topics", self._delete_topics_change)
+
+    def _delete_topics_change(self) -> None:
+        ctx = self.ctx
+        assert ctx is not None
+        for topic in sorted(
+            self.zk.get_children(paths.ADMIN_DELETE_TOPICS, watch=self._on_delete_topics_change)
+        ):
+            if topic in ctx.topics:
+                if _bool(self.config["delete.topic.enable"]):
+                    ctx.deletion.enqueue(topic)
+                else:
+                    self._log("topic_deletion_disabled", topic=topic)
+                    self._write([Delete(paths.delete_topic_path(topic))])
+            elif not ctx.deletion.is_deleting(topic):
+                self._write([Delete(paths.delete_topic_path(topic))])  # no such topic: nothing to do
+        ctx.deletion.resume()
+
     def _watch_admin_reassign(self, into: dict[TopicPartition, tuple[int, ...]] | None = None) -> None:
         if self.zk.exists(paths.REASSIGN_PARTITIONS, watch=self._on_admin_reassign) is None:
             return
@@ -1455,6 +1543,7 @@ class Controller:
         self._send_batch(batch)
         self._log("reassignment_completed", tp=str(tp), replicas=target, removed=removed)
         self._remove_from_admin_znode(tp)
+        ctx.deletion.resume()
 
     def _remove_from_admin_znode(self, tp: TopicPartition) -> None:
         try:

@@ -29,6 +29,7 @@ from kafkalite.broker.delayed import (
 from kafkalite.broker.fetcher import ReplicaFetcher
 from kafkalite.broker.log_manager import LogManager
 from kafkalite.broker.partition import Partition
+from kafkalite.broker.topic_deletion import LEADER_DURING_DELETE
 from kafkalite.errors import (
     FencedLeaderEpochError,
     InvalidRequiredAcksError,
@@ -120,7 +121,10 @@ class MetadataCache:
         self.controller_id = req.controller_id
         self.controller_epoch = max(self.controller_epoch, req.controller_epoch)
         for st in req.partition_states:
-            self.partitions[st.tp] = st
+            if st.leader == LEADER_DURING_DELETE:
+                self.partitions.pop(st.tp, None)
+            else:
+                self.partitions[st.tp] = st
         if req.live_brokers:
             self.live_brokers = {b.node_id: b for b in req.live_brokers}
 
@@ -405,6 +409,10 @@ class ReplicaManager:
                     p.log.close()
                     shutil.rmtree(p.log.dir, ignore_errors=True)
                     self._hw_checkpoint.pop((st.tp.topic, st.tp.partition), None)
+            elif st.delete_partition:
+                # Not opened since this broker started (e.g. it was down when its topic was deleted).
+                shutil.rmtree(self.log_dir / f"{st.tp.topic}-{st.tp.partition}", ignore_errors=True)
+                self._hw_checkpoint.pop((st.tp.topic, st.tp.partition), None)
             errors.append(PartitionError(tp=st.tp, error_code=NO_ERROR))
         self._notify_leadership([], resigned)
         return StopReplicaResponse(partition_errors=tuple(errors))

@@ -28,6 +28,7 @@ from kafkalite.broker.controller import STALE_BROKER_EPOCH, Controller, decode_t
 from kafkalite.broker.group.coordinator import GroupCoordinator
 from kafkalite.broker.group.manager import OFFSETS_TOPIC, GroupMetadataManager, offsets_topic
 from kafkalite.broker.producer_id_manager import ProducerIdManager
+from kafkalite.broker.topic_deletion import LEADER_DURING_DELETE
 from kafkalite.broker.txn.coordinator import (
     TRANSACTION_STATE_TOPIC,
     TransactionCoordinator,
@@ -62,6 +63,7 @@ from kafkalite.protocol import (
     DeletableGroupResult,
     DeleteGroupsRequest,
     DeleteGroupsResponse,
+    DeleteTopicsRequest,
     DescribeClusterRequest,
     DescribeClusterResponse,
     DescribeConfigsRequest,
@@ -119,6 +121,7 @@ CONTROLLER_APIS = (
     ElectLeadersRequest,
     AlterPartitionReassignmentsRequest,
     ListPartitionReassignmentsRequest,
+    DeleteTopicsRequest,
 )
 FROM_CONTROLLER = (LeaderAndIsrRequest, UpdateMetadataRequest, StopReplicaRequest)
 GROUP_APIS = (
@@ -142,11 +145,18 @@ class MetadataCache:
         self.live_brokers: dict[int, BrokerEndpoint] = {}
         self.controller_id: int = -1
 
-    def update(self, req: UpdateMetadataRequest) -> None:
+    def update(self, req: UpdateMetadataRequest) -> list[TopicPartition]:
+        """Apply an UpdateMetadata; returns the partitions it deleted (leader -2: their topic is going)."""
         self.controller_id = req.controller_id
         self.live_brokers = {b.node_id: b for b in req.live_brokers}
+        deleted = []
         for st in req.partition_states:
-            self.partitions[st.tp] = st
+            if st.leader == LEADER_DURING_DELETE:
+                if self.partitions.pop(st.tp, None) is not None:
+                    deleted.append(st.tp)
+            else:
+                self.partitions[st.tp] = st
+        return deleted
 
     def remove(self, tp: TopicPartition) -> None:
         self.partitions.pop(tp, None)
@@ -660,8 +670,11 @@ class KafkaBroker(BaseNode):
             return
         self.controller_epoch_seen = req.controller_epoch
         if isinstance(req, UpdateMetadataRequest):
-            self.cache.update(req)
+            deleted = self.cache.update(req)
             self.rm.handle_update_metadata(req)
+            if deleted and self.group_manager is not None:
+                self.group_manager.on_partitions_deleted(deleted)
+            self._configured_topics -= {tp.topic for tp in deleted}
             response: Any = UpdateMetadataResponse()
         elif isinstance(req, LeaderAndIsrRequest):
             self._load_topic_configs({st.tp.topic for st in req.partition_states})

@@ -692,7 +692,9 @@ RESPONSES: dict[type, Callable[[Any], dict]] = {
         ]
     },
     P.DeleteTopicsResponse: lambda r: {
-        "responses": [{"name": t.name, "error_code": t.error_code} for t in r.topics]
+        "responses": [
+            {"name": t.name, "error_code": t.error_code, "error_message": t.error_message} for t in r.topics
+        ]
     },
     P.InitProducerIdResponse: lambda r: {
         "error_code": r.error_code,

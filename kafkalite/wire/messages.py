@@ -532,10 +532,11 @@ _DELETE_TOPICS_RESPONSE = (
         [
             F("name", "string", "0+"),
             F("error_code", "int16", "0+"),
+            F("error_message", "string", "5+", nullable="5+"),
         ],
     ),
 )
-DELETE_TOPICS = MessageSpec(20, "DeleteTopics", 0, 3, ANY, _DELETE_TOPICS_REQUEST, _DELETE_TOPICS_RESPONSE)
+DELETE_TOPICS = MessageSpec(20, "DeleteTopics", 0, 5, 4, _DELETE_TOPICS_REQUEST, _DELETE_TOPICS_RESPONSE)
 
 _LIST_GROUPS_REQUEST = ()
 _LIST_GROUPS_RESPONSE = (
@@ -1119,13 +1120,9 @@ SPECS: dict[int, MessageSpec] = {
         LIST_GROUPS, DESCRIBE_GROUPS, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT,
         OFFSET_FOR_LEADER_EPOCH, CREATE_PARTITIONS, ELECT_LEADERS, ALTER_PARTITION_REASSIGNMENTS,
         LIST_PARTITION_REASSIGNMENTS, DESCRIBE_CLUSTER, DELETE_RECORDS, DESCRIBE_CONFIGS, ALTER_CONFIGS,
-        INCREMENTAL_ALTER_CONFIGS, DELETE_GROUPS,
+        INCREMENTAL_ALTER_CONFIGS, DELETE_GROUPS, DELETE_TOPICS,
     )
 }  # fmt: skip
-
-
-# DELETE_TOPICS is declared but not served: kafkalite's controller does not delete topics yet, and an
-# API a broker cannot answer must not be advertised.
 
 
 def supported_versions() -> list[tuple[int, int, int]]:

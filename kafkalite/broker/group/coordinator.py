@@ -1145,6 +1145,16 @@ class GroupCoordinator:
         self._transition(group, GroupState.DEAD, "deleted")
         return NO_ERROR, removed
 
+    def remove_offsets(self, group_id: str, tps: set[TopicPartition]) -> list[TopicPartition]:
+        """Drop the group's committed offsets for ``tps`` (their topic is gone); returns those removed."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return []
+        removed = sorted(tp for tp in group.offsets if tp in tps)
+        for tp in removed:
+            del group.offsets[tp]
+        return removed
+
     def remove_expired_offsets(
         self, group_id: str, now_ms: int, retention_ms: int
     ) -> tuple[list[TopicPartition], bool]:

@@ -302,6 +302,20 @@ class GroupMetadataManager:
             out[gid] = code
         return out
 
+    def on_partitions_deleted(self, tps: list[TopicPartition]) -> None:
+        """Their topic was deleted: the groups this broker coordinates forget offsets committed for them
+        (tombstones), as Kafka's coordinator does on ``onPartitionsDeleted``."""
+        gone = set(tps)
+        for p in sorted(self.owned):
+            for gid in self.groups_in(p):
+                removed = self.coordinator.remove_offsets(gid, gone)
+                if removed:
+                    tombstones: list[tuple[bytes, bytes | None]] = [
+                        (encode_offset_commit_key(gid, tp.topic, tp.partition), None) for tp in removed
+                    ]
+                    self._log_event("offsets_deleted", group=gid, partitions=[str(tp) for tp in removed])
+                    self._append(gid, tombstones, 0, lambda _code: None)
+
     # ----------------------------------------------------------------------------------- retention
     def _retention_check(self, now_ms: int) -> None:
         if self.stopped:
