@@ -55,6 +55,7 @@ def dump_log(
     "--cluster-dir", type=click.Path(exists=True, file_okay=False),
     help="A stopped cluster's directory (Cluster.dir: broker-<id> log directories).",
 )  # fmt: skip
+@click.option("--bootstrap-server", help="HOST:PORT of a running kafkalite (or Kafka) cluster.")
 @click.option("--list", "do_list", is_flag=True, help="List the groups.")
 @click.option(
     "--describe", is_flag=True, help="Per partition: current offset, log end offset, lag, member, host."
@@ -62,7 +63,8 @@ def dump_log(
 @click.option(
     "--reset-offsets", is_flag=True, help="Plan new committed offsets (a dry run from a directory)."
 )
-@click.option("--group", help="The group to describe or reset.")
+@click.option("--delete", is_flag=True, help="Delete an Empty group and its committed offsets.")
+@click.option("--group", help="The group to describe, reset or delete.")
 @click.option(
     "--topic", "topics", multiple=True, help="Topics to reset (default: those the group committed)."
 )
@@ -75,9 +77,11 @@ def dump_log(
 def consumer_groups(
     ctx: click.Context,
     cluster_dir: str | None,
+    bootstrap_server: str | None,
     do_list: bool,
     describe: bool,
     reset_offsets: bool,
+    delete: bool,
     group: str | None,
     topics: tuple[str, ...],
     to_earliest: bool,
@@ -86,27 +90,31 @@ def consumer_groups(
     shift_by: int | None,
     execute: bool,
 ) -> None:
-    """Kafka's kafka-consumer-groups on a cluster directory: --list, --describe, --reset-offsets.
+    """Kafka's kafka-consumer-groups: --list, --describe, --reset-offsets, --delete.
 
-    A simulated cluster lives inside one Python process, so from the shell this reads what its brokers left
-    on disk (__consumer_offsets replayed, high watermarks from the checkpoints). Resets are dry runs here.
-    The same command line runs against a live Cluster, --execute included, with
+    With --bootstrap-server it talks to running brokers over Kafka's protocol. With --cluster-dir it reads
+    what a stopped simulated cluster left on disk (__consumer_offsets replayed, high watermarks from the
+    checkpoints); resets are dry runs there. The same command line runs against a live in-process Cluster,
+    --execute included, with
     kafkalite.tools.consumer_groups.run(cluster, "--reset-offsets --group G --to-earliest --execute").
     """
     from kafkalite.errors import KafkaError
     from kafkalite.tools import consumer_groups as cg
 
     live = ctx.obj  # a running Cluster when called through consumer_groups.run()
-    if (live is None) == (cluster_dir is None):
+    if sum(x is not None for x in (live, cluster_dir, bootstrap_server)) != 1:
         raise click.UsageError(
-            "give --cluster-dir (or call kafkalite.tools.consumer_groups.run on a Cluster)"
+            "give one of --bootstrap-server, --cluster-dir (or call kafkalite.tools.consumer_groups.run on a "
+            "Cluster)"
         )
 
-    actions = [do_list, describe, reset_offsets]
+    actions = [do_list, describe, reset_offsets, delete]
     if sum(actions) != 1:
-        raise click.UsageError("give exactly one of --list, --describe, --reset-offsets")
-    if (describe or reset_offsets) and not group:
-        raise click.UsageError("--describe and --reset-offsets need --group")
+        raise click.UsageError("give exactly one of --list, --describe, --reset-offsets, --delete")
+    if (describe or reset_offsets or delete) and not group:
+        raise click.UsageError("--describe, --reset-offsets and --delete need --group")
+    if delete and cluster_dir is not None:
+        raise click.UsageError("--delete needs a running cluster (--bootstrap-server)")
     modes = {"to_earliest": to_earliest, "to_latest": to_latest, "to_datetime": to_datetime is not None,
              "shift_by": shift_by is not None}  # fmt: skip
     chosen = [m for m, on in modes.items() if on]
@@ -116,7 +124,7 @@ def consumer_groups(
         )
     if not reset_offsets and (chosen or execute):
         raise click.UsageError("--to-*, --shift-by and --execute only go with --reset-offsets")
-    if execute and live is None:
+    if execute and cluster_dir is not None:
         raise click.UsageError(
             "--execute needs a running cluster's group coordinator; a directory can only be read. In Python: "
             'kafkalite.tools.consumer_groups.run(cluster, "--reset-offsets ... --execute")'
@@ -124,9 +132,16 @@ def consumer_groups(
     try:
         mode = chosen[0] if chosen else ""
         value = {"to_datetime": to_datetime, "shift_by": shift_by}.get(mode)
+        if bootstrap_server is not None:
+            from kafkalite.wire.client import AdminClient
+
+            live = AdminClient(bootstrap_server)
         if live is not None:
             if do_list:
                 click.echo("\n".join(cg.list_groups(live)))
+            elif delete:
+                live.delete_group(group)
+                click.echo(f"Deletion of requested consumer groups ('{group}') was successful.")
             elif describe:
                 click.echo(cg.format_describe(*cg.describe_group(live, group)))  # type: ignore[arg-type]
             else:
@@ -143,8 +158,71 @@ def consumer_groups(
         else:
             rows = found.plan_reset(group, list(topics) or None, mode, value)  # type: ignore[arg-type]
             click.echo(cg.format_reset(rows, executed=False))
-    except (KafkaError, ValueError, cg.GroupNotEmptyError) as e:
-        raise click.ClickException(str(e)) from e
+    except (KafkaError, ValueError, OSError, cg.GroupNotEmptyError) as e:
+        raise click.ClickException(str(e) or type(e).__name__) from e
+    finally:
+        if bootstrap_server is not None and live is not None:
+            live.close()
+
+
+@kafkalite.command()
+@click.option(
+    "--bootstrap-server", required=True, help="HOST:PORT of a running kafkalite (or Kafka) cluster."
+)
+@click.option("--list", "do_list", is_flag=True, help="List the topics.")
+@click.option("--describe", is_flag=True, help="Partitions, leaders, replicas, ISR and config overrides.")
+@click.option("--create", is_flag=True, help="Create --topic.")
+@click.option("--delete", is_flag=True, help="Delete --topic.")
+@click.option("--topic", help="The topic (for --describe: only this one).")
+@click.option(
+    "--partitions", type=int, default=-1, help="Partitions of a new topic (default: num.partitions)."
+)
+@click.option(
+    "--replication-factor", type=int, default=-1, help="Replicas of each partition (default: the broker's)."
+)
+@click.option(
+    "--config", "configs", multiple=True, help="KEY=VALUE topic override for --create (repeatable)."
+)
+def topics(
+    bootstrap_server: str,
+    do_list: bool,
+    describe: bool,
+    create: bool,
+    delete: bool,
+    topic: str | None,
+    partitions: int,
+    replication_factor: int,
+    configs: tuple[str, ...],
+) -> None:
+    """Kafka's kafka-topics over Kafka's protocol: --list, --describe, --create, --delete."""
+    from kafkalite.errors import KafkaError
+    from kafkalite.tools.topics import format_describe
+    from kafkalite.wire.client import AdminClient
+
+    if sum((do_list, describe, create, delete)) != 1:
+        raise click.UsageError("give exactly one of --list, --describe, --create, --delete")
+    if (create or delete) and not topic:
+        raise click.UsageError("--create and --delete need --topic")
+    overrides = {}
+    for c in configs:
+        key, sep, value = c.partition("=")
+        if not sep or not key:
+            raise click.UsageError(f"--config takes KEY=VALUE, got {c!r}")
+        overrides[key] = value
+    try:
+        with AdminClient(bootstrap_server) as admin:
+            if do_list:
+                for name in admin.topics():
+                    click.echo(name)
+            elif create:
+                admin.create_topic(topic, partitions, replication_factor, overrides)  # type: ignore[arg-type]
+                click.echo(f"Created topic {topic}.")
+            elif delete:
+                admin.delete_topic(topic)  # type: ignore[arg-type]
+            else:
+                click.echo(format_describe(admin, [topic] if topic else admin.topics()))
+    except (KafkaError, ValueError, OSError) as e:
+        raise click.ClickException(str(e) or type(e).__name__) from e
 
 
 @kafkalite.group()

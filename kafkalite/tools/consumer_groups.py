@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kafkalite.protocol import TopicPartition
+from kafkalite.protocol import LATEST_TIMESTAMP, TopicPartition
 
 __all__ = [
     "GroupNotEmptyError",
@@ -103,7 +103,8 @@ def _members(described: Any) -> dict[TopicPartition, tuple[str, str, str]]:
 
 
 def _end_offsets(cluster: Any, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
-    return {tp: cluster.high_watermark(tp.topic, tp.partition) for tp in tps}
+    tps = list(tps)
+    return cluster.list_offsets(tps, LATEST_TIMESTAMP) if tps else {}
 
 
 def describe_group(cluster: Any, group: str) -> tuple[str, list[PartitionRow]]:
@@ -171,19 +172,8 @@ def parse_datetime(text: str) -> int:
     return int(t.timestamp() * 1000)
 
 
-def _bounds(cluster: Any, tps: Iterable[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
-    out = {}
-    for tp in tps:
-        leader = cluster.leader(tp.topic, tp.partition)
-        part = None if leader is None else cluster.replica(leader, tp.topic, tp.partition)
-        if part is None:
-            raise RuntimeError(f"partition {tp} has no live leader")
-        out[tp] = (part.log.log_start_offset, part.high_watermark)
-    return out
-
-
 def _topic_partitions(cluster: Any, topics: Sequence[str]) -> list[TopicPartition]:
-    return [TopicPartition(t, p) for t in topics for p in cluster.read_all(t)]
+    return [TopicPartition(t, p) for t in topics for p in cluster.partitions_for(t)]
 
 
 def reset_offsets(
@@ -197,22 +187,16 @@ def reset_offsets(
 ) -> list[ResetRow]:
     """Plan (and with ``execute`` commit) new offsets for ``group`` on ``topics`` (default: the topics it
     has committed). ``value``: the shift for ``shift_by``, a datetime string or epoch ms for ``to_datetime``."""
-    from kafkalite.errors import KafkaError, error_for_code
-    from kafkalite.protocol.group import OffsetCommitPartition, OffsetCommitRequest
 
     committed = cluster.group_offsets(group)
     tps = _topic_partitions(cluster, topics) if topics else sorted(committed)
     if not tps:
         raise ValueError(f"group {group!r} has no committed offsets: name the topics with --topic")
-    bounds = _bounds(cluster, tps)
+    bounds = cluster.offset_bounds(tps)
     by_time = None
     if mode == "to_datetime":
         ts = parse_datetime(value) if isinstance(value, str) else int(value)
-        by_time = {}
-        for tp in tps:
-            part = cluster.replica(cluster.leader(tp.topic, tp.partition), tp.topic, tp.partition)
-            hit = part.log.offset_for_timestamp(ts)
-            by_time[tp] = None if hit is None or hit[0] >= part.high_watermark else hit[0]
+        by_time = cluster.list_offsets(tps, ts)
     rows = plan_reset(group, {tp: committed.get(tp) for tp in tps}, bounds, mode, value, by_time)
     if execute:
         state = cluster.describe_group(group).group_state
@@ -221,18 +205,7 @@ def reset_offsets(
                 f"Assignments can only be reset if the group '{group}' is inactive, but the current state is "
                 f"{state}."
             )
-        req = OffsetCommitRequest(
-            group_id=group,
-            partitions=tuple(
-                OffsetCommitPartition(tp=TopicPartition(r.topic, r.partition), committed_offset=r.new_offset)
-                for r in rows
-            ),
-        )
-        resp = cluster._group_request(group, req)
-        for p in resp.partitions:
-            if p.error_code:
-                cls = error_for_code(p.error_code) or KafkaError
-                raise cls(f"OffsetCommit of {p.tp} for group {group!r}")
+        cluster.commit_offsets(group, {TopicPartition(r.topic, r.partition): r.new_offset for r in rows})
     return rows
 
 

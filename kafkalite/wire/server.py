@@ -24,7 +24,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from kafkalite.net.sim import BaseNode
 from kafkalite.protocol import RequestEnvelope, ResponseEnvelope
@@ -53,6 +53,17 @@ class ServerStats:
     bytes_out: int = 0
     closed_bad_frames: int = 0
     by_api: dict[int, int] = field(default_factory=dict)
+
+
+class ConnectionId(NamedTuple):
+    """A client connection's node id: unique by number, shown as the client's address (Kafka's
+    DescribeGroups reports a member's host as ``/127.0.0.1``)."""
+
+    number: int
+    host: str
+
+    def __str__(self) -> str:
+        return self.host
 
 
 class ClientConnection(BaseNode):
@@ -257,7 +268,8 @@ class WireServer:
             self._tasks.add(task)
         conn = ClientConnection(self, broker_id, writer)
         self._conns.setdefault(broker_id, set()).add(conn)
-        node_id = f"conn-{next(self._conn_ids)}"
+        peer = writer.get_extra_info("peername")
+        node_id = ConnectionId(next(self._conn_ids), peer[0] if isinstance(peer, tuple) else "unknown")
         self.net.add_node(node_id, conn)
         self.stats.connections_open += 1
         self.stats.connections_total += 1

@@ -1,0 +1,332 @@
+"""A small blocking Kafka admin client over TCP, built on kafkalite's own codec, for the command-line tools
+(``kafkalite topics`` and ``kafkalite consumer-groups`` with ``--bootstrap-server``).
+
+It negotiates versions with ApiVersions as every Kafka client does, keeps one socket per broker, finds
+the controller and group coordinators from Metadata and FindCoordinator, and raises the Kafka error a
+broker answers (``kafkalite.errors``). The readers the consumer-groups tool needs (``list_groups``,
+``describe_group``, ``group_offsets``, ``list_offsets``, ``commit_offsets``) have the same shapes as the
+in-process ``Cluster``'s, so one tool serves both.
+"""
+
+from __future__ import annotations
+
+import itertools
+import socket
+import struct
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kafkalite.errors import KafkaError, error_for_code
+from kafkalite.protocol import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    DescribedGroup,
+    DescribedGroupMember,
+    ListedGroup,
+    TopicPartition,
+)
+from kafkalite.wire.header import decode_response, encode_request
+from kafkalite.wire.messages import SPECS
+
+_SIZE = struct.Struct(">i")
+API_VERSIONS, METADATA, LIST_OFFSETS, FIND_COORDINATOR = 18, 3, 2, 10
+OFFSET_COMMIT, OFFSET_FETCH, DESCRIBE_GROUPS, LIST_GROUPS = 8, 9, 15, 16
+CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS, DELETE_GROUPS = 19, 20, 32, 42
+RETRIABLE = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
+
+
+def _raise(code: int, what: str, message: str | None = None) -> None:
+    if code:
+        cls = error_for_code(code) or KafkaError
+        raise cls(message or f"{what}: {cls.__name__}")
+
+
+def parse_bootstrap(servers: str) -> list[tuple[str, int]]:
+    """``"h1:9092,h2:9093"`` -> [(h1, 9092), (h2, 9093)], with a clear error for a malformed entry."""
+    out = []
+    for entry in servers.split(","):
+        host, sep, port = entry.strip().rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ValueError(f"--bootstrap-server entries look like HOST:PORT, got {entry.strip()!r}")
+        out.append((host, int(port)))
+    return out
+
+
+class _Connection:
+    def __init__(self, host: str, port: int, timeout_s: float, client_id: str) -> None:
+        self.sock = socket.create_connection((host, port), timeout=timeout_s)
+        self.client_id = client_id
+        self.corr = itertools.count(1)
+        self.versions: dict[int, tuple[int, int]] = {}
+        body = {"client_software_name": "kafkalite", "client_software_version": "cli"}
+        resp = self.call(API_VERSIONS, 3, body)
+        _raise(resp["error_code"], "ApiVersions")
+        self.versions = {a["api_key"]: (a["min_version"], a["max_version"]) for a in resp["api_keys"]}
+
+    def version(self, api_key: int) -> int:
+        """The highest version both this client and the broker speak."""
+        ours = SPECS[api_key]
+        lo, hi = self.versions.get(api_key, (0, -1))
+        best = min(hi, ours.max_version)
+        if best < max(lo, ours.min_version):
+            raise KafkaError(f"the broker does not serve API {api_key} in a version kafkalite speaks")
+        return best
+
+    def call(self, api_key: int, version: int, body: dict) -> dict:
+        corr = next(self.corr)
+        self.sock.sendall(encode_request(api_key, version, corr, self.client_id, body))
+        size = _SIZE.unpack(self._read(4))[0]
+        got, resp = decode_response(api_key, version, self._read(size))
+        if got != corr:
+            raise KafkaError(f"answer to request {got} where {corr} was expected")
+        return resp
+
+    def _read(self, n: int) -> bytes:
+        buf = bytearray()
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError("the broker closed the connection")
+            buf += chunk
+        return bytes(buf)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class AdminClient:
+    """Blocking admin calls against a running cluster; ``bootstrap`` is ``HOST:PORT[,HOST:PORT...]``."""
+
+    def __init__(
+        self, bootstrap: str, *, timeout_s: float = 10.0, client_id: str = "kafkalite-admin"
+    ) -> None:
+        self.timeout_s = timeout_s
+        self.client_id = client_id
+        self._conns: dict[Any, _Connection] = {}
+        self.brokers: dict[int, tuple[str, int]] = {}
+        self.controller_id = -1
+        errors = []
+        for host, port in parse_bootstrap(bootstrap):
+            try:
+                self._conns["bootstrap"] = _Connection(host, port, timeout_s, client_id)
+                break
+            except OSError as e:
+                errors.append(f"{host}:{port}: {e}")
+        else:
+            raise ConnectionError("no bootstrap server answered: " + "; ".join(errors))
+        self.metadata()
+
+    def __enter__(self) -> AdminClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for c in self._conns.values():
+            c.close()
+        self._conns.clear()
+
+    # ------------------------------------------------------------------------------------ plumbing
+
+    def _conn(self, node: Any) -> _Connection:
+        conn = self._conns.get(node)
+        if conn is None:
+            host, port = self.brokers[node]
+            conn = self._conns[node] = _Connection(host, port, self.timeout_s, self.client_id)
+        return conn
+
+    def _call(self, node: Any, api_key: int, body: dict) -> dict:
+        conn = self._conn(node)
+        return conn.call(api_key, conn.version(api_key), body)
+
+    # ------------------------------------------------------------------------------------ metadata
+
+    def metadata(self, topics: Iterable[str] | None = None) -> dict:
+        """Metadata for ``topics`` (None: all); also refreshes the brokers and the controller id."""
+        body = {
+            "topics": None if topics is None else [{"name": t} for t in topics],
+            "allow_auto_topic_creation": False,
+        }
+        resp = self._call("bootstrap", METADATA, body)
+        self.brokers = {b["node_id"]: (b["host"], b["port"]) for b in resp["brokers"]}
+        self.controller_id = resp["controller_id"]
+        return resp
+
+    def topics(self) -> list[str]:
+        return sorted(t["name"] for t in self.metadata()["topics"] if t["error_code"] == 0)
+
+    def partitions_for(self, topic: str) -> list[int]:
+        (t,) = self.metadata([topic])["topics"]
+        _raise(t["error_code"], f"topic {topic!r}")
+        return sorted(p["partition_index"] for p in t["partitions"])
+
+    def _leaders(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        meta = self.metadata(sorted({tp.topic for tp in tps}))
+        out = {}
+        for t in meta["topics"]:
+            for p in t["partitions"]:
+                out[TopicPartition(t["name"], p["partition_index"])] = p["leader_id"]
+        return out
+
+    # -------------------------------------------------------------------------------------- topics
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = -1,
+        replication_factor: int = -1,
+        configs: Mapping[str, str] | None = None,
+    ) -> None:
+        body = {
+            "topics": [
+                {
+                    "name": name,
+                    "num_partitions": partitions,
+                    "replication_factor": replication_factor,
+                    "assignments": [],
+                    "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()],
+                }
+            ],
+            "timeout_ms": int(self.timeout_s * 1000),
+            "validate_only": False,
+        }
+        (t,) = self._call(self.controller_id, CREATE_TOPICS, body)["topics"]
+        _raise(t["error_code"], f"create topic {name!r}", t.get("error_message"))
+
+    def delete_topic(self, name: str) -> None:
+        body = {"topic_names": [name], "timeout_ms": int(self.timeout_s * 1000)}
+        (t,) = self._call(self.controller_id, DELETE_TOPICS, body)["responses"]
+        _raise(t["error_code"], f"delete topic {name!r}", t.get("error_message"))
+
+    def topic_configs(self, topic: str) -> dict[str, tuple[str | None, int]]:
+        """Every config of ``topic``: key -> (value, source code)."""
+        body = {
+            "resources": [{"resource_type": 2, "resource_name": topic, "configuration_keys": None}],
+            "include_synonyms": False,
+            "include_documentation": False,
+        }
+        (r,) = self._call("bootstrap", DESCRIBE_CONFIGS, body)["results"]
+        _raise(r["error_code"], f"describe configs of {topic!r}", r.get("error_message"))
+        return {c["name"]: (c["value"], c["config_source"]) for c in r["configs"]}
+
+    def list_offsets(self, tps: Iterable[TopicPartition], timestamp: int) -> dict[TopicPartition, int | None]:
+        """ListOffsets at each partition's leader: the offset for ``timestamp`` (-2 earliest, -1 latest,
+        else the first record at or after it); None where no record is that late."""
+        by_leader: dict[int, list[TopicPartition]] = {}
+        for tp, leader in self._leaders(tps).items():
+            if tp in set(tps):
+                if leader < 0:
+                    raise KafkaError(f"partition {tp} has no leader")
+                by_leader.setdefault(leader, []).append(tp)
+        out: dict[TopicPartition, int | None] = {}
+        for leader, parts in sorted(by_leader.items()):
+            topics: dict[str, list[dict]] = {}
+            for tp in parts:
+                topics.setdefault(tp.topic, []).append(
+                    {"partition_index": tp.partition, "current_leader_epoch": -1, "timestamp": timestamp}
+                )
+            body = {
+                "replica_id": -1,
+                "isolation_level": 0,
+                "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+            }
+            for t in self._call(leader, LIST_OFFSETS, body)["topics"]:
+                for p in t["partitions"]:
+                    _raise(p["error_code"], f"ListOffsets {t['name']}-{p['partition_index']}")
+                    out[TopicPartition(t["name"], p["partition_index"])] = (
+                        None if p["offset"] < 0 else p["offset"]
+                    )
+        return out
+
+    def high_watermark(self, topic: str, partition: int) -> int | None:
+        return self.list_offsets([TopicPartition(topic, partition)], LATEST_TIMESTAMP)[
+            TopicPartition(topic, partition)
+        ]
+
+    def offset_bounds(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
+        tps = list(tps)
+        start = self.list_offsets(tps, EARLIEST_TIMESTAMP)
+        end = self.list_offsets(tps, LATEST_TIMESTAMP)
+        return {tp: (start[tp] or 0, end[tp] or 0) for tp in tps}
+
+    # -------------------------------------------------------------------------------------- groups
+
+    def coordinator(self, group: str) -> int:
+        for _ in range(50):
+            resp = self._call("bootstrap", FIND_COORDINATOR, {"key": group, "key_type": 0})
+            if resp["error_code"] in RETRIABLE:
+                import time
+
+                time.sleep(0.1)
+                continue
+            _raise(resp["error_code"], f"FindCoordinator {group!r}", resp.get("error_message"))
+            self.brokers.setdefault(resp["node_id"], (resp["host"], resp["port"]))
+            return resp["node_id"]
+        raise KafkaError(f"no coordinator for group {group!r}")
+
+    def list_groups(self) -> list[ListedGroup]:
+        out: dict[str, ListedGroup] = {}
+        for b in sorted(self.brokers):
+            for g in self._call(b, LIST_GROUPS, {"states_filter": []})["groups"]:
+                out[g["group_id"]] = ListedGroup(group_id=g["group_id"], protocol_type=g["protocol_type"])
+        return [out[g] for g in sorted(out)]
+
+    def describe_group(self, group: str) -> DescribedGroup:
+        (g,) = self._call(self.coordinator(group), DESCRIBE_GROUPS, {"groups": [group]})["groups"]
+        return DescribedGroup(
+            group_id=g["group_id"],
+            error_code=g["error_code"],
+            group_state=g["group_state"],
+            protocol_type=g["protocol_type"],
+            protocol_data=g["protocol_data"],
+            members=tuple(
+                DescribedGroupMember(
+                    member_id=m["member_id"],
+                    group_instance_id=m["group_instance_id"],
+                    client_id=m["client_id"],
+                    client_host=m["client_host"],
+                    member_metadata=m["member_metadata"],
+                    member_assignment=m["member_assignment"],
+                )
+                for m in g["members"]
+            ),
+        )
+
+    def group_offsets(self, group: str) -> dict[TopicPartition, int]:
+        resp = self._call(self.coordinator(group), OFFSET_FETCH, {"group_id": group, "topics": None})
+        _raise(resp["error_code"], f"OffsetFetch {group!r}")
+        return {
+            TopicPartition(t["name"], p["partition_index"]): p["committed_offset"]
+            for t in resp["topics"]
+            for p in t["partitions"]
+            if p["committed_offset"] >= 0
+        }
+
+    def commit_offsets(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
+        """Commit as an admin tool does (no member, generation -1): only an Empty group takes it."""
+        topics: dict[str, list[dict]] = {}
+        for tp, off in sorted(offsets.items()):
+            topics.setdefault(tp.topic, []).append(
+                {
+                    "partition_index": tp.partition,
+                    "committed_offset": off,
+                    "committed_leader_epoch": -1,
+                    "commit_timestamp": -1,
+                    "committed_metadata": "",
+                }  # fmt: skip
+            )
+        body = {
+            "group_id": group, "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
+            "retention_time_ms": -1, "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+        }  # fmt: skip
+        for t in self._call(self.coordinator(group), OFFSET_COMMIT, body)["topics"]:
+            for p in t["partitions"]:
+                _raise(p["error_code"], f"OffsetCommit {t['name']}-{p['partition_index']} for {group!r}")
+
+    def delete_group(self, group: str) -> None:
+        (r,) = self._call(self.coordinator(group), DELETE_GROUPS, {"groups_names": [group]})["results"]
+        _raise(r["error_code"], f"delete group {group!r}")
+
+
+__all__ = ["AdminClient", "parse_bootstrap"]
