@@ -295,6 +295,19 @@ class Cluster:
         self.brokers[broker].lose_unflushed_on_crash = lose_unflushed
         self.net.crash(broker)
 
+    def shutdown(self, broker: int, *, controlled: bool = True, timeout_ms: int = 60_000) -> None:
+        """Stop ``broker`` cleanly (logs closed, session closed). ``controlled``: Kafka's controlled
+        shutdown first moves its leaderships to other ISR members. ``restart`` brings it back."""
+        node = self.brokers[broker]
+        done: list[bool] = []
+        if controlled:
+            node.controlled_shutdown(lambda: done.append(True))
+            if not self.run_until(lambda: bool(done), timeout_ms):
+                raise RequestTimedOutError(f"broker {broker} did not finish its controlled shutdown")
+        else:
+            node.shutdown()
+        self.net.crash(broker)  # down for the network; nothing left in memory to lose
+
     def restart(self, broker: int) -> None:
         self.net.restart(broker)
 

@@ -536,3 +536,26 @@ def test_admin_deletes_topics_with_both_clients(three_brokers):
         ka.close()
     logs = [p.name for b in three_brokers.server.cluster.brokers.values() for p in b.log_dir.glob("gone*")]
     assert logs == []
+
+
+def test_a_controlled_shutdown_under_a_confluent_producer_costs_no_errors():
+    from confluent_kafka import Producer
+
+    with BackgroundServer(3) as srv:
+        srv.create_topic("cs", 3, 3, **{"min.insync.replicas": 2})
+        p = Producer({"bootstrap.servers": srv.bootstrap_servers, "acks": "all", "linger.ms": 5})
+        errors, acked = [], []
+
+        def report(e, m):
+            (errors if e else acked).append(e or m.value())
+
+        for i in range(2000):
+            p.produce("cs", f"a{i}".encode(), partition=i % 3, on_delivery=report)
+        p.flush(30)
+        srv.stop_broker(2, controlled=True)
+        for i in range(2000):
+            p.produce("cs", f"b{i}".encode(), partition=i % 3, on_delivery=report)
+        assert p.flush(60) == 0
+        events = srv.call(lambda: srv.server.cluster.events("controlled_shutdown_complete"))
+    assert errors == [] and len(acked) == 4000
+    assert events[-1].fields["outcome"] == "done"

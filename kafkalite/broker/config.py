@@ -37,6 +37,9 @@ _SPECS: dict[str, tuple[str, str, Any, int | None]] = {
     "replica.socket.timeout.ms": ("replica_socket_timeout_ms", "int", 30000, 1),
     "unclean.leader.election.enable": ("unclean_leader_election_enable", "bool", False, None),
     "delete.topic.enable": ("delete_topic_enable", "bool", True, None),
+    "controlled.shutdown.enable": ("controlled_shutdown_enable", "bool", True, None),
+    "controlled.shutdown.max.retries": ("controlled_shutdown_max_retries", "int", 3, 0),
+    "controlled.shutdown.retry.backoff.ms": ("controlled_shutdown_retry_backoff_ms", "int", 5000, 0),
     "auto.leader.rebalance.enable": ("auto_leader_rebalance_enable", "bool", True, None),
     "leader.imbalance.per.broker.percentage": ("leader_imbalance_per_broker_percentage", "int", 10, 0),
     "leader.imbalance.check.interval.seconds": ("leader_imbalance_check_interval_seconds", "int", 300, 1),
@@ -142,6 +145,9 @@ class BrokerConfig:
     replica_socket_timeout_ms: int = 30000
     unclean_leader_election_enable: bool = False
     delete_topic_enable: bool = True
+    controlled_shutdown_enable: bool = True
+    controlled_shutdown_max_retries: int = 3
+    controlled_shutdown_retry_backoff_ms: int = 5000
     auto_leader_rebalance_enable: bool = True
     leader_imbalance_per_broker_percentage: int = 10
     leader_imbalance_check_interval_seconds: int = 300

@@ -55,6 +55,7 @@ from kafkalite.coordination.store import (
 )
 from kafkalite.coordination.zk_node import ConnectionLossError, ZkLink
 from kafkalite.errors import (
+    BrokerNotAvailableError,
     ElectionNotNeededError,
     EligibleLeadersNotAvailableError,
     FencedLeaderEpochError,
@@ -87,6 +88,8 @@ from kafkalite.protocol import (
     AlterPartitionResponse,
     AlterPartitionResult,
     BrokerEndpoint,
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
     CreatableTopicResult,
     CreatePartitionsRequest,
     CreatePartitionsResponse,
@@ -173,6 +176,11 @@ class ControllerContext:
     topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)
     reassigning: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
     deletion: Any = None  # the TopicDeletionManager of this controllership
+    shutting_down: set[int] = field(default_factory=set)  # brokers in controlled shutdown
+
+    def eligible_leaders(self) -> set[int]:
+        """Live brokers that may take leadership (not those shutting down)."""
+        return {b for b in self.live_brokers if b not in self.shutting_down}
 
     def partitions(self) -> list[tuple[TopicPartition, PartitionInfo]]:
         return [
@@ -560,6 +568,7 @@ class Controller:
         if dead:
             self._log("broker_failure", brokers=tuple(sorted(dead)), live=tuple(ctx.live_brokers))
             ctx.deletion.on_broker_failure(dead)
+            ctx.shutting_down -= dead
             self._handle_dead_replicas(dead - set(ctx.live_brokers), batch, reason="broker_failure")
         if new:
             self._log("broker_startup", brokers=tuple(sorted(new)), live=tuple(ctx.live_brokers))
@@ -722,7 +731,7 @@ class Controller:
             if st.leader in dead:
                 choice = self.elect_leader(
                     replace(info, state=replace(st, isr=remaining)),
-                    ctx.live_brokers,
+                    ctx.eligible_leaders(),
                     unclean=self._unclean_allowed(tp.topic),
                 )
                 if choice is not None:
@@ -753,7 +762,7 @@ class Controller:
             st = info.state
             if st is None or (st.leader != NO_LEADER and st.leader in ctx.live_brokers):
                 continue
-            choice = self.elect_leader(info, ctx.live_brokers, unclean=self._unclean_allowed(tp.topic))
+            choice = self.elect_leader(info, ctx.eligible_leaders(), unclean=self._unclean_allowed(tp.topic))
             if choice is None:
                 continue
             leader, isr, how = choice
@@ -903,6 +912,7 @@ class Controller:
             ElectLeadersRequest: self._elect_leaders,
             AlterPartitionReassignmentsRequest: self._alter_reassignments,
             ListPartitionReassignmentsRequest: self._list_reassignments,
+            ControlledShutdownRequest: self._controlled_shutdown,
         }
         handler = handlers.get(type(req))
         if handler is None:
@@ -933,6 +943,8 @@ class Controller:
             return ElectLeadersResponse(error_code=code)
         if isinstance(req, ListPartitionReassignmentsRequest):
             return ListPartitionReassignmentsResponse(error_code=code)
+        if isinstance(req, ControlledShutdownRequest):
+            return ControlledShutdownResponse(error_code=code)
         return AlterPartitionReassignmentsResponse(error_code=code)
 
     def _validate_each(
@@ -1231,7 +1243,7 @@ class Controller:
             st = info.state
             if st.leader == preferred:
                 out[tp] = ElectionNotNeededError.code
-            elif preferred not in ctx.live_brokers or preferred not in st.isr or tp in ctx.reassigning:
+            elif preferred not in ctx.eligible_leaders() or preferred not in st.isr or tp in ctx.reassigning:
                 out[tp] = PreferredLeaderNotAvailableError.code
             elif self._change_state(
                 tp, info, preferred, st.isr, batch, reason=reason, event="leader_elected",
@@ -1374,6 +1386,55 @@ class Controller:
                 )
             )
         return ListPartitionReassignmentsResponse(reassignments=tuple(out))
+
+    # ------------------------------------------------------------------------- ControlledShutdown
+    def _controlled_shutdown(self, req: ControlledShutdownRequest) -> ControlledShutdownResponse:
+        """Kafka's controlled shutdown: the broker's leaderships move to another ISR member (first in
+        assignment order), its follower replicas leave the ISR and stop; the answer lists the replicated
+        partitions it still leads (none eligible to take over), and the broker asks again."""
+        ctx = self.ctx
+        assert ctx is not None
+        b = req.broker_id
+        if b not in ctx.live_brokers:
+            return ControlledShutdownResponse(error_code=BrokerNotAvailableError.code)
+        if req.broker_epoch != -1 and req.broker_epoch < ctx.live_brokers[b]:
+            return ControlledShutdownResponse(error_code=STALE_BROKER_EPOCH)
+        if b not in ctx.shutting_down:
+            self._log("controlled_shutdown", broker=b)
+        ctx.shutting_down.add(b)
+        eligible = ctx.eligible_leaders()
+        batch = _Batch()
+        for tp, info in ctx.partitions():
+            st = info.state
+            if (
+                st is None
+                or b not in info.replicas
+                or len(info.replicas) < 2
+                or ctx.deletion.is_deleting(tp.topic)
+            ):
+                continue
+            isr = tuple(r for r in st.isr if r != b)
+            if st.leader == b:
+                leader = next((r for r in info.replicas if r in isr and r in eligible), None)
+                if leader is not None:
+                    self._change_state(
+                        tp, info, leader, isr, batch, reason="controlled_shutdown", event="leader_elected",
+                        extra={"election": "controlled_shutdown"},
+                    )  # fmt: skip
+            elif b in st.isr:
+                self._change_state(
+                    tp, info, st.leader, isr, batch, reason="controlled_shutdown", event="isr_changed"
+                )
+                batch.stop_replica.setdefault(b, {})[tp] = StopReplicaPartitionState(
+                    tp=tp, leader_epoch=info.state.leader_epoch, delete_partition=False
+                )
+        self._send_batch(batch)
+        remaining = tuple(
+            tp
+            for tp, info in ctx.partitions()
+            if info.state is not None and info.state.leader == b and len(info.replicas) > 1
+        )
+        return ControlledShutdownResponse(remaining_partitions=remaining)
 
     # ------------------------------------------------------------------------------ DeleteTopics
     def _delete_topics(self, src: Any, env: RequestEnvelope) -> None:

@@ -56,6 +56,8 @@ from kafkalite.protocol import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionRequest,
     BrokerEndpoint,
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
     CoordinatorType,
     CreatableTopic,
     CreatePartitionsRequest,
@@ -122,6 +124,7 @@ CONTROLLER_APIS = (
     AlterPartitionReassignmentsRequest,
     ListPartitionReassignmentsRequest,
     DeleteTopicsRequest,
+    ControlledShutdownRequest,
 )
 FROM_CONTROLLER = (LeaderAndIsrRequest, UpdateMetadataRequest, StopReplicaRequest)
 GROUP_APIS = (
@@ -408,6 +411,16 @@ class KafkaBroker(BaseNode):
         self.group_coordinator = None
         self.group_manager = None
         self.txn_coordinator = None
+
+    def controlled_shutdown(self, on_done: Callable[[], None] | None = None) -> None:
+        """Kafka's controlled shutdown: ask the controller to move this broker's leaderships away (up to
+        ``controlled.shutdown.max.retries`` more times, ``controlled.shutdown.retry.backoff.ms`` apart
+        while some remain), then shut down cleanly; ``on_done`` runs once the broker is down."""
+        if self.rm is None:
+            if on_done is not None:
+                on_done()
+            return
+        _ControlledShutdown(self, on_done).attempt()
 
     def on_crash(self) -> None:
         if self.rm is not None:
@@ -792,6 +805,63 @@ class _InternalTopicCreation:
             b._internal_topic_creation[self.topic] = None  # the next FindCoordinator asks again if needed
             event = "offsets_topic" if self.topic == OFFSETS_TOPIC else "transaction_state_topic"
             b.log(f"{event}_create_result", error_code=code)
+
+
+class _ControlledShutdown:
+    """One controlled shutdown in progress: the ControlledShutdown requests and their answers."""
+
+    def __init__(self, broker: KafkaBroker, on_done: Callable[[], None] | None) -> None:
+        self.broker = broker
+        self.on_done = on_done
+        self.tries = 0
+        self.finished = False
+
+    def attempt(self, _now_ms: int | None = None) -> None:
+        b = self.broker
+        controller = b.controller_id()
+        if (
+            self.finished
+            or b.rm is None
+            or not b.config.controlled_shutdown_enable
+            or controller is None
+            or self.tries > b.config.controlled_shutdown_max_retries
+        ):
+            self.finish("gave up" if self.tries else "skipped")
+            return
+        self.tries += 1
+        b.log("controlled_shutdown_request", broker=b.broker_id, attempt=self.tries, controller=controller)
+        req = ControlledShutdownRequest(broker_id=b.broker_id, broker_epoch=b.broker_epoch)
+        b.rm._send_request(controller, req, self, b.config.controller_socket_timeout_ms)
+
+    def on_response(self, _cid: int, _request: Any, response: Any) -> None:
+        if self.finished:
+            return
+        if (
+            isinstance(response, ControlledShutdownResponse)
+            and not response.error_code
+            and not response.remaining_partitions
+        ):
+            self.finish("done")
+            return
+        remaining = [str(tp) for tp in getattr(response, "remaining_partitions", ())]
+        self.broker.log(
+            "controlled_shutdown_retry", error_code=getattr(response, "error_code", -1), remaining=remaining
+        )
+        self.broker.set_timer(self.broker.config.controlled_shutdown_retry_backoff_ms, self.attempt)
+
+    def on_timeout(self, _cid: int, _request: Any) -> None:
+        if not self.finished:
+            self.attempt()
+
+    def finish(self, how: str) -> None:
+        if self.finished:
+            return
+        self.finished = True
+        b = self.broker
+        b.log("controlled_shutdown_complete", broker=b.broker_id, outcome=how, attempts=self.tries)
+        b.shutdown()
+        if self.on_done is not None:
+            self.on_done()
 
 
 _RM_HANDLERS = {

@@ -229,6 +229,24 @@ class WireServer:
             conn.close()
         self.cluster.crash(broker_id)
 
+    async def stop_broker(self, broker_id: int, *, controlled: bool = True) -> None:
+        """Stop one broker cleanly, as SIGTERM stops a Kafka broker: with ``controlled`` its leaderships
+        move to other ISR members first, then its listener and connections close."""
+        done = asyncio.Event()
+        node = self.cluster.brokers[broker_id]
+        if controlled:
+            node.controlled_shutdown(done.set)
+            self.wake()
+            await done.wait()
+        else:
+            node.shutdown()
+        self.net.crash(broker_id)
+        server = self._servers.pop(broker_id, None)
+        if server is not None:
+            server.close()
+        for conn in list(self._conns.get(broker_id, ())):
+            conn.close()
+
     async def restart_broker(self, broker_id: int) -> None:
         """Bring a crashed broker back on its port: it recovers its logs and rejoins."""
         await self._listen(broker_id, self.addresses[broker_id][1])
@@ -353,6 +371,11 @@ class BackgroundServer:
 
     def crash_broker(self, broker_id: int) -> None:
         self.call(self.server.crash_broker, broker_id)
+
+    def stop_broker(self, broker_id: int, *, controlled: bool = True) -> None:
+        asyncio.run_coroutine_threadsafe(
+            self.server.stop_broker(broker_id, controlled=controlled), self.loop
+        ).result(120)
 
     def restart_broker(self, broker_id: int) -> None:
         asyncio.run_coroutine_threadsafe(self.server.restart_broker(broker_id), self.loop).result(60)
