@@ -240,32 +240,148 @@ def server() -> None:
 @click.option(
     "--topic", "topics", multiple=True, help="Create a topic at start: NAME[:PARTITIONS[:REPLICATION]]."
 )
-def server_start(brokers: int, host: str, port: int, log_dir: str | None, topics: tuple[str, ...]) -> None:
-    """Run a cluster of BROKERS brokers behind Kafka's wire protocol until SIGINT/SIGTERM."""
+@click.option("--broker-id", type=int, help="Run this one broker as its own process (needs --zookeeper).")
+@click.option("--zookeeper", help="HOST:PORT of the coordination store (kafkalite zookeeper start).")
+@click.option("--listeners", help="The broker's listener, PLAINTEXT://HOST:PORT (with --broker-id).")
+@click.option("--inter-broker-port", type=int, default=0, help="Port other brokers reach this one on.")
+@click.option("--peers", default="", help="The other brokers' inter-broker ports: ID=HOST:PORT,...")
+@click.option("--config-file", type=click.Path(exists=True, dir_okay=False), help="A server.properties file.")
+@click.option("--override", "overrides", multiple=True, help="KEY=VALUE broker setting (repeatable).")
+def server_start(
+    brokers: int,
+    host: str,
+    port: int,
+    log_dir: str | None,
+    topics: tuple[str, ...],
+    broker_id: int | None,
+    zookeeper: str | None,
+    listeners: str | None,
+    inter_broker_port: int,
+    peers: str,
+    config_file: str | None,
+    overrides: tuple[str, ...],
+) -> None:
+    """Run kafkalite behind Kafka's wire protocol until SIGINT/SIGTERM: BROKERS brokers in this process,
+    or, with --broker-id and --zookeeper, one broker of a multi-process cluster (SIGTERM: controlled
+    shutdown)."""
     import asyncio
-    import signal
 
+    from kafkalite.wire.processes import BrokerProcess, parse_address, parse_peers, run_until_signalled
     from kafkalite.wire.server import WireServer
 
-    async def main() -> None:
-        srv = WireServer(
-            brokers, host=host, ports={b: port + b - 1 for b in range(1, brokers + 1)}, log_dir=log_dir
-        )
-        await srv.start()
-        for spec in topics:
-            name, *rest = spec.split(":")
-            parts = int(rest[0]) if rest else 1
-            rf = int(rest[1]) if len(rest) > 1 else min(brokers, 3)
-            srv.create_topic(name, parts, rf)
-        click.echo(f"kafkalite: {brokers} broker(s) on {srv.bootstrap_servers}", err=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
-        await srv.stop()  # closes every log cleanly (producer snapshots, checkpoints)
+    config = _properties(config_file, overrides)
+    if (broker_id is None) != (zookeeper is None):
+        raise click.UsageError("--broker-id and --zookeeper go together")
+    if broker_id is not None:
+        if not listeners or not listeners.startswith("PLAINTEXT://"):
+            raise click.UsageError("give --listeners PLAINTEXT://HOST:PORT")
+        lhost, lport = parse_address(listeners[len("PLAINTEXT://") :])
+        proc = BrokerProcess(
+            broker_id, host=lhost, port=lport, log_dir=log_dir or f"/tmp/kafkalite-logs-{broker_id}",
+            store=parse_address(zookeeper), bridge_port=inter_broker_port, peers=parse_peers(peers),  # type: ignore[arg-type]
+            config=config,
+        )  # fmt: skip
+        click.echo(f"kafkalite: broker {broker_id} on {lhost}:{lport}", err=True)
+        asyncio.run(run_until_signalled(proc))
+        return
 
-    asyncio.run(main())
+    class _InProcess(WireServer):
+        async def start(self) -> None:
+            await super().start()
+            for spec in topics:
+                name, *rest = spec.split(":")
+                parts = int(rest[0]) if rest else 1
+                rf = int(rest[1]) if len(rest) > 1 else min(brokers, 3)
+                self.create_topic(name, parts, rf)
+            click.echo(f"kafkalite: {brokers} broker(s) on {self.bootstrap_servers}", err=True)
+
+    srv = _InProcess(
+        brokers, host=host, ports={b: port + b - 1 for b in range(1, brokers + 1)}, log_dir=log_dir,
+        config=config,
+    )  # fmt: skip
+    asyncio.run(run_until_signalled(srv))  # stop() closes every log cleanly
+
+
+def _properties(path: str | None, overrides: tuple[str, ...]) -> dict[str, str]:
+    """A server.properties file (KEY=VALUE lines, # comments) and --override KEY=VALUE, the latter winning."""
+    out: dict[str, str] = {}
+    lines = open(path).read().splitlines() if path else []  # noqa: SIM115
+    for n, line in enumerate(lines, 1):
+        line = line.strip()
+        if not line or line.startswith(("#", "!")):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise click.UsageError(f"{path}:{n}: expected KEY=VALUE, got {line!r}")
+        out[key.strip()] = value.strip()
+    for o in overrides:
+        key, sep, value = o.partition("=")
+        if not sep or not key:
+            raise click.UsageError(f"--override takes KEY=VALUE, got {o!r}")
+        out[key] = value
+    return out
+
+
+@kafkalite.group()
+def zookeeper() -> None:
+    """The coordination store (kafkalite's ZooKeeper) as its own process."""
+
+
+@zookeeper.command("start")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=2181, show_default=True)
+@click.option(
+    "--dir", "data_dir", required=True, type=click.Path(file_okay=False), help="Where it keeps its snapshot."
+)
+def zookeeper_start(host: str, port: int, data_dir: str) -> None:
+    """Serve the store until SIGINT/SIGTERM; its znodes survive a restart (store.snapshot)."""
+    import asyncio
+
+    from kafkalite.wire.processes import StoreProcess, run_until_signalled
+
+    click.echo(f"kafkalite: coordination store on {host}:{port}", err=True)
+    asyncio.run(run_until_signalled(StoreProcess(host, port, data_dir)))
+
+
+@kafkalite.group()
+def cluster() -> None:
+    """A cluster of separate processes: the store and one process per broker."""
+
+
+@cluster.command("start")
+@click.option("--brokers", default=3, show_default=True)
+@click.option(
+    "--dir", "directory", required=True, type=click.Path(file_okay=False), help="Logs, store, pids."
+)
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--base-port", default=0, help="Broker N listens on BASE+N-1 (default: free ports).")
+@click.option("--override", "overrides", multiple=True, help="KEY=VALUE broker setting (repeatable).")
+def cluster_start(
+    brokers: int, directory: str, host: str, base_port: int, overrides: tuple[str, ...]
+) -> None:
+    """Start the processes, wait until a controller is elected, print the bootstrap servers."""
+    from kafkalite.wire.processes import start_cluster
+
+    try:
+        state = start_cluster(
+            directory, brokers, host=host, base_port=base_port, config=_properties(None, overrides)
+        )
+    except (RuntimeError, TimeoutError, OSError) as e:
+        raise click.ClickException(str(e)) from e
+    click.echo(state["bootstrap_servers"])
+
+
+@cluster.command("stop")
+@click.option("--dir", "directory", required=True, type=click.Path(exists=True, file_okay=False))
+def cluster_stop(directory: str) -> None:
+    """SIGTERM every broker in turn (controlled shutdown), then the store."""
+    from kafkalite.wire.processes import stop_cluster
+
+    try:
+        stopped = stop_cluster(directory)
+    except (OSError, KeyError, ValueError) as e:
+        raise click.ClickException(f"no cluster to stop in {directory}: {e}") from e
+    click.echo(f"stopped {len(stopped)} process(es)")
 
 
 @kafkalite.group()

@@ -227,6 +227,7 @@ class KafkaBroker(BaseNode):
         port: int = 9092,
         replica_manager_factory: ReplicaManagerFactory | None = None,
         auto_start: bool = True,
+        zk_link_factory: Callable[..., ZkLink] | None = None,
     ) -> None:
         from kafkalite.broker.config import BrokerConfig
 
@@ -239,6 +240,7 @@ class KafkaBroker(BaseNode):
         self.port = port
         self._rm_factory = replica_manager_factory or _default_replica_manager_factory
         self.auto_start = auto_start
+        self._zk_link_factory = zk_link_factory or ZkLink  # RemoteZkLink when the store is another process
         self.lose_unflushed_on_crash = False
         self.rm: Any = None
         self.zk: ZkLink | None = None
@@ -288,7 +290,7 @@ class KafkaBroker(BaseNode):
             log_event=partial(net.log, self.node_id),
         )
         self._start_group_coordinator()
-        self.zk = ZkLink(
+        self.zk = self._zk_link_factory(
             net,
             self.node_id,
             session_timeout_ms=self.config.zookeeper_session_timeout_ms,

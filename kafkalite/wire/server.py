@@ -21,7 +21,7 @@ import itertools
 import logging
 import struct
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -42,6 +42,25 @@ _SIZE = struct.Struct(">i")
 
 def wall_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+async def drive(net: Any, wake: asyncio.Event, running: Callable[[], bool]) -> None:
+    """Keep ``net``'s virtual clock level with the wall clock, running what falls due, until ``running()``
+    turns false; ``wake`` cuts a wait short when something arrived from outside (a request, a frame)."""
+    while running():
+        now = wall_ms()
+        if now > net.now_ms():
+            net.run_for(now - net.now_ms())
+        else:
+            net.run_for(0)
+        nxt = net.next_event_ms()
+        delay = 0.05 if nxt is None else min(0.05, max(0.0, (nxt - wall_ms()) / 1000))
+        wake.clear()
+        if delay > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), timeout=delay)
+        else:
+            await asyncio.sleep(0)
 
 
 @dataclass
@@ -258,22 +277,7 @@ class WireServer:
             self._wake_event.set()
 
     async def _pump(self) -> None:
-        """Keep the cluster's virtual clock level with the wall clock, running what falls due."""
-        net = self.net
-        while self._running:
-            now = wall_ms()
-            if now > net.now_ms():
-                net.run_for(now - net.now_ms())
-            else:
-                net.run_for(0)
-            nxt = net.next_event_ms()
-            delay = 0.05 if nxt is None else min(0.05, max(0.0, (nxt - wall_ms()) / 1000))
-            self._wake_event.clear()
-            if delay > 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake_event.wait(), timeout=delay)
-            else:
-                await asyncio.sleep(0)
+        await drive(self.net, self._wake_event, lambda: self._running)
 
     async def _serve(
         self, broker_id: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter

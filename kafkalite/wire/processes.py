@@ -1,0 +1,362 @@
+"""A kafkalite cluster as separate processes: one for the coordination store, one per broker.
+
+``StoreProcess`` serves the ZooKeeper-like store on one port (RPC calls, and bridge links for pings and
+watch events). ``BrokerProcess`` runs one ``KafkaBroker`` on its own wall-clock network: Kafka clients
+reach it on its listener, other brokers over an inter-broker bridge port, and its store calls go to the
+store process (``RemoteZkLink``). ``start_cluster`` / ``stop_cluster`` launch and stop a whole cluster of
+such processes and keep their pids and ports in ``<dir>/cluster.json``.
+
+SIGTERM stops a broker as Kafka's does: controlled shutdown first (its leaderships move away), then its
+logs close. ``kill -9`` loses nothing acknowledged with ``acks=all``: the other replicas have it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from kafkalite.wire.server import WireServer, drive, wall_ms
+
+BROKER_TICK_MS = 100
+ZK_TICK_MS = 100
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ValueError(f"an address looks like HOST:PORT, got {text!r}")
+    return host, int(port)
+
+
+def parse_peers(text: str) -> dict[int, tuple[str, int]]:
+    """``"2=127.0.0.1:19093,3=127.0.0.1:19094"`` -> {2: (host, port), 3: (host, port)}."""
+    out = {}
+    for entry in filter(None, (e.strip() for e in text.split(","))):
+        bid, sep, addr = entry.partition("=")
+        if not sep or not bid.isdigit():
+            raise ValueError(f"--peers entries look like ID=HOST:PORT, got {entry!r}")
+        out[int(bid)] = parse_address(addr)
+    return out
+
+
+class StoreProcess:
+    """The coordination store of a multi-process cluster."""
+
+    def __init__(self, host: str, port: int, data_dir: str | Path) -> None:
+        self.host, self.port = host, port
+        self.dir = Path(data_dir)
+        self.address: tuple[str, int] | None = None
+        self._running = False
+
+    async def start(self) -> None:
+        from kafkalite.coordination.remote import StoreRpcServer, load_snapshot
+        from kafkalite.coordination.store import CoordinationStore
+        from kafkalite.coordination.zk_node import ZK_NODE_ID, ZkNode
+        from kafkalite.net.bridge import NetBridge
+        from kafkalite.net.sim import SimNetwork
+
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.net = SimNetwork(0, latency_ms=0, log_messages="none", start_ms=wall_ms())
+        store = CoordinationStore(self.net.clock)
+        load_snapshot(store, self.dir / "store.snapshot")
+        self.zk = self.net.add_node(ZK_NODE_ID, ZkNode(store), tick_ms=ZK_TICK_MS)
+        self.wake_event = asyncio.Event()
+        self.bridge = NetBridge(self.net, [ZK_NODE_ID], {}, wake=self.wake_event.set)
+        self.rpc = StoreRpcServer(self.zk, self.dir / "store.snapshot", bridge=self.bridge)
+        self.address = await self.rpc.listen(self.host, self.port)
+        self._running = True
+        self._pump = asyncio.create_task(drive(self.net, self.wake_event, lambda: self._running))
+
+    async def stop(self) -> None:
+        self._running = False
+        self.wake_event.set()
+        await self._pump
+        await self.rpc.close()
+        await self.bridge.close()
+
+
+class BrokerProcess(WireServer):
+    """One broker as its own process: Kafka listener, inter-broker bridge, remote store."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        *,
+        host: str,
+        port: int,
+        log_dir: str | Path,
+        store: tuple[str, int],
+        bridge_port: int,
+        peers: Mapping[int, tuple[str, int]],
+        config: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(1, host=host, ports={broker_id: port}, log_dir=log_dir, config=config)
+        self.broker_id = broker_id
+        self.store_address = store
+        self.bridge_port = bridge_port
+        self.peers = dict(peers)
+        self.node: Any = None
+
+    async def start(self) -> None:
+        from kafkalite.broker.server import KafkaBroker
+        from kafkalite.coordination.remote import RemoteZkLink
+        from kafkalite.coordination.zk_node import ZK_NODE_ID
+        from kafkalite.net.bridge import NetBridge
+        from kafkalite.net.sim import SimNetwork
+
+        sock = await self._listen(self.broker_id, self.ports[self.broker_id])
+        self.addresses = {self.broker_id: sock}
+        self.net = SimNetwork(self.broker_id, latency_ms=0, log_messages="none", start_ms=wall_ms())
+        self._wake_event = asyncio.Event()
+        self.bridge = NetBridge(
+            self.net, [self.broker_id], {ZK_NODE_ID: self.store_address, **self.peers}, wake=self.wake
+        )
+        await self.bridge.listen(self.host, self.bridge_port)
+        node = KafkaBroker(
+            self.broker_id,
+            Path(self.log_dir),  # type: ignore[arg-type]
+            self.config,
+            host=sock[0],
+            port=sock[1],
+            zk_link_factory=partial(RemoteZkLink, address=self.store_address),
+        )
+        self.node = self.net.add_node(self.broker_id, node, tick_ms=BROKER_TICK_MS)
+        await self.bridge.connect_all()
+        self._running = True
+        self._pump_task = asyncio.create_task(self._pump())
+
+    async def stop(self, *, controlled: bool = True) -> None:  # type: ignore[override]
+        if self.node is not None and self.node.rm is not None:
+            if controlled:
+                done = asyncio.Event()
+                self.node.controlled_shutdown(done.set)
+                self.wake()
+                await done.wait()
+            else:
+                self.node.shutdown()
+        self._running = False
+        self.wake()
+        if self._pump_task is not None:
+            await self._pump_task
+        for s in self._servers.values():
+            s.close()
+        for t in list(self._tasks):
+            t.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.bridge.close()
+
+
+async def run_until_signalled(server: Any) -> None:
+    """Start ``server``, then stop it cleanly on SIGINT or SIGTERM."""
+    await server.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    await server.stop()
+
+
+# ---------------------------------------------------------------------------------- a cluster
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def start_cluster(
+    directory: str | Path,
+    brokers: int = 3,
+    *,
+    host: str = "127.0.0.1",
+    base_port: int = 0,
+    config: Mapping[str, str] | None = None,
+    timeout_s: float = 60.0,
+) -> dict[str, Any]:
+    """Launch the store and ``brokers`` broker processes, wait until every broker has registered and a
+    controller is elected, and write ``<directory>/cluster.json``. ``base_port`` 0: free ports."""
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    if (d / "cluster.json").exists() and _alive(json.loads((d / "cluster.json").read_text())):
+        raise RuntimeError(f"a cluster from {d} is already running; stop it first")
+    (d / "logs").mkdir(exist_ok=True)
+    store_port = free_port(host)
+    ports = {b: (base_port + b - 1 if base_port else free_port(host)) for b in range(1, brokers + 1)}
+    bridges = {b: free_port(host) for b in range(1, brokers + 1)}
+    # a whole-cluster stop ends with a broker that has no one to hand its leaderships to; with Kafka's
+    # 5 s backoff its three retries would hold `cluster stop` for 20 s
+    props = {"offsets.topic.replication.factor": str(min(3, brokers)),
+             "controlled.shutdown.retry.backoff.ms": "1000",
+             "transaction.state.log.replication.factor": str(min(3, brokers)),
+             "transaction.state.log.min.isr": str(min(2, brokers)), **(config or {})}  # fmt: skip
+    exe = [sys.executable, "-m", "kafkalite.cli"]
+    state: dict[str, Any] = {"host": host, "store": {"port": store_port}, "brokers": {}}
+    store_cmd = [
+        *exe,
+        "zookeeper",
+        "start",
+        "--host",
+        host,
+        "--port",
+        str(store_port),
+        "--dir",
+        str(d / "store"),
+    ]
+    state["store"]["pid"] = _spawn(store_cmd, d / "logs" / "store.log")
+    _wait_port(host, store_port, timeout_s)
+    for b in range(1, brokers + 1):
+        peers = ",".join(f"{o}={host}:{bridges[o]}" for o in range(1, brokers + 1) if o != b)
+        cmd = [*exe, "server", "start", "--broker-id", str(b), "--zookeeper", f"{host}:{store_port}",
+               "--listeners", f"PLAINTEXT://{host}:{ports[b]}", "--log-dir", str(d / f"broker-{b}"),
+               "--inter-broker-port", str(bridges[b])]  # fmt: skip
+        if peers:
+            cmd += ["--peers", peers]
+        for k, v in props.items():
+            cmd += ["--override", f"{k}={v}"]
+        pid = _spawn(cmd, d / "logs" / f"broker-{b}.log")
+        state["brokers"][str(b)] = {"pid": pid, "port": ports[b], "bridge_port": bridges[b], "cmd": cmd}
+    (d / "cluster.json").write_text(json.dumps(state, indent=2))
+    bootstrap = ",".join(f"{host}:{ports[b]}" for b in ports)
+    _wait_ready(bootstrap, brokers, timeout_s)
+    state["bootstrap_servers"] = bootstrap
+    (d / "cluster.json").write_text(json.dumps(state, indent=2))
+    return state
+
+
+def stop_cluster(directory: str | Path, *, timeout_s: float = 60.0) -> list[int]:
+    """SIGTERM every broker (controlled shutdown), then the store; returns the pids stopped."""
+    state = _state(directory)
+    stopped = []
+    pids = [b["pid"] for _, b in sorted(state["brokers"].items())]
+    for pid in pids:
+        if _signal(pid, signal.SIGTERM):
+            stopped.append(pid)
+        _wait_gone(pid, timeout_s)  # one at a time: each hands its leaderships to the others
+    if _signal(state["store"]["pid"], signal.SIGTERM):
+        stopped.append(state["store"]["pid"])
+    _wait_gone(state["store"]["pid"], timeout_s)
+    return stopped
+
+
+def signal_broker(directory: str | Path, broker_id: int, sig: int = signal.SIGTERM) -> None:
+    """Send ``sig`` to one broker of a running cluster and wait until its process is gone."""
+    pid = _state(directory)["brokers"][str(broker_id)]["pid"]
+    _signal(pid, sig)
+    _wait_gone(pid, 60.0)
+
+
+def restart_broker(directory: str | Path, broker_id: int, *, timeout_s: float = 60.0) -> int:
+    """Start a stopped (or killed) broker again on its old ports and log directory; returns its pid.
+    It recovers its logs, registers, and the controller brings it back into the ISRs."""
+    d = Path(directory)
+    state = _state(d)
+    entry = state["brokers"][str(broker_id)]
+    if not _reap(entry["pid"]):
+        raise RuntimeError(f"broker {broker_id} is still running (pid {entry['pid']})")
+    entry["pid"] = _spawn(entry["cmd"], d / "logs" / f"broker-{broker_id}.log")
+    (d / "cluster.json").write_text(json.dumps(state, indent=2))
+    _wait_port(state["host"], entry["port"], timeout_s)
+    return entry["pid"]
+
+
+def _state(directory: str | Path) -> dict[str, Any]:
+    return json.loads((Path(directory) / "cluster.json").read_text())
+
+
+def _spawn(cmd: list[str], log_path: Path) -> int:
+    out = open(log_path, "ab")  # noqa: SIM115 - the child keeps it
+    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    out.close()
+    return proc.pid
+
+
+def _signal(pid: int, sig: int) -> bool:
+    try:
+        os.kill(pid, sig)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def _reap(pid: int) -> bool:
+    """True when ``pid`` is gone (reaping it if it is our child)."""
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return True
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def _wait_gone(pid: int, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not _reap(pid):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            _reap(pid)
+            return
+        time.sleep(0.05)
+
+
+def _alive(state: dict) -> bool:
+    pids = [state["store"]["pid"], *(b["pid"] for b in state["brokers"].values())]
+    return any(not _reap(p) for p in pids)
+
+
+def _wait_port(host: str, port: int, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            socket.create_connection((host, port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"nothing listens on {host}:{port} after {timeout_s} s") from None
+            time.sleep(0.05)
+
+
+def _wait_ready(bootstrap: str, brokers: int, timeout_s: float) -> None:
+    """Wait until every broker, asked on its own, knows all ``brokers`` and the controller: a client that
+    bootstraps from any of them then finds the controller at once."""
+    from kafkalite.wire.client import AdminClient
+
+    deadline = time.monotonic() + timeout_s
+    last: Exception | str | None = None
+    pending = bootstrap.split(",")
+    while time.monotonic() < deadline:
+        try:
+            with AdminClient(pending[0], timeout_s=5) as admin:
+                if len(admin.brokers) == brokers and admin.controller_id >= 0:
+                    pending.pop(0)
+                    if not pending:
+                        return
+                    continue
+                last = f"{pending[0]} knows {len(admin.brokers)} brokers, controller {admin.controller_id}"
+        except Exception as e:  # noqa: BLE001 - still starting
+            last = e
+        time.sleep(0.1)
+    raise TimeoutError(f"the cluster was not ready after {timeout_s} s (last: {last})")
+
+
+__all__ = [
+    "BrokerProcess", "StoreProcess", "parse_address", "parse_peers", "restart_broker", "run_until_signalled",
+    "signal_broker", "start_cluster", "stop_cluster",
+]  # fmt: skip
