@@ -173,6 +173,18 @@ class ClusterAuthorizationFailedError(KafkaError):
     code, name = 31, "CLUSTER_AUTHORIZATION_FAILED"
 
 
+class UnsupportedSaslMechanismError(KafkaError):
+    """SaslHandshake named a mechanism the listener does not enable (``sasl.enabled.mechanisms``)."""
+
+    code, name = 33, "UNSUPPORTED_SASL_MECHANISM"
+
+
+class IllegalSaslStateError(KafkaError):
+    """A request that the SASL exchange does not allow at this point (e.g. before authenticating)."""
+
+    code, name = 34, "ILLEGAL_SASL_STATE"
+
+
 class InvalidTimestampError(KafkaError):
     code, name = 32, "INVALID_TIMESTAMP"
 
@@ -389,6 +401,18 @@ class InvalidUpdateVersionError(KafkaError):
     """An ISR change quoting a partition epoch the controller has moved past."""
 
     code, name = 95, "INVALID_UPDATE_VERSION"
+
+
+class ResourceNotFoundError(KafkaError):
+    """The named resource (e.g. a user's SCRAM credential) does not exist."""
+
+    code, name = 91, "RESOURCE_NOT_FOUND"
+
+
+class UnacceptableCredentialError(KafkaError):
+    """A SCRAM credential Kafka refuses: empty user name, too few or too many iterations."""
+
+    code, name = 93, "UNACCEPTABLE_CREDENTIAL"
 
 
 class IneligibleReplicaError(KafkaError):

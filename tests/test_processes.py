@@ -215,9 +215,9 @@ def test_bridge_frames_carry_data_never_code() -> None:
 
 
 def test_store_snapshot_keeps_persistent_znodes_only(tmp_path) -> None:
+    from kafkalite.clock import ManualClock as SimClock
     from kafkalite.coordination.remote import load_snapshot, save_snapshot
     from kafkalite.coordination.store import CoordinationStore
-    from kafkalite.clock import ManualClock as SimClock
 
     store = CoordinationStore(SimClock())
     session = store.connect(6000)

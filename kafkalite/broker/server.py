@@ -256,6 +256,7 @@ class KafkaBroker(BaseNode):
         self._internal_topic_creation: dict[str, int | None] = {}
         self.txn_coordinator: TransactionCoordinator | None = None
         self.producer_ids: ProducerIdManager | None = None
+        self.authorizer: Any = None  # an AclAuthorizer when authorizer.class.name is set
 
     # ------------------------------------------------------------------------------------ lifecycle
 
@@ -375,6 +376,7 @@ class KafkaBroker(BaseNode):
             self.registered = True
             self.log("broker_registered", broker=self.broker_id, broker_epoch=self.broker_epoch)
             self._config_changes()
+            self._start_authorizer()
         except NodeExists:
             # The previous incarnation's session has not expired yet: wait for its ephemeral to go.
             self.log("broker_registration_retry", broker=self.broker_id, reason="NodeExists")
@@ -749,6 +751,19 @@ class KafkaBroker(BaseNode):
         except (ConnectionLossError, SessionExpired, NoNode) as exc:
             self.log("config_change_retry", error=type(exc).__name__)
             self.set_timer(REGISTRATION_RETRY_MS, lambda _now: self._config_changes())
+
+    def _start_authorizer(self) -> None:
+        """With ``authorizer.class.name`` set, read the ACLs from the store and follow their changes."""
+        from kafkalite.security.authorizer import AclAuthorizer, enabled
+
+        if not enabled(self.props):
+            return
+        if self.authorizer is None:
+            self.authorizer = AclAuthorizer(
+                self.zk, self.props, on_error=lambda m: self.log("acl_error", error=m)
+            )
+        self.authorizer.zk = self.zk
+        self.authorizer.load()
 
     def _reload_topic_config(self, topic: str) -> None:
         assert self.zk is not None

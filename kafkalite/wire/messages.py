@@ -1112,6 +1112,220 @@ _DELETE_GROUPS_RESPONSE = (
 DELETE_GROUPS = MessageSpec(42, "DeleteGroups", 0, 2, 2, _DELETE_GROUPS_REQUEST, _DELETE_GROUPS_RESPONSE)
 
 
+# ------------------------------------------------------------------ security: SASL, ACLs, SCRAM users
+
+_SASL_HANDSHAKE_REQUEST = (F("mechanism", "string", "0+"),)
+_SASL_HANDSHAKE_RESPONSE = (
+    F("error_code", "int16", "0+"),
+    F("mechanisms", "[]string", "0+"),
+)
+SASL_HANDSHAKE = MessageSpec(
+    17, "SaslHandshake", 0, 1, ANY, _SASL_HANDSHAKE_REQUEST, _SASL_HANDSHAKE_RESPONSE
+)
+
+_SASL_AUTHENTICATE_REQUEST = (F("auth_bytes", "bytes", "0+"),)
+_SASL_AUTHENTICATE_RESPONSE = (
+    F("error_code", "int16", "0+"),
+    F("error_message", "string", "0+", nullable="0+"),
+    F("auth_bytes", "bytes", "0+"),
+    F("session_lifetime_ms", "int64", "1+"),
+)
+SASL_AUTHENTICATE = MessageSpec(
+    36, "SaslAuthenticate", 0, 2, 2, _SASL_AUTHENTICATE_REQUEST, _SASL_AUTHENTICATE_RESPONSE
+)
+
+_CREATE_ACLS_REQUEST = (
+    A(
+        "creations",
+        "0+",
+        [
+            F("resource_type", "int8", "0+"),
+            F("resource_name", "string", "0+"),
+            F("resource_pattern_type", "int8", "1+", default=3),
+            F("principal", "string", "0+"),
+            F("host", "string", "0+"),
+            F("operation", "int8", "0+"),
+            F("permission_type", "int8", "0+"),
+        ],
+    ),
+)
+_CREATE_ACLS_RESPONSE = (
+    F("throttle_time_ms", "int32", "0+"),
+    A(
+        "results",
+        "0+",
+        [
+            F("error_code", "int16", "0+"),
+            F("error_message", "string", "0+", nullable="0+"),
+        ],
+    ),
+)
+CREATE_ACLS = MessageSpec(30, "CreateAcls", 0, 3, 2, _CREATE_ACLS_REQUEST, _CREATE_ACLS_RESPONSE)
+
+_DESCRIBE_ACLS_REQUEST = (
+    F("resource_type_filter", "int8", "0+"),
+    F("resource_name_filter", "string", "0+", nullable="0+"),
+    F("pattern_type_filter", "int8", "1+", default=3),
+    F("principal_filter", "string", "0+", nullable="0+"),
+    F("host_filter", "string", "0+", nullable="0+"),
+    F("operation", "int8", "0+"),
+    F("permission_type", "int8", "0+"),
+)
+_DESCRIBE_ACLS_RESPONSE = (
+    F("throttle_time_ms", "int32", "0+"),
+    F("error_code", "int16", "0+"),
+    F("error_message", "string", "0+", nullable="0+"),
+    A(
+        "resources",
+        "0+",
+        [
+            F("resource_type", "int8", "0+"),
+            F("resource_name", "string", "0+"),
+            F("pattern_type", "int8", "1+", default=3),
+            A(
+                "acls",
+                "0+",
+                [
+                    F("principal", "string", "0+"),
+                    F("host", "string", "0+"),
+                    F("operation", "int8", "0+"),
+                    F("permission_type", "int8", "0+"),
+                ],
+            ),
+        ],
+    ),
+)
+DESCRIBE_ACLS = MessageSpec(29, "DescribeAcls", 0, 3, 2, _DESCRIBE_ACLS_REQUEST, _DESCRIBE_ACLS_RESPONSE)
+
+_DELETE_ACLS_REQUEST = (
+    A(
+        "filters",
+        "0+",
+        [
+            F("resource_type_filter", "int8", "0+"),
+            F("resource_name_filter", "string", "0+", nullable="0+"),
+            F("pattern_type_filter", "int8", "1+", default=3),
+            F("principal_filter", "string", "0+", nullable="0+"),
+            F("host_filter", "string", "0+", nullable="0+"),
+            F("operation", "int8", "0+"),
+            F("permission_type", "int8", "0+"),
+        ],
+    ),
+)
+_DELETE_ACLS_RESPONSE = (
+    F("throttle_time_ms", "int32", "0+"),
+    A(
+        "filter_results",
+        "0+",
+        [
+            F("error_code", "int16", "0+"),
+            F("error_message", "string", "0+", nullable="0+"),
+            A(
+                "matching_acls",
+                "0+",
+                [
+                    F("error_code", "int16", "0+"),
+                    F("error_message", "string", "0+", nullable="0+"),
+                    F("resource_type", "int8", "0+"),
+                    F("resource_name", "string", "0+"),
+                    F("pattern_type", "int8", "1+", default=3),
+                    F("principal", "string", "0+"),
+                    F("host", "string", "0+"),
+                    F("operation", "int8", "0+"),
+                    F("permission_type", "int8", "0+"),
+                ],
+            ),
+        ],
+    ),
+)
+DELETE_ACLS = MessageSpec(31, "DeleteAcls", 0, 3, 2, _DELETE_ACLS_REQUEST, _DELETE_ACLS_RESPONSE)
+
+_ALTER_USER_SCRAM_CREDENTIALS_REQUEST = (
+    A(
+        "deletions",
+        "0+",
+        [
+            F("name", "string", "0+"),
+            F("mechanism", "int8", "0+"),
+        ],
+    ),
+    A(
+        "upsertions",
+        "0+",
+        [
+            F("name", "string", "0+"),
+            F("mechanism", "int8", "0+"),
+            F("iterations", "int32", "0+"),
+            F("salt", "bytes", "0+"),
+            F("salted_password", "bytes", "0+"),
+        ],
+    ),
+)
+_ALTER_USER_SCRAM_CREDENTIALS_RESPONSE = (
+    F("throttle_time_ms", "int32", "0+"),
+    A(
+        "results",
+        "0+",
+        [
+            F("user", "string", "0+"),
+            F("error_code", "int16", "0+"),
+            F("error_message", "string", "0+", nullable="0+"),
+        ],
+    ),
+)
+ALTER_USER_SCRAM_CREDENTIALS = MessageSpec(
+    51,
+    "AlterUserScramCredentials",
+    0,
+    0,
+    0,
+    _ALTER_USER_SCRAM_CREDENTIALS_REQUEST,
+    _ALTER_USER_SCRAM_CREDENTIALS_RESPONSE,
+)
+
+_DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST = (
+    A(
+        "users",
+        "0+",
+        [
+            F("name", "string", "0+"),
+        ],
+        nullable="0+",
+    ),
+)
+_DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE = (
+    F("throttle_time_ms", "int32", "0+"),
+    F("error_code", "int16", "0+"),
+    F("error_message", "string", "0+", nullable="0+"),
+    A(
+        "results",
+        "0+",
+        [
+            F("user", "string", "0+"),
+            F("error_code", "int16", "0+"),
+            F("error_message", "string", "0+", nullable="0+"),
+            A(
+                "credential_infos",
+                "0+",
+                [
+                    F("mechanism", "int8", "0+"),
+                    F("iterations", "int32", "0+"),
+                ],
+            ),
+        ],
+    ),
+)
+DESCRIBE_USER_SCRAM_CREDENTIALS = MessageSpec(
+    50,
+    "DescribeUserScramCredentials",
+    0,
+    0,
+    0,
+    _DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST,
+    _DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE,
+)
+
+
 SPECS: dict[int, MessageSpec] = {
     s.api_key: s
     for s in (
@@ -1120,7 +1334,8 @@ SPECS: dict[int, MessageSpec] = {
         LIST_GROUPS, DESCRIBE_GROUPS, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT,
         OFFSET_FOR_LEADER_EPOCH, CREATE_PARTITIONS, ELECT_LEADERS, ALTER_PARTITION_REASSIGNMENTS,
         LIST_PARTITION_REASSIGNMENTS, DESCRIBE_CLUSTER, DELETE_RECORDS, DESCRIBE_CONFIGS, ALTER_CONFIGS,
-        INCREMENTAL_ALTER_CONFIGS, DELETE_GROUPS, DELETE_TOPICS,
+        INCREMENTAL_ALTER_CONFIGS, DELETE_GROUPS, DELETE_TOPICS, SASL_HANDSHAKE, SASL_AUTHENTICATE,
+        CREATE_ACLS, DESCRIBE_ACLS, DELETE_ACLS, ALTER_USER_SCRAM_CREDENTIALS, DESCRIBE_USER_SCRAM_CREDENTIALS,
     )
 }  # fmt: skip
 

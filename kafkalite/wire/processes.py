@@ -135,6 +135,9 @@ class BrokerProcess(WireServer):
         self._running = True
         self._pump_task = asyncio.create_task(self._pump())
 
+    def broker_node(self, broker_id: int) -> Any:
+        return self.node
+
     async def stop(self, *, controlled: bool = True) -> None:  # type: ignore[override]
         if self.node is not None and self.node.rm is not None:
             if controlled:
@@ -148,8 +151,9 @@ class BrokerProcess(WireServer):
         self.wake()
         if self._pump_task is not None:
             await self._pump_task
-        for s in self._servers.values():
-            s.close()
+        for group in self._servers.values():
+            for srv in group:
+                srv.close()
         for t in list(self._tasks):
             t.cancel()
         if self._tasks:

@@ -28,6 +28,19 @@ from typing import Any, NamedTuple
 
 from kafkalite.net.sim import BaseNode
 from kafkalite.protocol import RequestEnvelope, ResponseEnvelope
+from kafkalite.security import admin as security_admin
+from kafkalite.security import gate
+from kafkalite.security.acl import ANONYMOUS, CLUSTER_NAME, ResourceType
+from kafkalite.security.listeners import (
+    ILLEGAL_SASL_STATE,
+    Listener,
+    SaslAuthenticator,
+    enabled_mechanisms,
+    parse_listeners,
+    plain_users,
+    principal_from_certificate,
+    server_ssl_context,
+)
 from kafkalite.wire.adapter import api_versions_body, to_body, to_request
 from kafkalite.wire.header import API_VERSIONS_KEY, UnsupportedVersion, decode_request, encode_response
 from kafkalite.wire.types import WireFormatError
@@ -37,6 +50,8 @@ log = logging.getLogger("kafkalite.wire")
 SOCKET_REQUEST_MAX_BYTES = 104_857_600  # Kafka's socket.request.max.bytes default
 UNSUPPORTED_VERSION = 35
 PRODUCE_KEY = 0
+SASL_HANDSHAKE_KEY, SASL_AUTHENTICATE_KEY = 17, 36
+ENDPOINT_APIS = {3, 10, 60}  # Metadata, FindCoordinator, DescribeCluster: broker addresses per listener
 _SIZE = struct.Struct(">i")
 
 
@@ -71,6 +86,7 @@ class ServerStats:
     bytes_in: int = 0
     bytes_out: int = 0
     closed_bad_frames: int = 0
+    auth_failures: int = 0
     by_api: dict[int, int] = field(default_factory=dict)
 
 
@@ -88,11 +104,29 @@ class ConnectionId(NamedTuple):
 class ClientConnection(BaseNode):
     """One TCP connection to one broker, as a node of the cluster's network."""
 
-    def __init__(self, server: WireServer, broker_id: int, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self,
+        server: WireServer,
+        broker_id: int,
+        writer: asyncio.StreamWriter,
+        listener: Listener | None = None,
+        client_host: str = "",
+    ) -> None:
         self.server = server
         self.broker_id = broker_id
         self.writer = writer
-        self.pending: dict[int, tuple[int, int, int]] = {}  # correlation id -> (slot, api key, version)
+        self.listener = listener
+        self.client_host = client_host
+        self.sasl: SaslAuthenticator | None = None
+        self.principal = ANONYMOUS
+        if listener is not None and listener.sasl:
+            self.sasl = server.sasl_authenticator(broker_id, listener)
+        elif listener is not None and listener.tls:
+            self.principal = principal_from_certificate(
+                writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
+            )
+        # correlation id -> (slot, api key, version, how to merge refused parts into the answer)
+        self.pending: dict[int, tuple[int, int, int, Any]] = {}
         self.ready: dict[int, bytes | None] = {}  # slot -> encoded response (None: nothing to send)
         self.next_slot = 0
         self.next_write = 0
@@ -132,11 +166,37 @@ class ClientConnection(BaseNode):
         if key == API_VERSIONS_KEY:
             self._finish(slot, encode_response(key, version, corr, api_versions_body()))
             return
+        if key in (SASL_HANDSHAKE_KEY, SASL_AUTHENTICATE_KEY):
+            self._sasl_step(slot, key, version, corr, body)
+            return
+        if self.sasl is not None and not self.sasl.done:
+            # Kafka closes a connection that sends anything but ApiVersions and SASL before authenticating
+            log.info("closing connection: api key %d before SASL authentication", key)
+            stats.closed_bad_frames += 1
+            self.close()
+            return
+        merge = None
+        authz = self.server.authorizer(self.broker_id)
+        if key in security_admin.APIS:
+            allowed = authz is None or self._may(authz)(
+                security_admin.required_operation(key), ResourceType.CLUSTER, CLUSTER_NAME
+            )
+            answer = security_admin.handle(key, body, self.server.broker_node(self.broker_id), allowed)
+            self._finish(slot, encode_response(key, version, corr, answer))
+            return
+        if authz is not None:
+            fwd, merge, whole = gate.check(key, body, self._may(authz), lambda: authz.may_write_some_topic(
+                self.principal, self.client_host))  # fmt: skip
+            if whole is not None:
+                quiet = key == PRODUCE_KEY and body.get("acks") == 0
+                self._finish(slot, None if quiet else encode_response(key, version, corr, whole))
+                return
+            body = fwd
         request = to_request(key, version, body)
         if key == PRODUCE_KEY and request.acks == 0:
             self._finish(slot, None)  # acks=0: the client waits for nothing
         else:
-            self.pending[corr] = (slot, key, version)
+            self.pending[corr] = (slot, key, version, merge)
         self.server.net.send(
             self.node_id, self.broker_id, RequestEnvelope(corr, header.client_id or "", request)
         )
@@ -148,8 +208,43 @@ class ClientConnection(BaseNode):
         entry = self.pending.pop(msg.correlation_id, None)
         if entry is None:
             return
-        slot, key, version = entry
-        self._finish(slot, encode_response(key, version, msg.correlation_id, to_body(msg.response)))
+        slot, key, version, merge = entry
+        body = to_body(msg.response)
+        if merge is not None:
+            body = merge(body)
+        if key in ENDPOINT_APIS and self.listener is not None:
+            body = self.server.endpoints_for(self.listener.name, key, body)
+        self._finish(slot, encode_response(key, version, msg.correlation_id, body))
+
+    def _may(self, authz: Any) -> Callable[[Any, Any, str], bool]:
+        principal, host = self.principal, self.client_host
+        return lambda op, rtype, name: authz.authorize(principal, host, op, rtype, name)
+
+    def _sasl_step(self, slot: int, key: int, version: int, corr: int, body: dict) -> None:
+        sasl = self.sasl
+        if key == SASL_HANDSHAKE_KEY:
+            code = ILLEGAL_SASL_STATE if sasl is None else sasl.handshake(body["mechanism"])
+            mechs = [] if sasl is None else sasl.mechanisms
+            answer = {"error_code": code, "mechanisms": mechs}
+            message = None
+        elif sasl is None:
+            code, message, out = ILLEGAL_SASL_STATE, "this listener does not speak SASL", b""
+            answer = {"error_code": code, "error_message": message, "auth_bytes": b""}
+        else:
+            code, message, out = sasl.authenticate(bytes(body["auth_bytes"]))
+            answer = {
+                "error_code": code,
+                "error_message": message,
+                "auth_bytes": out,
+                "session_lifetime_ms": 0,
+            }
+            if sasl.done:
+                self.principal = sasl.principal  # type: ignore[assignment]
+        self._finish(slot, encode_response(key, version, corr, answer))
+        if code:  # Kafka sends the error, then closes the connection
+            log.info("closing connection after SASL error %d: %s", code, message)
+            self.server.stats.auth_failures += 1
+            self.close()
 
     def _slot(self) -> int:
         s = self.next_slot
@@ -174,7 +269,10 @@ class ClientConnection(BaseNode):
 class WireServer:
     """TCP listeners for every broker of a ``Cluster`` driven in real time (see the module docstring).
 
-    ``ports`` maps broker id to port (0: any free port; ``addresses`` tells which one was taken).
+    ``ports`` maps broker id to port (0: any free port; ``addresses`` tells which one was taken). With
+    Kafka's ``listeners`` in ``config`` (``PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0``) every broker
+    gets each listener, broker N on port+N-1 (0: free ports); ``endpoints[name]`` has their addresses,
+    and the first listener is the one brokers register (``addresses``, ``bootstrap_servers``).
     """
 
     def __init__(
@@ -195,11 +293,22 @@ class WireServer:
         # replicas as there are brokers, up to Kafka's 3 (a 1-broker cluster could not create them).
         self.config = {"offsets.topic.replication.factor": min(3, brokers), **(config or {})}
         self.max_request_bytes = max_request_bytes
+        text = self.config.get("listeners")
+        self.listeners = (
+            parse_listeners(str(text), self.config.get("listener.security.protocol.map"), host)
+            if text
+            else [Listener("PLAINTEXT", host, 0, "PLAINTEXT")]
+        )
+        self._ssl = {x.name: server_ssl_context(self.config, x.name) for x in self.listeners if x.tls}
+        for x in self.listeners:
+            if x.sasl:
+                enabled_mechanisms(self.config, x.name)  # a bad mechanism list fails here, not per connection
         self.cluster: Any = None
         self.net: Any = None
         self.stats = ServerStats()
         self.addresses: dict[int, tuple[str, int]] = {}
-        self._servers: dict[int, asyncio.base_events.Server] = {}
+        self.endpoints: dict[str, dict[int, tuple[str, int]]] = {x.name: {} for x in self.listeners}
+        self._servers: dict[int, list[asyncio.base_events.Server]] = {}
         self._conns: dict[int, set[ClientConnection]] = {}
         self._wake_event: asyncio.Event | None = None
         self._pump_task: asyncio.Task | None = None
@@ -228,12 +337,61 @@ class WireServer:
         self._running = True
         self._pump_task = asyncio.create_task(self._pump())
 
+    def _port(self, listener: Listener, broker_id: int, port: int) -> int:
+        if listener is self.listeners[0] and port:
+            return port
+        return listener.port + broker_id - 1 if listener.port else 0
+
     async def _listen(self, broker_id: int, port: int) -> tuple[str, int]:
-        server = await asyncio.start_server(
-            lambda r, w, b=broker_id: self._serve(b, r, w), self.host, port, reuse_address=True
+        """Open every listener of ``broker_id`` (the first on ``port`` when given); the first's address."""
+        servers = []
+        for x in self.listeners:
+            known = self.endpoints[x.name].get(broker_id)
+            want = known[1] if known else self._port(x, broker_id, port)
+            server = await asyncio.start_server(
+                lambda r, w, b=broker_id, x=x: self._serve(b, r, w, x), x.host, want, reuse_address=True,
+                ssl=self._ssl.get(x.name),
+            )  # fmt: skip
+            self.endpoints[x.name][broker_id] = (x.host, server.sockets[0].getsockname()[1])
+            servers.append(server)
+        self._servers[broker_id] = servers
+        return self.endpoints[self.listeners[0].name][broker_id]
+
+    def bootstrap(self, listener: str) -> str:
+        """``HOST:PORT,...`` of every broker on the named listener."""
+        return ",".join(f"{h}:{p}" for h, p in self.endpoints[listener.upper()].values())
+
+    def broker_node(self, broker_id: int) -> Any:
+        return self.cluster.brokers[broker_id]
+
+    def authorizer(self, broker_id: int) -> Any:
+        return self.broker_node(broker_id).authorizer
+
+    def sasl_authenticator(self, broker_id: int, listener: Listener) -> SaslAuthenticator:
+        def lookup(mechanism: str, user: str) -> Any:
+            zk = self.broker_node(broker_id).zk
+            return None if zk is None else security_admin.scram_credential(zk, mechanism, user)
+
+        return SaslAuthenticator(
+            enabled_mechanisms(self.config, listener.name), plain_users(self.config, listener.name), lookup
         )
-        self._servers[broker_id] = server
-        return (self.host, server.sockets[0].getsockname()[1])
+
+    def endpoints_for(self, listener: str, api_key: int, body: dict) -> dict:
+        """Point a Metadata, FindCoordinator or DescribeCluster answer at ``listener``'s addresses, as a
+        Kafka broker answers each client with the endpoints of the listener it came in on."""
+        eps = self.endpoints.get(listener, {})
+        if listener == self.listeners[0].name or not eps:
+            return body
+        if api_key == 10:
+            ep = eps.get(body.get("node_id", -1))
+            return {**body, "host": ep[0], "port": ep[1]} if ep else body
+        id_key = "broker_id" if api_key == 60 else "node_id"
+        brokers = [
+            {**b, "host": eps[b[id_key]][0], "port": eps[b[id_key]][1]}
+            for b in body.get("brokers") or []
+            if b[id_key] in eps
+        ]
+        return {**body, "brokers": brokers}
 
     @property
     def bootstrap_servers(self) -> str:
@@ -241,8 +399,7 @@ class WireServer:
 
     def crash_broker(self, broker_id: int) -> None:
         """Kill a broker as kill -9 would: its listener and connections vanish, its unflushed state too."""
-        server = self._servers.pop(broker_id, None)
-        if server is not None:
+        for server in self._servers.pop(broker_id, ()):
             server.close()
         for conn in list(self._conns.get(broker_id, ())):
             conn.close()
@@ -260,15 +417,14 @@ class WireServer:
         else:
             node.shutdown()
         self.net.crash(broker_id)
-        server = self._servers.pop(broker_id, None)
-        if server is not None:
+        for server in self._servers.pop(broker_id, ()):
             server.close()
         for conn in list(self._conns.get(broker_id, ())):
             conn.close()
 
     async def restart_broker(self, broker_id: int) -> None:
         """Bring a crashed broker back on its port: it recovers its logs and rejoins."""
-        await self._listen(broker_id, self.addresses[broker_id][1])
+        await self._listen(broker_id, self.addresses[broker_id][1])  # every listener on its old port
         self.cluster.restart(broker_id)
         self.wake()
 
@@ -280,7 +436,11 @@ class WireServer:
         await drive(self.net, self._wake_event, lambda: self._running)
 
     async def _serve(
-        self, broker_id: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self,
+        broker_id: int,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        listener: Listener | None = None,
     ) -> None:
         if self.net is None:
             writer.close()
@@ -288,10 +448,11 @@ class WireServer:
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
-        conn = ClientConnection(self, broker_id, writer)
-        self._conns.setdefault(broker_id, set()).add(conn)
         peer = writer.get_extra_info("peername")
-        node_id = ConnectionId(next(self._conn_ids), peer[0] if isinstance(peer, tuple) else "unknown")
+        host = peer[0] if isinstance(peer, tuple) else "unknown"
+        conn = ClientConnection(self, broker_id, writer, listener, host)
+        self._conns.setdefault(broker_id, set()).add(conn)
+        node_id = ConnectionId(next(self._conn_ids), host)
         self.net.add_node(node_id, conn)
         self.stats.connections_open += 1
         self.stats.connections_total += 1
@@ -324,14 +485,15 @@ class WireServer:
         self.wake()
         if self._pump_task is not None:
             await self._pump_task
-        for s in self._servers.values():
-            s.close()
+        servers = [srv for group in self._servers.values() for srv in group]
+        for srv in servers:
+            srv.close()
         for t in list(self._tasks):
             t.cancel()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
-        for s in self._servers.values():
-            await s.wait_closed()
+        for srv in servers:
+            await srv.wait_closed()
         if self.cluster is not None:
             self.cluster.close()
 

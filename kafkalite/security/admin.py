@@ -1,0 +1,257 @@
+"""The security admin APIs, answered at the listener from the broker's store link and authorizer:
+CreateAcls, DescribeAcls, DeleteAcls, DescribeUserScramCredentials, AlterUserScramCredentials.
+
+SCRAM credentials live where Kafka keeps them, ``/config/users/<user>`` as
+``{"version":1,"config":{"SCRAM-SHA-256":"salt=...,stored_key=...,server_key=...,iterations=4096"}}``.
+A client sends a salted password, never the password (KIP-554); the broker derives the two keys it keeps.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kafkalite.coordination.store import NoNode
+from kafkalite.security.acl import (
+    AccessControlEntry,
+    AclBinding,
+    AclBindingFilter,
+    Operation,
+    PatternType,
+    Permission,
+    ResourcePattern,
+    ResourceType,
+    validate,
+)
+from kafkalite.security.scram import (
+    MECHANISM_TYPES,
+    ScramCredential,
+    ScramError,
+    check_iterations,
+)
+
+USERS = "/config/users"
+SECURITY_DISABLED, INVALID_REQUEST, RESOURCE_NOT_FOUND, UNACCEPTABLE_CREDENTIAL = 54, 42, 91, 93
+CLUSTER_DENIED = 31
+ACL_APIS = {29, 30, 31}
+SCRAM_APIS = {50, 51}
+APIS = ACL_APIS | SCRAM_APIS
+_MECH_NAMES = {v: k for k, v in MECHANISM_TYPES.items()}
+
+
+# ------------------------------------------------------------------------------------- SCRAM users
+
+
+def _user_config(zk: Any, user: str) -> dict[str, str]:
+    try:
+        data, _ = zk.get(f"{USERS}/{user}")
+    except NoNode:
+        return {}
+    return dict(json.loads(data or b"{}").get("config", {}))
+
+
+def _write_user_config(zk: Any, user: str, config: dict[str, str]) -> None:
+    path = f"{USERS}/{user}"
+    data = json.dumps({"version": 1, "config": config}, separators=(",", ":")).encode()
+    try:
+        zk.set(path, data)
+    except NoNode:
+        zk.create(path, data, make_parents=True)
+
+
+def scram_credential(zk: Any, mechanism: str, user: str) -> ScramCredential | None:
+    text = _user_config(zk, user).get(mechanism)
+    return ScramCredential.decode(text) if text else None
+
+
+def set_scram_credential(zk: Any, user: str, mechanism: str, credential: ScramCredential) -> None:
+    if not user:
+        raise ScramError("the user name is empty")
+    check_iterations(credential.iterations)
+    config = _user_config(zk, user)
+    config[mechanism] = credential.encode()
+    _write_user_config(zk, user, config)
+
+
+def add_scram_user(
+    zk: Any, user: str, password: str, mechanism: str = "SCRAM-SHA-256", iterations: int = 4096
+) -> None:
+    """What ``kafka-configs --alter --add-config 'SCRAM-SHA-256=[password=...]' --entity-type users`` does."""
+    set_scram_credential(zk, user, mechanism, ScramCredential.create(mechanism, password, iterations))
+
+
+def _alter_scram(zk: Any, body: dict) -> dict:
+    results: dict[str, tuple[int, str | None]] = {}
+    for d in body.get("deletions") or []:
+        mech = _MECH_NAMES.get(d["mechanism"])
+        config = _user_config(zk, d["name"])
+        if mech is None:
+            results[d["name"]] = (UNACCEPTABLE_CREDENTIAL, f"unknown SCRAM mechanism {d['mechanism']}")
+        elif mech not in config:
+            results[d["name"]] = (RESOURCE_NOT_FOUND, f"no {mech} credential for {d['name']!r}")
+        else:
+            del config[mech]
+            _write_user_config(zk, d["name"], config)
+            results.setdefault(d["name"], (0, None))
+    for u in body.get("upsertions") or []:
+        mech = _MECH_NAMES.get(u["mechanism"])
+        try:
+            if mech is None:
+                raise ScramError(f"unknown SCRAM mechanism {u['mechanism']}")
+            check_iterations(u["iterations"])
+            cred = ScramCredential.from_salted(mech, u["salted_password"], u["salt"], u["iterations"])
+            set_scram_credential(zk, u["name"], mech, cred)
+            results.setdefault(u["name"], (0, None))
+        except ScramError as e:
+            results[u["name"]] = (UNACCEPTABLE_CREDENTIAL, str(e))
+    return {"results": [{"user": n, "error_code": c, "error_message": m} for n, (c, m) in results.items()]}
+
+
+def _describe_scram(zk: Any, body: dict) -> dict:
+    users = body.get("users")
+    if users is None:
+        try:
+            names = sorted(zk.get_children(USERS))
+        except NoNode:
+            names = []
+    else:
+        names = [u["name"] for u in users]
+    out = []
+    for name in names:
+        config = _user_config(zk, name)
+        infos = [{"mechanism": MECHANISM_TYPES[m], "iterations": ScramCredential.decode(v).iterations}
+                 for m, v in sorted(config.items()) if m in MECHANISM_TYPES]  # fmt: skip
+        if not infos:
+            if users is not None:
+                out.append({"user": name, "error_code": RESOURCE_NOT_FOUND,
+                            "error_message": f"Attempt to describe a user credential that does not exist: {name}",
+                            "credential_infos": []})  # fmt: skip
+            continue
+        out.append({"user": name, "error_code": 0, "credential_infos": infos})
+    return {"error_code": 0, "results": out}
+
+
+# -------------------------------------------------------------------------------------------- ACLs
+
+
+def _binding(c: dict) -> AclBinding:
+    return AclBinding(
+        ResourcePattern(ResourceType(c["resource_type"]), c["resource_name"],
+                        PatternType(c.get("resource_pattern_type", 3))),
+        AccessControlEntry(c["principal"], c["host"], Operation(c["operation"]), Permission(c["permission_type"])),
+    )  # fmt: skip
+
+
+def _filter(f: dict) -> AclBindingFilter:
+    return AclBindingFilter(
+        ResourceType(f["resource_type_filter"]), f.get("resource_name_filter"),
+        PatternType(f.get("pattern_type_filter", 3)), f.get("principal_filter"), f.get("host_filter"),
+        Operation(f["operation"]), Permission(f["permission_type"]),
+    )  # fmt: skip
+
+
+def _binding_dict(b: AclBinding) -> dict:
+    return {"resource_type": int(b.pattern.type), "resource_name": b.pattern.name,
+            "pattern_type": int(b.pattern.pattern), "principal": b.entry.principal, "host": b.entry.host,
+            "operation": int(b.entry.operation), "permission_type": int(b.entry.permission)}  # fmt: skip
+
+
+def _create_acls(authz: Any, body: dict) -> dict:
+    results, good = [], []
+    for c in body["creations"]:
+        try:
+            b = _binding(c)
+            why = validate(b)
+        except ValueError as e:
+            b, why = None, f"invalid ACL: {e}"
+        results.append({"error_code": INVALID_REQUEST if why else 0, "error_message": why})
+        if not why:
+            good.append(b)
+    if good:
+        authz.create_acls(good)
+    return {"results": results}
+
+
+def _describe_acls(authz: Any, body: dict) -> dict:
+    try:
+        found = authz.describe_acls(_filter(body))
+    except ValueError as e:
+        return {"error_code": INVALID_REQUEST, "error_message": str(e), "resources": []}
+    by_pattern: dict[ResourcePattern, list[AccessControlEntry]] = {}
+    for b in found:
+        by_pattern.setdefault(b.pattern, []).append(b.entry)
+    return {"error_code": 0, "resources": [
+        {"resource_type": int(p.type), "resource_name": p.name, "pattern_type": int(p.pattern),
+         "acls": [{"principal": e.principal, "host": e.host, "operation": int(e.operation),
+                   "permission_type": int(e.permission)} for e in entries]}
+        for p, entries in by_pattern.items()]}  # fmt: skip
+
+
+def _delete_acls(authz: Any, body: dict) -> dict:
+    try:
+        filters = [_filter(f) for f in body["filters"]]
+    except ValueError as e:
+        return {"filter_results": [{"error_code": INVALID_REQUEST, "error_message": str(e), "matching_acls": []}
+                                   for _ in body["filters"]]}  # fmt: skip
+    matched = authz.delete_acls(filters)
+    return {"filter_results": [
+        {"error_code": 0, "matching_acls": [{"error_code": 0, **_binding_dict(b)} for b in group]}
+        for group in matched]}  # fmt: skip
+
+
+def handle(api_key: int, body: dict, broker: Any, allowed: bool) -> dict:
+    """The answer to one security admin request; ``allowed``: the caller passed the cluster ACL check."""
+    if api_key in ACL_APIS and broker.authorizer is None:
+        msg = "No Authorizer is configured on the broker"
+        if api_key == 29:
+            return {"error_code": SECURITY_DISABLED, "error_message": msg, "resources": []}
+        if api_key == 30:
+            return {
+                "results": [
+                    {"error_code": SECURITY_DISABLED, "error_message": msg} for _ in body["creations"]
+                ]
+            }
+        return {"filter_results": [{"error_code": SECURITY_DISABLED, "error_message": msg, "matching_acls": []}
+                                   for _ in body["filters"]]}  # fmt: skip
+    if not allowed:
+        msg = "Cluster authorization failed."
+        if api_key == 29:
+            return {"error_code": CLUSTER_DENIED, "error_message": msg, "resources": []}
+        if api_key == 30:
+            return {
+                "results": [{"error_code": CLUSTER_DENIED, "error_message": msg} for _ in body["creations"]]
+            }
+        if api_key == 31:
+            return {"filter_results": [{"error_code": CLUSTER_DENIED, "error_message": msg, "matching_acls": []}
+                                       for _ in body["filters"]]}  # fmt: skip
+        if api_key == 50:
+            return {"error_code": CLUSTER_DENIED, "error_message": msg, "results": []}
+        users = {x["name"] for k in ("deletions", "upsertions") for x in body.get(k) or []}
+        return {
+            "results": [
+                {"user": u, "error_code": CLUSTER_DENIED, "error_message": msg} for u in sorted(users)
+            ]
+        }
+    if api_key == 29:
+        return _describe_acls(broker.authorizer, body)
+    if api_key == 30:
+        return _create_acls(broker.authorizer, body)
+    if api_key == 31:
+        return _delete_acls(broker.authorizer, body)
+    if api_key == 50:
+        return _describe_scram(broker.zk, body)
+    return _alter_scram(broker.zk, body)
+
+
+def required_operation(api_key: int) -> Operation:
+    return Operation.DESCRIBE if api_key in (29, 50) else Operation.ALTER
+
+
+__all__ = [
+    "APIS",
+    "add_scram_user",
+    "handle",
+    "required_operation",
+    "scram_credential",
+    "set_scram_credential",
+]
