@@ -225,6 +225,119 @@ def topics(
         raise click.ClickException(str(e) or type(e).__name__) from e
 
 
+_COMMAND_CONFIG = click.option(
+    "--command-config",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Client security settings (security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.location).",
+)
+
+
+@kafkalite.command()
+@click.option("--bootstrap-server", required=True, help="HOST:PORT of a running cluster.")
+@_COMMAND_CONFIG
+@click.option("--add", is_flag=True, help="Add the ACLs the other options describe.")
+@click.option(
+    "--remove", is_flag=True, help="Remove the ACLs on the named resources (all of them without any)."
+)
+@click.option("--list", "do_list", is_flag=True, help="List ACLs (of the named resources, or all).")
+@click.option("--allow-principal", multiple=True, help="User:NAME allowed (repeatable).")
+@click.option("--deny-principal", multiple=True, help="User:NAME denied (repeatable).")
+@click.option("--allow-host", multiple=True, help="Host the allow applies to (default *).")
+@click.option("--deny-host", multiple=True, help="Host the deny applies to (default *).")
+@click.option(
+    "--operation", "operations", multiple=True, help="Read, Write, Describe, All, ... (repeatable)."
+)
+@click.option("--topic", "topics_", multiple=True, help="A topic (repeatable; * for every topic).")
+@click.option("--group", "groups", multiple=True, help="A consumer group (repeatable).")
+@click.option("--transactional-id", "txn_ids", multiple=True, help="A transactional id (repeatable).")
+@click.option("--cluster", is_flag=True, help="The cluster resource.")
+@click.option("--resource-pattern-type", default="literal", show_default=True,
+              help="literal or prefixed (--list and --remove also take any and match).")  # fmt: skip
+@click.option("--principal", help="--list: only this principal's ACLs.")
+def acls(
+    bootstrap_server: str, command_config: str | None, add: bool, remove: bool, do_list: bool,
+    allow_principal: tuple[str, ...], deny_principal: tuple[str, ...], allow_host: tuple[str, ...],
+    deny_host: tuple[str, ...], operations: tuple[str, ...], topics_: tuple[str, ...], groups: tuple[str, ...],
+    txn_ids: tuple[str, ...], cluster: bool, resource_pattern_type: str, principal: str | None,
+) -> None:  # fmt: skip
+    """Kafka's kafka-acls: add, remove and list ACLs (needs authorizer.class.name on the brokers)."""
+    from kafkalite.errors import KafkaError
+    from kafkalite.tools import security as tools
+    from kafkalite.wire.client import AdminClient
+
+    if sum((add, remove, do_list)) != 1:
+        raise click.UsageError("give exactly one of --add, --remove, --list")
+    try:
+        res = tools.resources(topics_, groups, txn_ids, cluster)
+        with AdminClient(bootstrap_server, security=_properties(command_config, ())) as admin:
+            if add:
+                bindings = tools.bindings_to_add(res, resource_pattern_type, allow_principal, deny_principal,
+                                                 operations, allow_host, deny_host)  # fmt: skip
+                admin.create_acls(bindings)
+                click.echo(f"Adding ACLs:\n{tools.format_acls(bindings)}")
+            elif remove:
+                n = admin.delete_acls(tools.filters(res, resource_pattern_type, principal))
+                click.echo(f"Removed {n} ACL(s).")
+            else:
+                pattern = resource_pattern_type if res else "any"
+                found = [b for f in tools.filters(res, pattern, principal) for b in admin.describe_acls(f)]
+                click.echo(tools.format_acls(sorted(set(found))))
+    except (KafkaError, ValueError, OSError) as e:
+        raise click.ClickException(str(e) or type(e).__name__) from e
+
+
+@kafkalite.command()
+@click.option("--bootstrap-server", required=True, help="HOST:PORT of a running cluster.")
+@_COMMAND_CONFIG
+@click.option("--entity-type", type=click.Choice(["users"]), required=True, help="users (SCRAM credentials).")
+@click.option("--entity-name", help="The user.")
+@click.option("--alter", is_flag=True, help="Add or delete credentials (--add-config / --delete-config).")
+@click.option("--describe", is_flag=True, help="Show the user's (or every user's) SCRAM mechanisms.")
+@click.option(
+    "--add-config", help="SCRAM-SHA-256=[password=...],SCRAM-SHA-512=[iterations=8192,password=...]"
+)
+@click.option("--delete-config", help="SCRAM-SHA-256 and/or SCRAM-SHA-512, comma separated.")
+def configs(
+    bootstrap_server: str, command_config: str | None, entity_type: str, entity_name: str | None, alter: bool,
+    describe: bool, add_config: str | None, delete_config: str | None,
+) -> None:  # fmt: skip
+    """Kafka's kafka-configs for SCRAM users: the password is salted here, never sent."""
+    from kafkalite.errors import KafkaError
+    from kafkalite.tools import security as tools
+    from kafkalite.wire.client import AdminClient
+
+    if alter == describe:
+        raise click.UsageError("give --alter or --describe")
+    if alter and not entity_name:
+        raise click.UsageError("--alter needs --entity-name")
+    try:
+        with AdminClient(bootstrap_server, security=_properties(command_config, ())) as admin:
+            if describe:
+                click.echo(tools.describe_users(admin, [entity_name] if entity_name else None))
+                return
+            for mech, password, iterations in tools.parse_scram_config(add_config or ""):
+                admin.alter_scram(entity_name, mech, password, iterations)  # type: ignore[arg-type]
+            for mech in filter(None, (m.strip() for m in (delete_config or "").split(","))):
+                admin.alter_scram(entity_name, mech, None)  # type: ignore[arg-type]
+            click.echo(f"Completed updating config for user {entity_name}.")
+    except (KafkaError, ValueError, KeyError, OSError) as e:
+        raise click.ClickException(str(e) or type(e).__name__) from e
+
+
+@kafkalite.command()
+@click.option(
+    "--dir", "directory", required=True, type=click.Path(file_okay=False), help="Where to write them."
+)
+@click.option("--client", "clients", multiple=True, default=("alice", "bob"), show_default=True,
+              help="A client certificate to make (repeatable); its CN becomes the principal.")  # fmt: skip
+def certs(directory: str, clients: tuple[str, ...]) -> None:
+    """Throw-away TLS certificates: a CA, a broker certificate for localhost, client certificates."""
+    from kafkalite.security.certs import make_certificates
+
+    for name, path in make_certificates(directory, clients).items():
+        click.echo(f"{name}\t{path}")
+
+
 @kafkalite.group()
 def server() -> None:
     """kafkalite brokers on TCP, for real Kafka clients."""
@@ -242,7 +355,7 @@ def server() -> None:
 )
 @click.option("--broker-id", type=int, help="Run this one broker as its own process (needs --zookeeper).")
 @click.option("--zookeeper", help="HOST:PORT of the coordination store (kafkalite zookeeper start).")
-@click.option("--listeners", help="The broker's listener, PLAINTEXT://HOST:PORT (with --broker-id).")
+@click.option("--listeners", help="The broker's listeners, NAME://HOST:PORT,... (with --broker-id).")
 @click.option("--inter-broker-port", type=int, default=0, help="Port other brokers reach this one on.")
 @click.option("--peers", default="", help="The other brokers' inter-broker ports: ID=HOST:PORT,...")
 @click.option("--config-file", type=click.Path(exists=True, dir_okay=False), help="A server.properties file.")
@@ -273,9 +386,16 @@ def server_start(
     if (broker_id is None) != (zookeeper is None):
         raise click.UsageError("--broker-id and --zookeeper go together")
     if broker_id is not None:
-        if not listeners or not listeners.startswith("PLAINTEXT://"):
-            raise click.UsageError("give --listeners PLAINTEXT://HOST:PORT")
-        lhost, lport = parse_address(listeners[len("PLAINTEXT://") :])
+        from kafkalite.security.listeners import parse_listeners
+
+        if not listeners:
+            raise click.UsageError("give --listeners NAME://HOST:PORT[,NAME://HOST:PORT...]")
+        try:
+            first = parse_listeners(listeners, config.get("listener.security.protocol.map"))[0]
+        except ValueError as e:
+            raise click.UsageError(str(e)) from e
+        lhost, lport = first.host, first.port
+        config["listeners"] = listeners
         proc = BrokerProcess(
             broker_id, host=lhost, port=lport, log_dir=log_dir or f"/tmp/kafkalite-logs-{broker_id}",
             store=parse_address(zookeeper), bridge_port=inter_broker_port, peers=parse_peers(peers),  # type: ignore[arg-type]

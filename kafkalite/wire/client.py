@@ -25,6 +25,15 @@ from kafkalite.protocol import (
     ListedGroup,
     TopicPartition,
 )
+from kafkalite.security.acl import (
+    AccessControlEntry,
+    AclBinding,
+    Operation,
+    PatternType,
+    Permission,
+    ResourcePattern,
+    ResourceType,
+)
 from kafkalite.wire.header import decode_response, encode_request
 from kafkalite.wire.messages import SPECS
 
@@ -32,6 +41,9 @@ _SIZE = struct.Struct(">i")
 API_VERSIONS, METADATA, LIST_OFFSETS, FIND_COORDINATOR = 18, 3, 2, 10
 OFFSET_COMMIT, OFFSET_FETCH, DESCRIBE_GROUPS, LIST_GROUPS = 8, 9, 15, 16
 CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS, DELETE_GROUPS = 19, 20, 32, 42
+CREATE_ACLS, DESCRIBE_ACLS, DELETE_ACLS = 30, 29, 31
+SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
+DESCRIBE_USER_SCRAM, ALTER_USER_SCRAM = 50, 51
 RETRIABLE = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
 
 
@@ -39,6 +51,41 @@ def _raise(code: int, what: str, message: str | None = None) -> None:
     if code:
         cls = error_for_code(code) or KafkaError
         raise cls(message or f"{what}: {cls.__name__}")
+
+
+class ClientSecurity:
+    """A client's security settings, Kafka's names (a ``--command-config`` file): ``security.protocol``,
+    ``sasl.mechanism``, ``sasl.jaas.config`` (``username="..." password="..."``), ``ssl.truststore.location``
+    (PEM CA certificates), ``ssl.keystore.location`` (PEM key and certificate, for client authentication)."""
+
+    def __init__(self, props: Mapping[str, str]) -> None:
+        import re
+
+        self.protocol = str(props.get("security.protocol", "PLAINTEXT")).upper()
+        if self.protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
+            raise ValueError(
+                f"security.protocol is PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, got {self.protocol!r}"
+            )
+        self.tls = self.protocol in ("SSL", "SASL_SSL")
+        self.sasl = self.protocol.startswith("SASL_")
+        self.mechanism = str(props.get("sasl.mechanism", "PLAIN")).upper()
+        jaas = str(props.get("sasl.jaas.config", ""))
+        found = dict(re.findall(r'(username|password)\s*=\s*"([^"]*)"', jaas))
+        self.username = props.get("sasl.username") or found.get("username", "")
+        self.password = props.get("sasl.password") or found.get("password", "")
+        if self.sasl and not self.username:
+            raise ValueError('SASL needs a user: sasl.jaas.config with username="..." password="..."')
+        self.cafile = props.get("ssl.truststore.location")
+        self.keystore = props.get("ssl.keystore.location")
+        self.keyfile = props.get("ssl.key.location")
+
+    def ssl_context(self):  # noqa: ANN201
+        import ssl
+
+        ctx = ssl.create_default_context(cafile=self.cafile)
+        if self.keystore:
+            ctx.load_cert_chain(self.keystore, self.keyfile)
+        return ctx
 
 
 def parse_bootstrap(servers: str) -> list[tuple[str, int]]:
@@ -53,8 +100,13 @@ def parse_bootstrap(servers: str) -> list[tuple[str, int]]:
 
 
 class _Connection:
-    def __init__(self, host: str, port: int, timeout_s: float, client_id: str) -> None:
-        self.sock = socket.create_connection((host, port), timeout=timeout_s)
+    def __init__(
+        self, host: str, port: int, timeout_s: float, client_id: str, security: ClientSecurity | None = None
+    ) -> None:
+        sock = socket.create_connection((host, port), timeout=timeout_s)
+        if security is not None and security.tls:
+            sock = security.ssl_context().wrap_socket(sock, server_hostname=host)
+        self.sock = sock
         self.client_id = client_id
         self.corr = itertools.count(1)
         self.versions: dict[int, tuple[int, int]] = {}
@@ -62,6 +114,27 @@ class _Connection:
         resp = self.call(API_VERSIONS, 3, body)
         _raise(resp["error_code"], "ApiVersions")
         self.versions = {a["api_key"]: (a["min_version"], a["max_version"]) for a in resp["api_keys"]}
+        if security is not None and security.sasl:
+            self._authenticate(security)
+
+    def _authenticate(self, sec: ClientSecurity) -> None:
+        """SaslHandshake v1, then the mechanism's messages in SaslAuthenticate (KIP-152)."""
+        from kafkalite.security.scram import ScramClient
+
+        resp = self.call(SASL_HANDSHAKE, 1, {"mechanism": sec.mechanism})
+        _raise(resp["error_code"], f"SaslHandshake {sec.mechanism} (the broker offers {resp['mechanisms']})")
+
+        def step(token: bytes) -> bytes:
+            r = self.call(SASL_AUTHENTICATE, min(2, self.version(SASL_AUTHENTICATE)), {"auth_bytes": token})
+            _raise(r["error_code"], "SaslAuthenticate", r.get("error_message"))
+            return bytes(r["auth_bytes"])
+
+        if sec.mechanism == "PLAIN":
+            step(b"\x00" + sec.username.encode() + b"\x00" + sec.password.encode())
+            return
+        scram = ScramClient(sec.mechanism, sec.username, sec.password)
+        server_first = step(scram.first())
+        scram.verify(step(scram.final(server_first)))
 
     def version(self, api_key: int) -> int:
         """The highest version both this client and the broker speak."""
@@ -98,17 +171,23 @@ class AdminClient:
     """Blocking admin calls against a running cluster; ``bootstrap`` is ``HOST:PORT[,HOST:PORT...]``."""
 
     def __init__(
-        self, bootstrap: str, *, timeout_s: float = 10.0, client_id: str = "kafkalite-admin"
+        self,
+        bootstrap: str,
+        *,
+        timeout_s: float = 10.0,
+        client_id: str = "kafkalite-admin",
+        security: Mapping[str, str] | None = None,
     ) -> None:
         self.timeout_s = timeout_s
         self.client_id = client_id
+        self.security = ClientSecurity(security) if security else None
         self._conns: dict[Any, _Connection] = {}
         self.brokers: dict[int, tuple[str, int]] = {}
         self.controller_id = -1
         errors = []
         for host, port in parse_bootstrap(bootstrap):
             try:
-                self._conns["bootstrap"] = _Connection(host, port, timeout_s, client_id)
+                self._conns["bootstrap"] = _Connection(host, port, timeout_s, client_id, self.security)
                 break
             except OSError as e:
                 errors.append(f"{host}:{port}: {e}")
@@ -133,7 +212,7 @@ class AdminClient:
         conn = self._conns.get(node)
         if conn is None:
             host, port = self.brokers[node]
-            conn = self._conns[node] = _Connection(host, port, self.timeout_s, self.client_id)
+            conn = self._conns[node] = _Connection(host, port, self.timeout_s, self.client_id, self.security)
         return conn
 
     def _call(self, node: Any, api_key: int, body: dict) -> dict:
@@ -328,5 +407,73 @@ class AdminClient:
         (r,) = self._call(self.coordinator(group), DELETE_GROUPS, {"groups_names": [group]})["results"]
         _raise(r["error_code"], f"delete group {group!r}")
 
+    # ------------------------------------------------------------------------------------ security
 
-__all__ = ["AdminClient", "parse_bootstrap"]
+    def create_acls(self, bindings: Iterable[Any]) -> None:
+        creations = [
+            {"resource_type": int(b.pattern.type), "resource_name": b.pattern.name,
+             "resource_pattern_type": int(b.pattern.pattern), "principal": b.entry.principal, "host": b.entry.host,
+             "operation": int(b.entry.operation), "permission_type": int(b.entry.permission)}
+            for b in bindings
+        ]  # fmt: skip
+        for r in self._call("bootstrap", CREATE_ACLS, {"creations": creations})["results"]:
+            _raise(r["error_code"], "CreateAcls", r.get("error_message"))
+
+    @staticmethod
+    def _filter_body(f: Any) -> dict:
+        return {"resource_type_filter": int(f.resource_type), "resource_name_filter": f.name,
+                "pattern_type_filter": int(f.pattern), "principal_filter": f.principal, "host_filter": f.host,
+                "operation": int(f.operation), "permission_type": int(f.permission)}  # fmt: skip
+
+    def describe_acls(self, flt: Any) -> list[Any]:
+        resp = self._call("bootstrap", DESCRIBE_ACLS, self._filter_body(flt))
+        _raise(resp["error_code"], "DescribeAcls", resp.get("error_message"))
+        return sorted(
+            AclBinding(
+                ResourcePattern(ResourceType(r["resource_type"]), r["resource_name"], PatternType(r["pattern_type"])),
+                AccessControlEntry(a["principal"], a["host"], Operation(a["operation"]), Permission(a["permission_type"])),
+            )
+            for r in resp["resources"] for a in r["acls"]
+        )  # fmt: skip
+
+    def delete_acls(self, filters: Iterable[Any]) -> int:
+        """Delete what the filters match; returns how many ACLs went."""
+        body = {"filters": [self._filter_body(f) for f in filters]}
+        n = 0
+        for r in self._call("bootstrap", DELETE_ACLS, body)["filter_results"]:
+            _raise(r["error_code"], "DeleteAcls", r.get("error_message"))
+            n += len(r["matching_acls"])
+        return n
+
+    def alter_scram(self, user: str, mechanism: str, password: str | None, iterations: int = 4096) -> None:
+        """Add (password given) or delete (None) a user's SCRAM credential; the password never leaves:
+        the broker gets a random salt and the salted password, as Kafka's admin client sends (KIP-554)."""
+        import os
+
+        from kafkalite.security.scram import MECHANISM_TYPES, salted_password
+
+        mech = MECHANISM_TYPES[mechanism]
+        if password is None:
+            body = {"deletions": [{"name": user, "mechanism": mech}], "upsertions": []}
+        else:
+            salt = os.urandom(32)
+            body = {"deletions": [], "upsertions": [{"name": user, "mechanism": mech, "iterations": iterations,
+                    "salt": salt, "salted_password": salted_password(mechanism, password, salt, iterations)}]}  # fmt: skip
+        for r in self._call("bootstrap", ALTER_USER_SCRAM, body)["results"]:
+            _raise(r["error_code"], f"AlterUserScramCredentials {user!r}", r.get("error_message"))
+
+    def describe_scram(self, users: Iterable[str] | None = None) -> dict[str, list[tuple[str, int]]]:
+        from kafkalite.security.scram import MECHANISM_TYPES
+
+        names = {v: k for k, v in MECHANISM_TYPES.items()}
+        body = {"users": None if users is None else [{"name": u} for u in users]}
+        resp = self._call("bootstrap", DESCRIBE_USER_SCRAM, body)
+        _raise(resp["error_code"], "DescribeUserScramCredentials", resp.get("error_message"))
+        out = {}
+        for r in resp["results"]:
+            _raise(r["error_code"], f"describe {r['user']!r}", r.get("error_message"))
+            out[r["user"]] = [(names[c["mechanism"]], c["iterations"]) for c in r["credential_infos"]]
+        return out
+
+
+__all__ = ["AdminClient", "ClientSecurity", "parse_bootstrap"]

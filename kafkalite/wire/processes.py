@@ -138,6 +138,9 @@ class BrokerProcess(WireServer):
     def broker_node(self, broker_id: int) -> Any:
         return self.node
 
+    def _port(self, listener: Any, broker_id: int, port: int) -> int:
+        return port if listener is self.listeners[0] else listener.port  # one broker: the ports as given
+
     async def stop(self, *, controlled: bool = True) -> None:  # type: ignore[override]
         if self.node is not None and self.node.rm is not None:
             if controlled:
