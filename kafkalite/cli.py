@@ -550,12 +550,18 @@ def bench_produce(records: int, record_size: int, seed: int, repeats: int, as_js
 @bench.command("wire")
 @click.option("--records", default=500_000, show_default=True, help="Records per case.")
 @click.option("--record-size", default=100, show_default=True, help="Value bytes per record.")
+@click.option(
+    "--security", help="Also measure over a listener of this protocol: SSL, SASL_PLAINTEXT, SASL_SSL."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def bench_wire(records: int, record_size: int, as_json: bool) -> None:
+def bench_wire(records: int, record_size: int, security: str | None, as_json: bool) -> None:
     """confluent-kafka against kafkalite's TCP brokers, beside the TCP loopback ceiling."""
     from kafkalite.bench.wire import run_wire_bench
 
-    result = run_wire_bench(records, record_size)
+    try:
+        result = run_wire_bench(records, record_size, security)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from e
     click.echo(result.to_json() if as_json else result.table())
 
 

@@ -192,10 +192,12 @@ def test_cli_server_start_serves_clients_and_stops_cleanly_on_sigterm(tmp_path):
 def test_bench_wire_reports_every_case_and_the_ceiling():
     from kafkalite.bench.wire import run_wire_bench
 
-    r = run_wire_bench(2000, 50)
-    assert [c.name[:3] for c in r.cases] == ["(a)", "(c)", "(b)"]
+    r = run_wire_bench(2000, 50, security="SASL_SSL")
+    assert [c.name[:3] for c in r.cases] == ["(a)", "(c)", "(d)", "(e)", "(b)"]
     assert all(c.errors == 0 and c.records >= 2000 for c in r.cases)
     assert r.loopback_mb_per_s > 0 and "loopback" in r.table()
+    assert set(r.security_ratios) == {"produce over SASL_SSL", "consume over SASL_SSL"}
+    assert "of PLAINTEXT" in r.table()
 
 
 def test_admin_creates_topics_and_every_codec_round_trips(three_brokers):

@@ -4,7 +4,10 @@ Cases, each with a confluent-kafka (librdkafka) client and ``record_size``-byte 
 
 (a) producer, acks=1, one broker;
 (b) producer, acks=all (idempotent, librdkafka's choice here), three brokers, replication factor 3;
-(c) consumer reading what (a) wrote, from the beginning, without a group.
+(c) consumer reading what (a) wrote, from the beginning, without a group;
+with ``security`` (SSL, SASL_PLAINTEXT or SASL_SSL), on the same broker in the same run:
+(d) the producer of (a) and (e) the consumer of (c) over a listener of that protocol (SASL: PLAIN user;
+TLS: throw-away certificates), and the ratio of each to its PLAINTEXT twin (target >= 0.6).
 
 The ceiling is this machine's TCP loopback moving the same number of bytes through one connection in the
 same run (a sender thread writing 1 MiB chunks, the main thread reading them): no Kafka client or broker
@@ -23,6 +26,7 @@ from kafkalite.bench._report import JsonResult, Throughput
 
 TARGET_PRODUCE = 300_000
 TARGET_CONSUME = 500_000
+TARGET_SECURITY_RATIO = 0.6
 
 
 @dataclass
@@ -39,6 +43,7 @@ class WireBenchResult(JsonResult):
     cases: list[WireCase]
     loopback_mb_per_s: float
     notes: list[str] = field(default_factory=list)
+    security_ratios: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {
@@ -50,6 +55,7 @@ class WireBenchResult(JsonResult):
                 "produce_acks1_records_per_s": TARGET_PRODUCE,
                 "consume_records_per_s": TARGET_CONSUME,
             },
+            "security_ratios": self.security_ratios,
             "notes": self.notes,
         }
 
@@ -66,6 +72,8 @@ class WireBenchResult(JsonResult):
         lines.append(
             f"targets: produce acks=1 >= {TARGET_PRODUCE:,} records/s, consume >= {TARGET_CONSUME:,} records/s"
         )
+        for name, ratio in self.security_ratios.items():
+            lines.append(f"{name}: {ratio:.3f} of PLAINTEXT (target >= {TARGET_SECURITY_RATIO})")
         lines.extend(f"note: {n}" for n in self.notes)
         return "\n".join(lines)
 
@@ -135,7 +143,9 @@ def _produce(bootstrap: str, topic: str, records: int, value: bytes, config: dic
     return WireCase(f"produce acks={acks}", records, len(value), seconds, errors[0] + left)
 
 
-def _consume(bootstrap: str, topic: str, partitions: int, records: int, record_size: int) -> WireCase:
+def _consume(
+    bootstrap: str, topic: str, partitions: int, records: int, record_size: int, config: dict | None = None
+) -> WireCase:
     from confluent_kafka import Consumer, TopicPartition
 
     c = Consumer(
@@ -145,6 +155,7 @@ def _consume(bootstrap: str, topic: str, partitions: int, records: int, record_s
             "enable.auto.commit": False,
             "fetch.max.bytes": 52_428_800,
             "max.partition.fetch.bytes": 10_485_760,
+            **(config or {}),
         }
     )
     c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
@@ -163,19 +174,56 @@ def _consume(bootstrap: str, topic: str, partitions: int, records: int, record_s
     return WireCase("consume from the beginning (no group)", read, record_size, seconds, errors)
 
 
-def run_wire_bench(records: int = 500_000, record_size: int = 100) -> WireBenchResult:
+def _secured(protocol: str, directory: str) -> tuple[dict, dict]:
+    """Broker settings for a second listener speaking ``protocol``, and a client's settings for it."""
+    from kafkalite.security.certs import make_certificates
+
+    protocol = protocol.upper()
+    if protocol not in ("SSL", "SASL_PLAINTEXT", "SASL_SSL"):
+        raise ValueError(f"--security is SSL, SASL_PLAINTEXT or SASL_SSL, got {protocol!r}")
+    broker: dict[str, Any] = {"listeners": f"PLAINTEXT://127.0.0.1:0,{protocol}://127.0.0.1:0"}
+    client: dict[str, Any] = {"security.protocol": protocol}
+    if "SSL" in protocol:
+        pem = make_certificates(directory, ())
+        broker |= {"ssl.keystore.location": str(pem["broker"])}
+        client |= {"ssl.ca.location": str(pem["ca"])}
+    if protocol.startswith("SASL"):
+        broker["sasl.jaas.config"] = 'PlainLoginModule required user_bench="bench-secret";'
+        client |= {"sasl.mechanism": "PLAIN", "sasl.username": "bench", "sasl.password": "bench-secret"}
+    return broker, client
+
+
+def run_wire_bench(
+    records: int = 500_000, record_size: int = 100, security: str | None = None
+) -> WireBenchResult:
+    import tempfile
+
     from kafkalite.wire.server import BackgroundServer
 
     value = bytes(i & 0xFF for i in range(record_size))
     cases = []
-    with BackgroundServer(1) as one:
-        one.create_topic("bench", 1, 1)
-        case = _produce(one.bootstrap_servers, "bench", records, value, {"acks": "1"})
-        case.name = "(a) producer acks=1, 1 broker"
-        cases.append(case)
-        consumed = _consume(one.bootstrap_servers, "bench", 1, records + 1, record_size)
-        consumed.name = "(c) consumer, 1 broker"
-        cases.append(consumed)
+    ratios: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="kafkalite-bench-") as tmp:
+        broker_cfg, client_cfg = _secured(security, tmp) if security else ({}, {})
+        with BackgroundServer(1, config=broker_cfg) as one:
+            one.create_topic("bench", 1, 1)
+            case = _produce(one.bootstrap_servers, "bench", records, value, {"acks": "1"})
+            case.name = "(a) producer acks=1, 1 broker"
+            cases.append(case)
+            consumed = _consume(one.bootstrap_servers, "bench", 1, records + 1, record_size)
+            consumed.name = "(c) consumer, 1 broker"
+            cases.append(consumed)
+            if security:
+                one.create_topic("bench-secure", 1, 1)
+                boot = one.server.bootstrap(security)
+                sec = _produce(boot, "bench-secure", records, value, {"acks": "1", **client_cfg})
+                sec.name = f"(d) producer acks=1, 1 broker, {security.upper()}"
+                cases.append(sec)
+                sec_c = _consume(boot, "bench", 1, records + 1, record_size, client_cfg)
+                sec_c.name = f"(e) consumer, 1 broker, {security.upper()}"
+                cases.append(sec_c)
+                ratios[f"produce over {security.upper()}"] = sec.records_per_s / case.records_per_s
+                ratios[f"consume over {security.upper()}"] = sec_c.records_per_s / consumed.records_per_s
     with BackgroundServer(3) as three:
         three.create_topic("bench", 1, 3, **{"min.insync.replicas": 2})
         case = _produce(three.bootstrap_servers, "bench", records, value, {"acks": "all"})
@@ -186,4 +234,4 @@ def run_wire_bench(records: int = 500_000, record_size: int = 100) -> WireBenchR
         "one asyncio loop per server process drives every broker of the cluster (brokers share a process)",
         "wall time from the first timed send until every record is acknowledged (producers) or read",
     ]
-    return WireBenchResult(cases, ceiling, notes)
+    return WireBenchResult(cases, ceiling, notes, ratios)
