@@ -58,7 +58,8 @@ class Cluster:
 
     ``start_ms`` starts the virtual clock there (the wire server starts it at the wall clock's epoch
     milliseconds, so record timestamps and retention see real times); ``listeners`` gives brokers the
-    ``(host, port)`` they register and that Metadata and FindCoordinator answers carry.
+    ``(host, port)`` they register and that Metadata and FindCoordinator answers carry; ``endpoints``
+    every listener a broker registers (``NAME://HOST:PORT``, the first matching ``listeners``).
     """
 
     def __init__(
@@ -74,6 +75,7 @@ class Cluster:
         racks: Sequence[str | None] | None = None,
         start_ms: int = 0,
         listeners: Mapping[int, tuple[str, int]] | None = None,
+        endpoints: Mapping[int, tuple[str, ...]] | None = None,
     ) -> None:
         if racks is not None and (isinstance(racks, str) or len(racks) != brokers):
             raise ValueError(f"racks needs one entry per broker ({brokers}), got {racks!r}")
@@ -93,7 +95,9 @@ class Cluster:
             if racks is not None:
                 props["broker.rack"] = racks[b - 1]
             host, port = (listeners or {}).get(b, (None, 9092))
-            node = KafkaBroker(b, self.dir / f"broker-{b}", props, host=host, port=port)
+            node = KafkaBroker(
+                b, self.dir / f"broker-{b}", props, host=host, port=port, endpoints=(endpoints or {}).get(b)
+            )
             self.brokers[b] = self.net.add_node(b, node, tick_ms=BROKER_TICK_MS)
         self._admin: _Admin = self.net.add_node("admin", _Admin())
         self._clients = 0

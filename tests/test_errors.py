@@ -41,6 +41,8 @@ EXPECTED: dict[int, tuple[str, bool]] = {
     30: ("GROUP_AUTHORIZATION_FAILED", False),
     31: ("CLUSTER_AUTHORIZATION_FAILED", False),
     32: ("INVALID_TIMESTAMP", False),
+    33: ("UNSUPPORTED_SASL_MECHANISM", False),
+    34: ("ILLEGAL_SASL_STATE", False),
     36: ("TOPIC_ALREADY_EXISTS", False),
     37: ("INVALID_PARTITIONS", False),
     38: ("INVALID_REPLICATION_FACTOR", False),
@@ -80,6 +82,8 @@ EXPECTED: dict[int, tuple[str, bool]] = {
     87: ("INVALID_RECORD", False),
     88: ("UNSTABLE_OFFSET_COMMIT", True),
     90: ("PRODUCER_FENCED", False),
+    91: ("RESOURCE_NOT_FOUND", False),
+    93: ("UNACCEPTABLE_CREDENTIAL", False),
     95: ("INVALID_UPDATE_VERSION", False),
     107: ("INELIGIBLE_REPLICA", False),
 }

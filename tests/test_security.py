@@ -525,3 +525,27 @@ def test_acls_live_in_the_store_and_survive_a_broker_restart() -> None:
             "ALLOW User:alice from * READ on TOPIC LITERAL:orders",
         ]
         assert srv.server.authorizer(1).authorize("User:alice", "h", Operation.WRITE, T, "orders-eu")
+
+
+def test_each_listener_advertises_its_own_addresses_for_every_broker() -> None:
+    from kafkalite.wire.client import AdminClient
+    from kafkalite.wire.server import BackgroundServer
+
+    config = {"listeners": "INTERNAL://127.0.0.1:0,EXTERNAL://127.0.0.1:0",
+              "listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:SASL_PLAINTEXT",
+              "sasl.enabled.mechanisms": "PLAIN", "sasl.jaas.config": JAAS}  # fmt: skip
+    with BackgroundServer(3, config=config) as srv:
+        external = srv.server.endpoints["EXTERNAL"]
+        sec = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+               "sasl.jaas.config": 'x required username="alice" password="alice-secret";'}  # fmt: skip
+        deadline = time.time() + 20
+        while True:
+            with AdminClient(srv.server.bootstrap("EXTERNAL"), security=sec) as admin:
+                if len(admin.brokers) == 3 or time.time() > deadline:
+                    break
+            time.sleep(0.1)
+        assert admin.brokers == external
+        with AdminClient(srv.bootstrap_servers) as admin:
+            assert admin.brokers == srv.server.endpoints["INTERNAL"] != external
+        node = srv.server.broker_node(2)
+        assert node.cache.live_brokers[3].listeners == srv.server.registered_endpoints(3)

@@ -219,7 +219,9 @@ def endpoint_from_registration(reg: paths.BrokerRegistration) -> BrokerEndpoint:
         hostport = reg.endpoints[0].partition("://")[2]
         h, _, p = hostport.rpartition(":")
         host, port = h, int(p) if p.lstrip("-").isdigit() else -1
-    return BrokerEndpoint(node_id=reg.broker_id, host=host, port=port, rack=reg.rack)
+    return BrokerEndpoint(
+        node_id=reg.broker_id, host=host, port=port, rack=reg.rack, listeners=tuple(reg.endpoints)
+    )
 
 
 def leader_imbalance_exceeded(not_preferred: int, total: int, percentage: float) -> bool:

@@ -228,6 +228,7 @@ class KafkaBroker(BaseNode):
         replica_manager_factory: ReplicaManagerFactory | None = None,
         auto_start: bool = True,
         zk_link_factory: Callable[..., ZkLink] | None = None,
+        endpoints: tuple[str, ...] | None = None,
     ) -> None:
         from kafkalite.broker.config import BrokerConfig
 
@@ -238,6 +239,8 @@ class KafkaBroker(BaseNode):
         self.zk_id = zk_id
         self.host = host or f"broker{broker_id}"
         self.port = port
+        # what it registers, NAME://HOST:PORT each (the first is the one other brokers and tools use)
+        self.endpoints = tuple(endpoints) if endpoints else (f"PLAINTEXT://{self.host}:{self.port}",)
         self._rm_factory = replica_manager_factory or _default_replica_manager_factory
         self.auto_start = auto_start
         self._zk_link_factory = zk_link_factory or ZkLink  # RemoteZkLink when the store is another process
@@ -365,7 +368,7 @@ class KafkaBroker(BaseNode):
             paths.ensure_persistent_paths(zk)
             reg = paths.BrokerRegistration(
                 self.broker_id,
-                (f"PLAINTEXT://{self.host}:{self.port}",),
+                self.endpoints,
                 timestamp=self.now_ms(),
                 rack=self.config.broker_rack,
             )

@@ -27,6 +27,8 @@ class BrokerEndpoint(Message):
     host: str = ""
     port: int = -1
     rack: str | None = None
+    listeners: tuple[str, ...] = ()
+    """Every listener the broker registered, ``NAME://HOST:PORT``; host and port are the first's."""
 
 
 @message

@@ -129,6 +129,7 @@ class BrokerProcess(WireServer):
             host=sock[0],
             port=sock[1],
             zk_link_factory=partial(RemoteZkLink, address=self.store_address),
+            endpoints=self.registered_endpoints(self.broker_id),
         )
         self.node = self.net.add_node(self.broker_id, node, tick_ms=BROKER_TICK_MS)
         await self.bridge.connect_all()

@@ -331,6 +331,7 @@ class WireServer:
             latency_ms=0,
             start_ms=wall_ms(),
             listeners=socks,
+            endpoints={b: self.registered_endpoints(b) for b in socks},
         )
         self.net = self.cluster.net
         self._wake_event = asyncio.Event()
@@ -376,12 +377,24 @@ class WireServer:
             enabled_mechanisms(self.config, listener.name), plain_users(self.config, listener.name), lookup
         )
 
+    def registered_endpoints(self, broker_id: int) -> tuple[str, ...]:
+        return tuple(
+            f"{x.name}://{h}:{p}" for x in self.listeners for h, p in [self.endpoints[x.name][broker_id]]
+        )
+
     def endpoints_for(self, listener: str, api_key: int, body: dict) -> dict:
         """Point a Metadata, FindCoordinator or DescribeCluster answer at ``listener``'s addresses, as a
-        Kafka broker answers each client with the endpoints of the listener it came in on."""
-        eps = self.endpoints.get(listener, {})
-        if listener == self.listeners[0].name or not eps:
+        Kafka broker answers each client with the endpoints of the listener it came in on (brokers
+        without that listener are left out). The addresses come from the brokers' registrations."""
+        if listener == self.listeners[0].name:
             return body
+        prefix = f"{listener}://"
+        eps: dict[int, tuple[str, int]] = {}
+        for node in self._live_endpoints():
+            for ep in node.listeners:
+                if ep.startswith(prefix):
+                    h, _, p = ep[len(prefix) :].rpartition(":")
+                    eps[node.node_id] = (h, int(p))
         if api_key == 10:
             ep = eps.get(body.get("node_id", -1))
             return {**body, "host": ep[0], "port": ep[1]} if ep else body
@@ -392,6 +405,14 @@ class WireServer:
             if b[id_key] in eps
         ]
         return {**body, "brokers": brokers}
+
+    def _live_endpoints(self) -> list[Any]:
+        found: dict[int, Any] = {}
+        nodes = self.cluster.brokers.values() if self.cluster is not None else [self.broker_node(0)]
+        for node in nodes:
+            if node is not None and node.cache is not None:
+                found.update(node.cache.live_brokers)
+        return list(found.values())
 
     @property
     def bootstrap_servers(self) -> str:
