@@ -181,6 +181,10 @@ def test_listener_parsing_errors() -> None:
     ls = parse_listeners("PLAINTEXT://:9092,CLIENTS://127.0.0.1:9093", "CLIENTS:SASL_SSL")
     assert [(x.name, x.host, x.port, x.protocol) for x in ls] == [
         ("PLAINTEXT", "127.0.0.1", 9092, "PLAINTEXT"), ("CLIENTS", "127.0.0.1", 9093, "SASL_SSL")]  # fmt: skip
+    from kafkalite.wire.server import WireServer
+
+    with pytest.raises(ValueError, match="inter.broker.listener.name"):
+        WireServer(1, config={"listeners": "PLAINTEXT://:0", "inter.broker.listener.name": "REPLICATION"})
     for bad, why in [("FOO://h:1", "protocol.map"), ("PLAINTEXT:h:1", "NAME://HOST:PORT"),
                      ("SSL://h:1,SSL://h:2", "twice"), ("", "empty")]:  # fmt: skip
         with pytest.raises(ValueError, match=why):
@@ -531,7 +535,7 @@ def test_each_listener_advertises_its_own_addresses_for_every_broker() -> None:
     from kafkalite.wire.client import AdminClient
     from kafkalite.wire.server import BackgroundServer
 
-    config = {"listeners": "INTERNAL://127.0.0.1:0,EXTERNAL://127.0.0.1:0",
+    config = {"listeners": "EXTERNAL://127.0.0.1:0,INTERNAL://127.0.0.1:0", "inter.broker.listener.name": "INTERNAL",
               "listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:SASL_PLAINTEXT",
               "sasl.enabled.mechanisms": "PLAIN", "sasl.jaas.config": JAAS}  # fmt: skip
     with BackgroundServer(3, config=config) as srv:
@@ -547,5 +551,6 @@ def test_each_listener_advertises_its_own_addresses_for_every_broker() -> None:
         assert admin.brokers == external
         with AdminClient(srv.bootstrap_servers) as admin:
             assert admin.brokers == srv.server.endpoints["INTERNAL"] != external
+        assert srv.server.listeners[0].name == "INTERNAL"
         node = srv.server.broker_node(2)
         assert node.cache.live_brokers[3].listeners == srv.server.registered_endpoints(3)

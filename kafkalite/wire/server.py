@@ -271,8 +271,9 @@ class WireServer:
 
     ``ports`` maps broker id to port (0: any free port; ``addresses`` tells which one was taken). With
     Kafka's ``listeners`` in ``config`` (``PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0``) every broker
-    gets each listener, broker N on port+N-1 (0: free ports); ``endpoints[name]`` has their addresses,
-    and the first listener is the one brokers register (``addresses``, ``bootstrap_servers``).
+    gets each listener, broker N on port+N-1 (0: free ports); ``endpoints[name]`` has their addresses.
+    The brokers' own listener (``inter.broker.listener.name``, else the first) is the one other brokers
+    and the tools use (``addresses``, ``bootstrap_servers``).
     """
 
     def __init__(
@@ -299,6 +300,12 @@ class WireServer:
             if text
             else [Listener("PLAINTEXT", host, 0, "PLAINTEXT")]
         )
+        inter = str(self.config.get("inter.broker.listener.name") or "").upper()
+        if inter:
+            if inter not in {x.name for x in self.listeners}:
+                raise ValueError(f"inter.broker.listener.name {inter} is not one of the listeners")
+            # the brokers' own listener comes first: it is the address other brokers and the tools use
+            self.listeners.sort(key=lambda x: x.name != inter)
         self._ssl = {x.name: server_ssl_context(self.config, x.name) for x in self.listeners if x.tls}
         for x in self.listeners:
             if x.sasl:
