@@ -196,6 +196,41 @@ def decide(
     )
 
 
+# ---------------------------------------------------- the wire form (CreateAcls, DescribeAcls, DeleteAcls)
+
+
+def binding_to_wire(b: AclBinding, pattern_key: str = "pattern_type") -> dict:
+    """CreateAcls names the pattern field ``resource_pattern_type``; the answers name it ``pattern_type``."""
+    p, e = b.pattern, b.entry
+    return {"resource_type": int(p.type), "resource_name": p.name, pattern_key: int(p.pattern),
+            "principal": e.principal, "host": e.host, "operation": int(e.operation),
+            "permission_type": int(e.permission)}  # fmt: skip
+
+
+def binding_from_wire(d: dict) -> AclBinding:
+    pattern = d.get("resource_pattern_type", d.get("pattern_type", PatternType.LITERAL))
+    return AclBinding(
+        ResourcePattern(ResourceType(d["resource_type"]), d["resource_name"], PatternType(pattern)),
+        AccessControlEntry(
+            d["principal"], d["host"], Operation(d["operation"]), Permission(d["permission_type"])
+        ),
+    )
+
+
+def filter_to_wire(f: AclBindingFilter) -> dict:
+    return {"resource_type_filter": int(f.resource_type), "resource_name_filter": f.name,
+            "pattern_type_filter": int(f.pattern), "principal_filter": f.principal, "host_filter": f.host,
+            "operation": int(f.operation), "permission_type": int(f.permission)}  # fmt: skip
+
+
+def filter_from_wire(d: dict) -> AclBindingFilter:
+    return AclBindingFilter(
+        ResourceType(d["resource_type_filter"]), d.get("resource_name_filter"),
+        PatternType(d.get("pattern_type_filter", PatternType.LITERAL)), d.get("principal_filter"),
+        d.get("host_filter"), Operation(d["operation"]), Permission(d["permission_type"]),
+    )  # fmt: skip
+
+
 def validate(b: AclBinding) -> str | None:
     """Why Kafka would refuse to create this binding, or None."""
     p, e = b.pattern, b.entry
@@ -219,5 +254,6 @@ def validate(b: AclBinding) -> str | None:
 
 __all__ = [
     "ANONYMOUS", "CLUSTER_NAME", "AccessControlEntry", "AclBinding", "AclBindingFilter", "Operation",
-    "PatternType", "Permission", "ResourcePattern", "ResourceType", "decide", "parse_enum", "validate",
+    "PatternType", "Permission", "ResourcePattern", "ResourceType", "binding_from_wire", "binding_to_wire",
+    "decide", "filter_from_wire", "filter_to_wire", "parse_enum", "validate",
 ]  # fmt: skip

@@ -14,13 +14,11 @@ from typing import Any
 from kafkalite.coordination.store import NoNode
 from kafkalite.security.acl import (
     AccessControlEntry,
-    AclBinding,
-    AclBindingFilter,
     Operation,
-    PatternType,
-    Permission,
     ResourcePattern,
-    ResourceType,
+    binding_from_wire,
+    binding_to_wire,
+    filter_from_wire,
     validate,
 )
 from kafkalite.security.scram import (
@@ -134,33 +132,11 @@ def _describe_scram(zk: Any, body: dict) -> dict:
 # -------------------------------------------------------------------------------------------- ACLs
 
 
-def _binding(c: dict) -> AclBinding:
-    return AclBinding(
-        ResourcePattern(ResourceType(c["resource_type"]), c["resource_name"],
-                        PatternType(c.get("resource_pattern_type", 3))),
-        AccessControlEntry(c["principal"], c["host"], Operation(c["operation"]), Permission(c["permission_type"])),
-    )  # fmt: skip
-
-
-def _filter(f: dict) -> AclBindingFilter:
-    return AclBindingFilter(
-        ResourceType(f["resource_type_filter"]), f.get("resource_name_filter"),
-        PatternType(f.get("pattern_type_filter", 3)), f.get("principal_filter"), f.get("host_filter"),
-        Operation(f["operation"]), Permission(f["permission_type"]),
-    )  # fmt: skip
-
-
-def _binding_dict(b: AclBinding) -> dict:
-    return {"resource_type": int(b.pattern.type), "resource_name": b.pattern.name,
-            "pattern_type": int(b.pattern.pattern), "principal": b.entry.principal, "host": b.entry.host,
-            "operation": int(b.entry.operation), "permission_type": int(b.entry.permission)}  # fmt: skip
-
-
 def _create_acls(authz: Any, body: dict) -> dict:
     results, good = [], []
     for c in body["creations"]:
         try:
-            b = _binding(c)
+            b = binding_from_wire(c)
             why = validate(b)
         except ValueError as e:
             b, why = None, f"invalid ACL: {e}"
@@ -174,7 +150,7 @@ def _create_acls(authz: Any, body: dict) -> dict:
 
 def _describe_acls(authz: Any, body: dict) -> dict:
     try:
-        found = authz.describe_acls(_filter(body))
+        found = authz.describe_acls(filter_from_wire(body))
     except ValueError as e:
         return {"error_code": INVALID_REQUEST, "error_message": str(e), "resources": []}
     by_pattern: dict[ResourcePattern, list[AccessControlEntry]] = {}
@@ -189,49 +165,37 @@ def _describe_acls(authz: Any, body: dict) -> dict:
 
 def _delete_acls(authz: Any, body: dict) -> dict:
     try:
-        filters = [_filter(f) for f in body["filters"]]
+        filters = [filter_from_wire(f) for f in body["filters"]]
     except ValueError as e:
         return {"filter_results": [{"error_code": INVALID_REQUEST, "error_message": str(e), "matching_acls": []}
                                    for _ in body["filters"]]}  # fmt: skip
     matched = authz.delete_acls(filters)
     return {"filter_results": [
-        {"error_code": 0, "matching_acls": [{"error_code": 0, **_binding_dict(b)} for b in group]}
+        {"error_code": 0, "matching_acls": [{"error_code": 0, **binding_to_wire(b)} for b in group]}
         for group in matched]}  # fmt: skip
+
+
+def _refusal(api_key: int, body: dict, code: int, msg: str) -> dict:
+    """The whole request refused with ``code``, in the shape of ``api_key``'s answer."""
+    err = {"error_code": code, "error_message": msg}
+    if api_key == 29:
+        return {**err, "resources": []}
+    if api_key == 30:
+        return {"results": [err for _ in body["creations"]]}
+    if api_key == 31:
+        return {"filter_results": [{**err, "matching_acls": []} for _ in body["filters"]]}
+    if api_key == 50:
+        return {**err, "results": []}
+    users = {x["name"] for k in ("deletions", "upsertions") for x in body.get(k) or []}
+    return {"results": [{"user": u, **err} for u in sorted(users)]}
 
 
 def handle(api_key: int, body: dict, broker: Any, allowed: bool) -> dict:
     """The answer to one security admin request; ``allowed``: the caller passed the cluster ACL check."""
     if api_key in ACL_APIS and broker.authorizer is None:
-        msg = "No Authorizer is configured on the broker"
-        if api_key == 29:
-            return {"error_code": SECURITY_DISABLED, "error_message": msg, "resources": []}
-        if api_key == 30:
-            return {
-                "results": [
-                    {"error_code": SECURITY_DISABLED, "error_message": msg} for _ in body["creations"]
-                ]
-            }
-        return {"filter_results": [{"error_code": SECURITY_DISABLED, "error_message": msg, "matching_acls": []}
-                                   for _ in body["filters"]]}  # fmt: skip
+        return _refusal(api_key, body, SECURITY_DISABLED, "No Authorizer is configured on the broker")
     if not allowed:
-        msg = "Cluster authorization failed."
-        if api_key == 29:
-            return {"error_code": CLUSTER_DENIED, "error_message": msg, "resources": []}
-        if api_key == 30:
-            return {
-                "results": [{"error_code": CLUSTER_DENIED, "error_message": msg} for _ in body["creations"]]
-            }
-        if api_key == 31:
-            return {"filter_results": [{"error_code": CLUSTER_DENIED, "error_message": msg, "matching_acls": []}
-                                       for _ in body["filters"]]}  # fmt: skip
-        if api_key == 50:
-            return {"error_code": CLUSTER_DENIED, "error_message": msg, "results": []}
-        users = {x["name"] for k in ("deletions", "upsertions") for x in body.get(k) or []}
-        return {
-            "results": [
-                {"user": u, "error_code": CLUSTER_DENIED, "error_message": msg} for u in sorted(users)
-            ]
-        }
+        return _refusal(api_key, body, CLUSTER_DENIED, "Cluster authorization failed.")
     if api_key == 29:
         return _describe_acls(broker.authorizer, body)
     if api_key == 30:

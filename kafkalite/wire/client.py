@@ -26,13 +26,11 @@ from kafkalite.protocol import (
     TopicPartition,
 )
 from kafkalite.security.acl import (
-    AccessControlEntry,
     AclBinding,
-    Operation,
-    PatternType,
-    Permission,
-    ResourcePattern,
-    ResourceType,
+    AclBindingFilter,
+    binding_from_wire,
+    binding_to_wire,
+    filter_to_wire,
 )
 from kafkalite.wire.header import decode_response, encode_request
 from kafkalite.wire.messages import SPECS
@@ -409,36 +407,19 @@ class AdminClient:
 
     # ------------------------------------------------------------------------------------ security
 
-    def create_acls(self, bindings: Iterable[Any]) -> None:
-        creations = [
-            {"resource_type": int(b.pattern.type), "resource_name": b.pattern.name,
-             "resource_pattern_type": int(b.pattern.pattern), "principal": b.entry.principal, "host": b.entry.host,
-             "operation": int(b.entry.operation), "permission_type": int(b.entry.permission)}
-            for b in bindings
-        ]  # fmt: skip
+    def create_acls(self, bindings: Iterable[AclBinding]) -> None:
+        creations = [binding_to_wire(b, "resource_pattern_type") for b in bindings]
         for r in self._call("bootstrap", CREATE_ACLS, {"creations": creations})["results"]:
             _raise(r["error_code"], "CreateAcls", r.get("error_message"))
 
-    @staticmethod
-    def _filter_body(f: Any) -> dict:
-        return {"resource_type_filter": int(f.resource_type), "resource_name_filter": f.name,
-                "pattern_type_filter": int(f.pattern), "principal_filter": f.principal, "host_filter": f.host,
-                "operation": int(f.operation), "permission_type": int(f.permission)}  # fmt: skip
-
-    def describe_acls(self, flt: Any) -> list[Any]:
-        resp = self._call("bootstrap", DESCRIBE_ACLS, self._filter_body(flt))
+    def describe_acls(self, flt: AclBindingFilter) -> list[AclBinding]:
+        resp = self._call("bootstrap", DESCRIBE_ACLS, filter_to_wire(flt))
         _raise(resp["error_code"], "DescribeAcls", resp.get("error_message"))
-        return sorted(
-            AclBinding(
-                ResourcePattern(ResourceType(r["resource_type"]), r["resource_name"], PatternType(r["pattern_type"])),
-                AccessControlEntry(a["principal"], a["host"], Operation(a["operation"]), Permission(a["permission_type"])),
-            )
-            for r in resp["resources"] for a in r["acls"]
-        )  # fmt: skip
+        return sorted(binding_from_wire({**r, **a}) for r in resp["resources"] for a in r["acls"])
 
-    def delete_acls(self, filters: Iterable[Any]) -> int:
+    def delete_acls(self, filters: Iterable[AclBindingFilter]) -> int:
         """Delete what the filters match; returns how many ACLs went."""
-        body = {"filters": [self._filter_body(f) for f in filters]}
+        body = {"filters": [filter_to_wire(f) for f in filters]}
         n = 0
         for r in self._call("bootstrap", DELETE_ACLS, body)["filter_results"]:
             _raise(r["error_code"], "DeleteAcls", r.get("error_message"))
