@@ -186,12 +186,8 @@ class NetBridge:
                 self.dropped += 1
 
     def _flush_pending(self, rid: Any, writer: asyncio.StreamWriter) -> None:
-        queue = self._pending.pop(rid, None)
-        oldest = time.monotonic() - PENDING_MS / 1000
-        for at, data in queue or ():
-            if at < oldest:
-                self.dropped += 1
-                continue
+        self._drop_aged([rid])
+        for _at, data in self._pending.pop(rid, ()):
             writer.write(data)
             self.frames_out += 1
 

@@ -213,7 +213,7 @@ class ClientConnection(BaseNode):
         if merge is not None:
             body = merge(body)
         if key in ENDPOINT_APIS and self.listener is not None:
-            body = self.server.endpoints_for(self.listener.name, key, body)
+            body = self.server.endpoints_for(self.broker_id, self.listener.name, key, body)
         self._finish(slot, encode_response(key, version, msg.correlation_id, body))
 
     def _may(self, authz: Any) -> Callable[[Any, Any, str], bool]:
@@ -389,15 +389,15 @@ class WireServer:
             f"{x.name}://{h}:{p}" for x in self.listeners for h, p in [self.endpoints[x.name][broker_id]]
         )
 
-    def endpoints_for(self, listener: str, api_key: int, body: dict) -> dict:
+    def endpoints_for(self, broker_id: int, listener: str, api_key: int, body: dict) -> dict:
         """Point a Metadata, FindCoordinator or DescribeCluster answer at ``listener``'s addresses, as a
         Kafka broker answers each client with the endpoints of the listener it came in on (brokers
-        without that listener are left out). The addresses come from the brokers' registrations."""
+        without that listener are left out). The addresses are the registrations ``broker_id`` knows."""
         if listener == self.listeners[0].name:
             return body
         prefix = f"{listener}://"
         eps: dict[int, tuple[str, int]] = {}
-        for node in self._live_endpoints():
+        for node in self.broker_node(broker_id).cache.live_brokers.values():
             for ep in node.listeners:
                 if ep.startswith(prefix):
                     h, _, p = ep[len(prefix) :].rpartition(":")
@@ -412,14 +412,6 @@ class WireServer:
             if b[id_key] in eps
         ]
         return {**body, "brokers": brokers}
-
-    def _live_endpoints(self) -> list[Any]:
-        found: dict[int, Any] = {}
-        nodes = self.cluster.brokers.values() if self.cluster is not None else [self.broker_node(0)]
-        for node in nodes:
-            if node is not None and node.cache is not None:
-                found.update(node.cache.live_brokers)
-        return list(found.values())
 
     @property
     def bootstrap_servers(self) -> str:
