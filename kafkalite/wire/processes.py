@@ -267,8 +267,8 @@ def signal_broker(directory: str | Path, broker_id: int, sig: int = signal.SIGTE
 
 
 def restart_broker(directory: str | Path, broker_id: int, *, timeout_s: float = 60.0) -> int:
-    """Start a stopped (or killed) broker again on its old ports and log directory; returns its pid.
-    It recovers its logs, registers, and the controller brings it back into the ISRs."""
+    """Start a stopped (or killed) broker again on its old ports and log directory, and wait until every
+    broker lists it; returns its pid. It recovers its logs, and the controller brings it back into the ISRs."""
     d = Path(directory)
     state = _state(d)
     entry = state["brokers"][str(broker_id)]
@@ -277,6 +277,9 @@ def restart_broker(directory: str | Path, broker_id: int, *, timeout_s: float = 
     entry["pid"] = _spawn(entry["cmd"], d / "logs" / f"broker-{broker_id}.log")
     (d / "cluster.json").write_text(json.dumps(state, indent=2))
     _wait_port(state["host"], entry["port"], timeout_s)
+    # back when every broker counts it live again (a topic created sooner could not place a replica on it)
+    live = [b for b in state["brokers"].values() if not _reap(b["pid"])]
+    _wait_ready(",".join(f"{state['host']}:{b['port']}" for b in live), len(live), timeout_s)
     return entry["pid"]
 
 
