@@ -198,6 +198,7 @@ def test_bench_wire_reports_every_case_and_the_ceiling():
     assert r.loopback_mb_per_s > 0 and "loopback" in r.table()
     assert set(r.security_ratios) == {"produce over SASL_SSL", "consume over SASL_SSL"}
     assert "of PLAINTEXT" in r.table()
+    assert set(r.fetch_serve_mb_per_s) == {"sendfile", "copied"} and "zero copy" in r.table()
 
 
 def test_admin_creates_topics_and_every_codec_round_trips(three_brokers):

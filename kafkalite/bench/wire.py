@@ -9,6 +9,10 @@ with ``security`` (SSL, SASL_PLAINTEXT or SASL_SSL), on the same broker in the s
 (d) the producer of (a) and (e) the consumer of (c) over a listener of that protocol (SASL: PLAIN user;
 TLS: throw-away certificates), and the ratio of each to its PLAINTEXT twin (target >= 0.6).
 
+(f) the broker serving fetches to a bare client that reads the response bytes and decodes nothing, first
+with ``sendfile`` (zero copy), then with the records copied through Python, on the same data in the same
+run: MB/s each and their ratio.
+
 The ceiling is this machine's TCP loopback moving the same number of bytes through one connection in the
 same run (a sender thread writing 1 MiB chunks, the main thread reading them): no Kafka client or broker
 can be faster than the bytes themselves.
@@ -44,6 +48,7 @@ class WireBenchResult(JsonResult):
     loopback_mb_per_s: float
     notes: list[str] = field(default_factory=list)
     security_ratios: dict[str, float] = field(default_factory=dict)
+    fetch_serve_mb_per_s: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {
@@ -56,6 +61,7 @@ class WireBenchResult(JsonResult):
                 "consume_records_per_s": TARGET_CONSUME,
             },
             "security_ratios": self.security_ratios,
+            "fetch_serve_mb_per_s": self.fetch_serve_mb_per_s,
             "notes": self.notes,
         }
 
@@ -72,6 +78,12 @@ class WireBenchResult(JsonResult):
         lines.append(
             f"targets: produce acks=1 >= {TARGET_PRODUCE:,} records/s, consume >= {TARGET_CONSUME:,} records/s"
         )
+        serve = self.fetch_serve_mb_per_s
+        if serve:
+            lines.append(
+                f"(f) broker serving fetches to a bare client: sendfile {serve['sendfile']:,.0f} MB/s, "
+                f"copied {serve['copied']:,.0f} MB/s, zero copy {serve['sendfile'] / serve['copied']:.2f}x"
+            )
         for name, ratio in self.security_ratios.items():
             lines.append(f"{name}: {ratio:.3f} of PLAINTEXT (target >= {TARGET_SECURITY_RATIO})")
         lines.extend(f"note: {n}" for n in self.notes)
@@ -143,6 +155,34 @@ def _produce(bootstrap: str, topic: str, records: int, value: bytes, config: dic
     return WireCase(f"produce acks={acks}", records, len(value), seconds, errors[0] + left)
 
 
+def fetch_mb_per_s(bootstrap: str, topic: str, rounds: int = 40, max_bytes: int = 10_485_760) -> float:
+    """Fetch the first ``max_bytes`` of partition 0 of ``topic`` ``rounds`` times on one connection,
+    reading each response into a reused buffer and decoding nothing: the broker's serving rate, MB/s."""
+    from kafkalite.wire.header import encode_request
+
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    body = {"max_wait_ms": 0, "min_bytes": 1, "max_bytes": max_bytes, "topics": [
+        {"topic": topic, "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": max_bytes}]}
+    ]}  # fmt: skip
+    buf = bytearray(1 << 20)
+    view = memoryview(buf)
+    total = 0
+    with socket.create_connection((host, int(port))) as s:
+        t0 = time.perf_counter()
+        for corr in range(rounds):
+            s.sendall(encode_request(1, 11, corr, "bench", body))
+            head = s.recv(4, socket.MSG_WAITALL)
+            left = int.from_bytes(head, "big")
+            total += left + 4
+            while left:
+                n = s.recv_into(view, min(left, len(buf)))
+                if not n:
+                    raise ConnectionError("broker closed the connection mid-response")
+                left -= n
+        seconds = time.perf_counter() - t0
+    return total / seconds / 1e6
+
+
 def _consume(
     bootstrap: str, topic: str, partitions: int, records: int, record_size: int, config: dict | None = None
 ) -> WireCase:
@@ -155,6 +195,9 @@ def _consume(
             "enable.auto.commit": False,
             "fetch.max.bytes": 52_428_800,
             "max.partition.fetch.bytes": 10_485_760,
+            # librdkafka pauses a partition's fetching for 1 s whenever its queue holds more than
+            # queued.min.messages; a reader that drains as fast as it can would sit out those pauses
+            "fetch.queue.backoff.ms": 10,
             **(config or {}),
         }
     )
@@ -164,7 +207,8 @@ def _consume(
     deadline = t0 + 120
     consume = c.consume
     while got < records and time.perf_counter() < deadline:
-        got += len(consume(100_000, 0.5))
+        # consume(n, timeout) waits for all n or the timeout: never ask for more than is left
+        got += len(consume(min(10_000, records - got), 0.5))
     seconds = time.perf_counter() - t0
     # Error events arrive as messages too, so ``got`` alone could overcount: the consumer's positions
     # say how many records it really read (checked here, off the per-record path).
@@ -213,6 +257,11 @@ def run_wire_bench(
             consumed = _consume(one.bootstrap_servers, "bench", 1, records + 1, record_size)
             consumed.name = "(c) consumer, 1 broker"
             cases.append(consumed)
+            serve = {}
+            for mode in ("sendfile", "copied"):
+                one.server.zero_copy = mode == "sendfile"  # read by each new connection
+                serve[mode] = fetch_mb_per_s(one.bootstrap_servers, "bench")
+            one.server.zero_copy = True
             if security:
                 one.create_topic("bench-secure", 1, 1)
                 boot = one.server.bootstrap(security)
@@ -234,4 +283,4 @@ def run_wire_bench(
         "one asyncio loop per server process drives every broker of the cluster (brokers share a process)",
         "wall time from the first timed send until every record is acknowledged (producers) or read",
     ]
-    return WireBenchResult(cases, ceiling, notes, ratios)
+    return WireBenchResult(cases, ceiling, notes, ratios, serve)

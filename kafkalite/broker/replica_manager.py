@@ -673,11 +673,12 @@ class ReplicaManager:
         return UnknownLeaderEpochError.code
 
     def _read_partition(
-        self, req: FetchRequest, fp: Any, *, copy: bool = True
+        self, req: FetchRequest, fp: Any, *, copy: bool = True, slices: bool = False
     ) -> tuple[FetchPartitionResponse | None, int]:
         """The answer for one partition of a fetch and its size in bytes. ``copy=False`` only sizes the
         data (None instead of a response when there is data), as a waiting fetch checks ``fetch.min.bytes``
-        without reading what it will read again on completion."""
+        without reading what it will read again on completion. ``slices``: answer with the log's file
+        slice itself, for a sender that ``sendfile``s it."""
         p = self._partitions.get(fp.tp)
         if p is None:
             return FetchPartitionResponse(tp=fp.tp, error_code=UnknownTopicOrPartitionError.code), 0
@@ -720,7 +721,8 @@ class ReplicaManager:
             ), 0
         if not copy:
             return None, info.records.size
-        data = info.records.read()  # bytes on the simulated wire: the leader's file may change underneath
+        # bytes on a simulated link, whose delivery is later: the leader's file may change underneath
+        data = info.records if slices else info.records.read()
         aborted = None
         if committed_only:
             # Kafka's read_committed answer: the aborted transactions overlapping what is returned, so
@@ -741,7 +743,7 @@ class ReplicaManager:
         total = 0
         errors = False
         for fp in req.partitions:
-            r, n = self._read_partition(req, fp)
+            r, n = self._read_partition(req, fp, slices=env.zero_copy)
             results.append(r)
             total += n
             errors = errors or r.error_code != NO_ERROR or r.diverging_epoch is not None
@@ -803,7 +805,10 @@ class ReplicaManager:
             ops = self._delayed_fetch.get(fp.tp)
             if ops and op in ops:
                 ops.remove(op)
-        results = tuple(self._read_partition(op.request, fp)[0] for fp in op.request.partitions)
+        slices = op.env.zero_copy
+        results = tuple(
+            self._read_partition(op.request, fp, slices=slices)[0] for fp in op.request.partitions
+        )
         self._send(op.src, op.env.reply(FetchResponse(partitions=results)))
 
     def _try_complete_fetches(self, tp: TopicPartition, force: bool = False) -> None:

@@ -17,6 +17,10 @@ class RequestEnvelope:
     correlation_id: int
     client_id: str
     request: Request
+    zero_copy: bool = False
+    """The sender writes fetched data to a socket itself: it may get file slices instead of bytes, and
+    copes with a slice that the log truncates before it is sent (a TCP connection; never a simulated
+    link, whose delivery is later and must see the bytes as they were)."""
 
     def reply(self, response: Response) -> ResponseEnvelope:
         """The envelope answering this request."""

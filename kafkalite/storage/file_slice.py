@@ -7,6 +7,7 @@ is one ``pread`` for callers that want the bytes, ``send_to`` is the zero-copy p
 
 from __future__ import annotations
 
+import io
 import os
 import select
 import socket
@@ -76,6 +77,15 @@ class FileSlice:
         finally:
             if owned:
                 os.close(fd)
+
+    def open_reader(self) -> io.FileIO:
+        """A file object of its own on the same file, for a sender that seeks (asyncio's ``sendfile``):
+        it shares no offset with the segment's, and keeps the bytes readable if the segment is deleted."""
+        fd, owned = self._fd()
+        if owned:
+            return io.FileIO(fd, "r", closefd=True)
+        proc = f"/proc/self/fd/{fd}"  # reopens the inode itself, even when unlinked (Linux)
+        return io.FileIO(proc if os.path.exists(proc) else self.path, "r")
 
     def send_to(self, sock: socket.socket) -> int:
         """Copy the slice to a socket with ``os.sendfile`` (zero copy); returns the bytes sent."""

@@ -29,11 +29,10 @@ def _flat(
     return tuple(make(TopicPartition(t[name], p[index]), p) for t in b[topics] for p in t[parts])
 
 
-def _records(r: Any) -> bytes | None:
-    if r is None:
-        return None
-    if hasattr(r, "read"):
-        return r.read()
+def _records(r: Any) -> Any:
+    """Bytes, or a file slice left as it is: the encoder copies it or leaves it for ``sendfile``."""
+    if r is None or hasattr(r, "read"):
+        return r
     return bytes(r)
 
 

@@ -12,7 +12,7 @@ import struct
 from typing import NamedTuple
 
 from kafkalite.wire.messages import SPECS
-from kafkalite.wire.schema import MessageSpec, decode, encode
+from kafkalite.wire.schema import MessageSpec, decode, encode, encode_into
 from kafkalite.wire.types import Reader, WireFormatError, Writer
 
 API_VERSIONS_KEY = 18
@@ -81,13 +81,34 @@ def encode_request(
 
 def encode_response(api_key: int, version: int, correlation_id: int, body: dict) -> bytes:
     """A whole response frame, size prefix included."""
+    (frame,) = encode_response_parts(api_key, version, correlation_id, body)
+    return frame  # type: ignore[return-value]
+
+
+def encode_response_parts(
+    api_key: int, version: int, correlation_id: int, body: dict, *, zero_copy: bool = False
+) -> list[bytes | object]:
+    """A whole response frame as the pieces to send in order: ``bytes``, and with ``zero_copy`` the file
+    slices of large ``records`` fields, left uncopied for ``sendfile``. The size prefix counts them."""
     spec = SPECS[api_key]
     flexible = spec.flexible(version)
-    head = _SIZE.pack(correlation_id)
+    w = Writer(zero_copy)
+    w.int32(0)  # the size, filled in below
+    w.int32(correlation_id)
     if flexible and api_key != API_VERSIONS_KEY:
-        head += b"\x00"
-    payload = head + encode(spec.response, body, version, flexible)
-    return _SIZE.pack(len(payload)) + payload
+        w.empty_tagged_fields()
+    encode_into(w, spec.response, body, version, flexible)
+    buf = w.buf
+    buf[:4] = _SIZE.pack(len(buf) - 4 + sum(len(s) for _, s in w.slices))  # type: ignore[arg-type]
+    if not w.slices:
+        return [bytes(buf)]
+    parts: list[bytes | object] = []
+    start = 0
+    for at, piece in w.slices:
+        parts += [bytes(buf[start:at]), piece]
+        start = at
+    parts.append(bytes(buf[start:]))
+    return parts
 
 
 def decode_response(api_key: int, version: int, frame: bytes | memoryview) -> tuple[int, dict]:

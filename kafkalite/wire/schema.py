@@ -7,7 +7,8 @@ default), and is a primitive, an array of primitives, a struct, or an array of s
 fields section; ``encode``/``decode`` do that by themselves.
 
 Messages decode to plain dicts keyed by the snake_case field name (``"throttle_time_ms"``); a field absent
-in the version read takes its default. ``records`` fields stay raw bytes: batches are never re-encoded.
+in the version read takes its default. ``records`` fields stay raw bytes: batches are never re-encoded
+(and a writer may leave a file slice out, for the sender to ``sendfile``).
 """
 
 from __future__ import annotations
@@ -213,7 +214,9 @@ def _write_primitive(w: Writer, t: str, value: Any, flexible: bool) -> None:
         fixed(w, value)
     elif t == "string":
         (w.compact_string if flexible else w.string)(value)
-    elif t in ("bytes", "records"):
+    elif t == "records":
+        w.records(value, flexible)
+    elif t == "bytes":
         (w.compact_bytes if flexible else w.bytes_)(value)
     else:
         raise ValueError(f"unknown type {t}")
@@ -271,6 +274,11 @@ def encode(fields: tuple[Field, ...], data: dict, version: int, flexible: bool) 
     w = Writer()
     write_struct(w, fields, data, version, flexible)
     return bytes(w.buf)
+
+
+def encode_into(w: Writer, fields: tuple[Field, ...], data: dict, version: int, flexible: bool) -> None:
+    """``encode`` onto an existing writer (whose ``zero_copy`` and ``slices`` the caller reads)."""
+    write_struct(w, fields, data, version, flexible)
 
 
 def decode(fields: tuple[Field, ...], buf: bytes | memoryview, version: int, flexible: bool) -> dict:

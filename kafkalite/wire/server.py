@@ -21,11 +21,13 @@ import itertools
 import logging
 import struct
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from kafkalite.errors import KafkaStorageError
 from kafkalite.net.sim import BaseNode
 from kafkalite.protocol import RequestEnvelope, ResponseEnvelope
 from kafkalite.security import admin as security_admin
@@ -42,7 +44,13 @@ from kafkalite.security.listeners import (
     server_ssl_context,
 )
 from kafkalite.wire.adapter import api_versions_body, to_body, to_request
-from kafkalite.wire.header import API_VERSIONS_KEY, UnsupportedVersion, decode_request, encode_response
+from kafkalite.wire.header import (
+    API_VERSIONS_KEY,
+    UnsupportedVersion,
+    decode_request,
+    encode_response,
+    encode_response_parts,
+)
 from kafkalite.wire.types import WireFormatError
 
 log = logging.getLogger("kafkalite.wire")
@@ -85,9 +93,22 @@ class ServerStats:
     requests: int = 0
     bytes_in: int = 0
     bytes_out: int = 0
+    zero_copy_bytes: int = 0  # of bytes_out, those sent with sendfile
     closed_bad_frames: int = 0
     auth_failures: int = 0
     by_api: dict[int, int] = field(default_factory=dict)
+
+
+class _FilePiece(NamedTuple):
+    """A fetched slice waiting to be sent: a private file object on its segment, position and size."""
+
+    file: Any
+    position: int
+    size: int
+
+    @classmethod
+    def of(cls, piece: Any) -> _FilePiece:
+        return cls(piece.open_reader(), piece.position, piece.size)
 
 
 class ConnectionId(NamedTuple):
@@ -131,6 +152,11 @@ class ClientConnection(BaseNode):
         self.next_slot = 0
         self.next_write = 0
         self.closed = False
+        # Fetch data goes out with sendfile (zero copy) except through TLS, which must encrypt it in
+        # user space (as in Kafka). Pieces wait in ``outq`` while a sendfile is under way.
+        self.zero_copy = server.zero_copy and (listener is None or not listener.tls)
+        self.outq: deque[bytes | _FilePiece] = deque()
+        self.sending: asyncio.Task | None = None
 
     def submit(self, frame: bytes) -> None:
         """Handle one request frame (without its size prefix)."""
@@ -198,7 +224,9 @@ class ClientConnection(BaseNode):
         else:
             self.pending[corr] = (slot, key, version, merge)
         self.server.net.send(
-            self.node_id, self.broker_id, RequestEnvelope(corr, header.client_id or "", request)
+            self.node_id,
+            self.broker_id,
+            RequestEnvelope(corr, header.client_id or "", request, self.zero_copy),
         )
         self.server.wake()
 
@@ -214,7 +242,16 @@ class ClientConnection(BaseNode):
             body = merge(body)
         if key in ENDPOINT_APIS and self.listener is not None:
             body = self.server.endpoints_for(self.broker_id, self.listener.name, key, body)
-        self._finish(slot, encode_response(key, version, msg.correlation_id, body))
+        parts = encode_response_parts(key, version, msg.correlation_id, body, zero_copy=self.zero_copy)
+        try:
+            # Opened now, while the slice is known good: a file of our own survives the segment being
+            # deleted or rolled before the bytes go out.
+            pieces = [p if isinstance(p, bytes) else _FilePiece.of(p) for p in parts]
+        except (KafkaStorageError, OSError) as e:
+            log.info("closing connection: fetched segment no longer readable (%s)", e)
+            self.close()
+            return
+        self._finish(slot, pieces)
 
     def _may(self, authz: Any) -> Callable[[Any, Any, str], bool]:
         principal, host = self.principal, self.client_host
@@ -251,19 +288,56 @@ class ClientConnection(BaseNode):
         self.next_slot += 1
         return s
 
-    def _finish(self, slot: int, data: bytes | None) -> None:
+    def _finish(self, slot: int, data: bytes | list[bytes | _FilePiece] | None) -> None:
         self.ready[slot] = data
         while self.next_write in self.ready:
             out = self.ready.pop(self.next_write)
             self.next_write += 1
-            if out is not None and not self.closed:
-                self.writer.write(out)
-                self.server.stats.bytes_out += len(out)
+            if out is None or self.closed:
+                continue
+            if isinstance(out, bytes):
+                self.outq.append(out)
+            else:
+                self.outq.extend(out)
+        self._flush()
+
+    def _flush(self) -> None:
+        stats = self.server.stats
+        while self.outq and self.sending is None and not self.closed:
+            part = self.outq.popleft()
+            if isinstance(part, bytes):
+                self.writer.write(part)
+                stats.bytes_out += len(part)
+            else:
+                self.sending = asyncio.get_running_loop().create_task(self._sendfile(part))
+
+    async def _sendfile(self, piece: _FilePiece) -> None:
+        """One slice straight from the page cache to the socket (``loop.sendfile``: ``os.sendfile`` on a
+        plain socket), then whatever queued up behind it."""
+        try:
+            loop = asyncio.get_running_loop()
+            sent = await loop.sendfile(self.writer.transport, piece.file, piece.position, piece.size)
+            if sent != piece.size:
+                # the log was truncated under the fetch (Kafka fails the send the same way)
+                raise KafkaStorageError(f"sent {sent} of {piece.size} bytes: segment truncated")
+            self.server.stats.bytes_out += sent
+            self.server.stats.zero_copy_bytes += sent
+        except (KafkaStorageError, OSError, RuntimeError) as e:
+            log.info("closing connection: sendfile failed (%s)", e)
+            self.close()
+        finally:
+            piece.file.close()
+            self.sending = None
+        self._flush()
 
     def close(self) -> None:
         if not self.closed:
             self.closed = True
             self.writer.close()
+            for part in self.outq:
+                if not isinstance(part, bytes):
+                    part.file.close()
+            self.outq.clear()
 
 
 class WireServer:
@@ -294,6 +368,9 @@ class WireServer:
         # replicas as there are brokers, up to Kafka's 3 (a 1-broker cluster could not create them).
         self.config = {"offsets.topic.replication.factor": min(3, brokers), **(config or {})}
         self.max_request_bytes = max_request_bytes
+        # sendfile for fetched data on listeners without TLS; False copies it through Python instead
+        # (what the bench compares); a connection reads this when it opens
+        self.zero_copy = True
         text = self.config.get("listeners")
         self.listeners = (
             parse_listeners(str(text), self.config.get("listener.security.protocol.map"), host)

@@ -19,6 +19,9 @@ _U32 = struct.Struct(">I")
 _I64 = struct.Struct(">q")
 _F64 = struct.Struct(">d")
 
+# Below this a slice is copied into the response: a sendfile call costs more than copying a few pages.
+ZERO_COPY_MIN_BYTES = 65_536
+
 
 class WireFormatError(ValueError):
     """Bytes that are not a valid encoding of what was expected."""
@@ -154,12 +157,19 @@ class Reader:
 
 
 class Writer:
-    """Appends primitives to a bytearray."""
+    """Appends primitives to a bytearray.
 
-    __slots__ = ("buf",)
+    With ``zero_copy``, a ``records`` value that is a file slice (anything with ``read`` and ``len``, such
+    as a ``FileSlice``) larger than ``ZERO_COPY_MIN_BYTES`` is not copied in: only its length prefix is
+    written, and ``(offset in buf, slice)`` is noted in ``slices`` for the sender to ``sendfile``.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("buf", "zero_copy", "slices")
+
+    def __init__(self, zero_copy: bool = False) -> None:
         self.buf = bytearray()
+        self.zero_copy = zero_copy
+        self.slices: list[tuple[int, object]] = []
 
     def int8(self, v: int) -> None:
         self.buf += _I8.pack(v)
@@ -232,6 +242,21 @@ class Writer:
             return
         self.uvarint(len(v) + 1)
         self.buf += v
+
+    def records(self, v: object, compact: bool) -> None:
+        """A ``records`` field: bytes, None, or a file slice (see the class docstring)."""
+        if v is None or isinstance(v, bytes | bytearray | memoryview):
+            (self.compact_bytes if compact else self.bytes_)(v)
+            return
+        n = len(v)  # type: ignore[arg-type]
+        if not self.zero_copy or n < ZERO_COPY_MIN_BYTES:
+            (self.compact_bytes if compact else self.bytes_)(v.read())  # type: ignore[attr-defined]
+            return
+        if compact:
+            self.uvarint(n + 1)
+        else:
+            self.int32(n)
+        self.slices.append((len(self.buf), v))
 
     def array_length(self, n: int | None, compact: bool) -> None:
         if compact:
