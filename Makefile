@@ -4,7 +4,8 @@
 #   make test   set up once, then pytest, nbval, the book/notebooks pairing check, papermill, strict book build
 #
 # Set-up (runs once, guarded by $(STAMP)): a Python 3.11 venv in .venv from the pinned requirements.txt,
-# kafkalite installed editable, a Java 17 runtime via apt if `java` is missing, and the book's browser
+# kafkalite installed editable, a Java 17 runtime via apt if `java` is missing, Debian's ZooKeeper (for
+# the tests on a real ensemble) via apt if missing, and the book's browser
 # assets (MathJax, RequireJS, the ipywidgets embedder) in _vendor/ via npm.
 
 SHELL := bash
@@ -57,9 +58,11 @@ help:
 # ---------------------------------------------------------------------------------------------- set-up
 setup .venv: $(STAMP)
 
-$(STAMP): requirements.txt pyproject.toml tools/vendor.sha256 tools/vendor_assets.sh tools/ensure_java.sh
+$(STAMP): requirements.txt pyproject.toml tools/vendor.sha256 tools/vendor_assets.sh tools/ensure_java.sh \
+		tools/ensure_zookeeper.sh
 	@test -n "$(PYTHON311)" || { echo "Python 3.11 is needed (as python3.11, or as python3)" >&2; exit 1; }
 	tools/ensure_java.sh
+	tools/ensure_zookeeper.sh
 	test -x $(PY) || $(PYTHON311) -m venv $(VENV)
 	$(PIP) install --quiet pip==$(PIP_VERSION)
 	$(PIP) install --quiet -r requirements.txt

@@ -353,8 +353,11 @@ def server() -> None:
 @click.option(
     "--topic", "topics", multiple=True, help="Create a topic at start: NAME[:PARTITIONS[:REPLICATION]]."
 )
-@click.option("--broker-id", type=int, help="Run this one broker as its own process (needs --zookeeper).")
-@click.option("--zookeeper", help="HOST:PORT of the coordination store (kafkalite zookeeper start).")
+@click.option(
+    "--broker-id", type=int, help="Run this one broker as its own process (needs --store or --zookeeper)."
+)
+@click.option("--store", help="HOST:PORT of kafkalite's coordination store (kafkalite zookeeper start).")
+@click.option("--zookeeper", help="A real ZooKeeper: Kafka's zookeeper.connect, HOST:PORT[,...][/chroot].")
 @click.option("--listeners", help="The broker's listeners, NAME://HOST:PORT,... (with --broker-id).")
 @click.option("--inter-broker-port", type=int, default=0, help="Port other brokers reach this one on.")
 @click.option("--peers", default="", help="The other brokers' inter-broker ports: ID=HOST:PORT,...")
@@ -367,6 +370,7 @@ def server_start(
     log_dir: str | None,
     topics: tuple[str, ...],
     broker_id: int | None,
+    store: str | None,
     zookeeper: str | None,
     listeners: str | None,
     inter_broker_port: int,
@@ -375,16 +379,21 @@ def server_start(
     overrides: tuple[str, ...],
 ) -> None:
     """Run kafkalite behind Kafka's wire protocol until SIGINT/SIGTERM: BROKERS brokers in this process,
-    or, with --broker-id and --zookeeper, one broker of a multi-process cluster (SIGTERM: controlled
-    shutdown)."""
+    or, with --broker-id, one broker of a multi-process cluster (SIGTERM: controlled shutdown) whose
+    metadata lives in kafkalite's store (--store) or in a real ZooKeeper (--zookeeper, or
+    zookeeper.connect in the config file)."""
     import asyncio
 
     from kafkalite.wire.processes import BrokerProcess, parse_address, parse_peers, run_until_signalled
     from kafkalite.wire.server import WireServer
 
     config = _properties(config_file, overrides)
-    if (broker_id is None) != (zookeeper is None):
-        raise click.UsageError("--broker-id and --zookeeper go together")
+    if broker_id is not None and not store:
+        zookeeper = zookeeper or config.get("zookeeper.connect")
+    if store and zookeeper:
+        raise click.UsageError("give --store or --zookeeper, not both")
+    if (broker_id is None) != (store is None and zookeeper is None):
+        raise click.UsageError("--broker-id goes with --store or --zookeeper (or zookeeper.connect)")
     if broker_id is not None:
         from kafkalite.security.listeners import parse_listeners
 
@@ -398,7 +407,8 @@ def server_start(
         config["listeners"] = listeners
         proc = BrokerProcess(
             broker_id, host=lhost, port=lport, log_dir=log_dir or f"/tmp/kafkalite-logs-{broker_id}",
-            store=parse_address(zookeeper), bridge_port=inter_broker_port, peers=parse_peers(peers),  # type: ignore[arg-type]
+            store=parse_address(store) if store else None, zookeeper=zookeeper, bridge_port=inter_broker_port,
+            peers=parse_peers(peers),
             config=config,
         )  # fmt: skip
         click.echo(f"kafkalite: broker {broker_id} on {lhost}:{lport}", err=True)
@@ -476,16 +486,20 @@ def cluster() -> None:
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--base-port", default=0, help="Broker N listens on BASE+N-1 (default: free ports).")
 @click.option("--override", "overrides", multiple=True, help="KEY=VALUE broker setting (repeatable).")
+@click.option(
+    "--zookeeper", help="Use this ZooKeeper (HOST:PORT[,...][/chroot]) instead of starting kafkalite's store."
+)
 def cluster_start(
-    brokers: int, directory: str, host: str, base_port: int, overrides: tuple[str, ...]
+    brokers: int, directory: str, host: str, base_port: int, overrides: tuple[str, ...], zookeeper: str | None
 ) -> None:
     """Start the processes, wait until a controller is elected, print the bootstrap servers."""
     from kafkalite.wire.processes import start_cluster
 
     try:
         state = start_cluster(
-            directory, brokers, host=host, base_port=base_port, config=_properties(None, overrides)
-        )
+            directory, brokers, host=host, base_port=base_port, config=_properties(None, overrides),
+            zookeeper=zookeeper,
+        )  # fmt: skip
     except (RuntimeError, TimeoutError, OSError) as e:
         raise click.ClickException(str(e)) from e
     click.echo(state["bootstrap_servers"])

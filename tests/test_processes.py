@@ -194,7 +194,12 @@ def test_command_line_parsing_names_what_is_wrong(tmp_path) -> None:
     out = CliRunner().invoke(kafkalite, ["server", "start", "--config-file", str(props)])
     assert out.exit_code != 0 and "expected KEY=VALUE" in out.output
     out = CliRunner().invoke(kafkalite, ["server", "start", "--broker-id", "1"])
-    assert out.exit_code != 0 and "go together" in out.output
+    assert out.exit_code != 0 and "--broker-id goes with --store or --zookeeper" in out.output
+    out = CliRunner().invoke(kafkalite, ["server", "start", "--zookeeper", "h:2181"])
+    assert out.exit_code != 0 and "--broker-id goes with" in out.output
+    both = ["server", "start", "--broker-id", "1", "--store", "h:1", "--zookeeper", "h:2181"]
+    out = CliRunner().invoke(kafkalite, both)
+    assert out.exit_code != 0 and "not both" in out.output
 
 
 def test_bridge_frames_carry_data_never_code() -> None:

@@ -86,7 +86,8 @@ class StoreProcess:
 
 
 class BrokerProcess(WireServer):
-    """One broker as its own process: Kafka listener, inter-broker bridge, remote store."""
+    """One broker as its own process: Kafka listener, inter-broker bridge, and either kafkalite's store
+    (``store``: its RPC address) or a real ZooKeeper ensemble (``zookeeper``: Kafka's connect string)."""
 
     def __init__(
         self,
@@ -95,20 +96,25 @@ class BrokerProcess(WireServer):
         host: str,
         port: int,
         log_dir: str | Path,
-        store: tuple[str, int],
+        store: tuple[str, int] | None = None,
+        zookeeper: str | None = None,
         bridge_port: int,
         peers: Mapping[int, tuple[str, int]],
         config: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(1, host=host, ports={broker_id: port}, log_dir=log_dir, config=config)
         self.broker_id = broker_id
+        if (store is None) == (zookeeper is None):
+            raise ValueError("a broker needs either kafkalite's store or a ZooKeeper connect string")
         self.store_address = store
+        self.zookeeper = zookeeper
         self.bridge_port = bridge_port
         self.peers = dict(peers)
         self.node: Any = None
 
     async def start(self) -> None:
         from kafkalite.broker.server import KafkaBroker
+        from kafkalite.coordination.kazoo_link import KazooZkLink
         from kafkalite.coordination.remote import RemoteZkLink
         from kafkalite.coordination.zk_node import ZK_NODE_ID
         from kafkalite.net.bridge import NetBridge
@@ -118,9 +124,8 @@ class BrokerProcess(WireServer):
         self.addresses = {self.broker_id: sock}
         self.net = SimNetwork(self.broker_id, latency_ms=0, log_messages="none", start_ms=wall_ms())
         self._wake_event = asyncio.Event()
-        self.bridge = NetBridge(
-            self.net, [self.broker_id], {ZK_NODE_ID: self.store_address, **self.peers}, wake=self.wake
-        )
+        remotes = dict(self.peers) if self.zookeeper else {ZK_NODE_ID: self.store_address, **self.peers}
+        self.bridge = NetBridge(self.net, [self.broker_id], remotes, wake=self.wake)
         await self.bridge.listen(self.host, self.bridge_port)
         node = KafkaBroker(
             self.broker_id,
@@ -128,7 +133,9 @@ class BrokerProcess(WireServer):
             self.config,
             host=sock[0],
             port=sock[1],
-            zk_link_factory=partial(RemoteZkLink, address=self.store_address),
+            zk_link_factory=partial(KazooZkLink, hosts=self.zookeeper, wake=self.wake)
+            if self.zookeeper
+            else partial(RemoteZkLink, address=self.store_address),
             endpoints=self.registered_endpoints(self.broker_id),
         )
         self.node = self.net.add_node(self.broker_id, node, tick_ms=BROKER_TICK_MS)
@@ -192,10 +199,12 @@ def start_cluster(
     host: str = "127.0.0.1",
     base_port: int = 0,
     config: Mapping[str, str] | None = None,
+    zookeeper: str | None = None,
     timeout_s: float = 60.0,
 ) -> dict[str, Any]:
     """Launch the store and ``brokers`` broker processes, wait until every broker has registered and a
-    controller is elected, and write ``<directory>/cluster.json``. ``base_port`` 0: free ports."""
+    controller is elected, and write ``<directory>/cluster.json``. ``base_port`` 0: free ports.
+    ``zookeeper`` (Kafka's ``zookeeper.connect``): use that ZooKeeper ensemble instead of starting the store."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     if (d / "cluster.json").exists() and _alive(json.loads((d / "cluster.json").read_text())):
@@ -211,23 +220,19 @@ def start_cluster(
              "transaction.state.log.replication.factor": str(min(3, brokers)),
              "transaction.state.log.min.isr": str(min(2, brokers)), **(config or {})}  # fmt: skip
     exe = [sys.executable, "-m", "kafkalite.cli"]
-    state: dict[str, Any] = {"host": host, "store": {"port": store_port}, "brokers": {}}
-    store_cmd = [
-        *exe,
-        "zookeeper",
-        "start",
-        "--host",
-        host,
-        "--port",
-        str(store_port),
-        "--dir",
-        str(d / "store"),
-    ]
-    state["store"]["pid"] = _spawn(store_cmd, d / "logs" / "store.log")
-    _wait_port(host, store_port, timeout_s)
+    state: dict[str, Any] = {"host": host, "brokers": {}}
+    if zookeeper:
+        state["zookeeper"] = zookeeper
+        coordination = ["--zookeeper", zookeeper]
+    else:
+        store_cmd = [*exe, "zookeeper", "start", "--host", host, "--port", str(store_port),
+                     "--dir", str(d / "store")]  # fmt: skip
+        state["store"] = {"port": store_port, "pid": _spawn(store_cmd, d / "logs" / "store.log")}
+        _wait_port(host, store_port, timeout_s)
+        coordination = ["--store", f"{host}:{store_port}"]
     for b in range(1, brokers + 1):
         peers = ",".join(f"{o}={host}:{bridges[o]}" for o in range(1, brokers + 1) if o != b)
-        cmd = [*exe, "server", "start", "--broker-id", str(b), "--zookeeper", f"{host}:{store_port}",
+        cmd = [*exe, "server", "start", "--broker-id", str(b), *coordination,
                "--listeners", f"PLAINTEXT://{host}:{ports[b]}", "--log-dir", str(d / f"broker-{b}"),
                "--inter-broker-port", str(bridges[b])]  # fmt: skip
         if peers:
@@ -253,9 +258,10 @@ def stop_cluster(directory: str | Path, *, timeout_s: float = 60.0) -> list[int]
         if _signal(pid, signal.SIGTERM):
             stopped.append(pid)
         _wait_gone(pid, timeout_s)  # one at a time: each hands its leaderships to the others
-    if _signal(state["store"]["pid"], signal.SIGTERM):
-        stopped.append(state["store"]["pid"])
-    _wait_gone(state["store"]["pid"], timeout_s)
+    if "store" in state:  # not with an outside ZooKeeper, which is not ours to stop
+        if _signal(state["store"]["pid"], signal.SIGTERM):
+            stopped.append(state["store"]["pid"])
+        _wait_gone(state["store"]["pid"], timeout_s)
     return stopped
 
 
@@ -328,7 +334,9 @@ def _wait_gone(pid: int, timeout_s: float) -> None:
 
 
 def _alive(state: dict) -> bool:
-    pids = [state["store"]["pid"], *(b["pid"] for b in state["brokers"].values())]
+    pids = [b["pid"] for b in state["brokers"].values()]
+    if "store" in state:
+        pids.append(state["store"]["pid"])
     return any(not _reap(p) for p in pids)
 
 
