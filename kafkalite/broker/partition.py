@@ -148,20 +148,41 @@ class Partition:
             st.log_end_offset = fetch_offset
             self.event("leo", replica=replica, leo=fetch_offset)
 
-    def maybe_increment_hw(self) -> bool:
-        """HW = min LEO over the maximal ISR; only forward. Returns whether it moved."""
+    def maybe_increment_hw(
+        self,
+        now_ms: int = 0,
+        max_lag_ms: int = 30_000,
+        min_isr: int = 1,
+        alive: Callable[[int], bool] | None = None,
+    ) -> bool:
+        """Kafka 3.7's rule, only forward. The HW is the least LEO of the leader, the maximal ISR, and the
+        replicas outside it that are caught up (within ``max_lag_ms`` of ``now_ms``) on a live broker
+        (``alive``): those are about to join, and an HW that ran ahead of them would have to wait for them
+        later anyway. It does not move while the ISR is smaller than the effective min ISR
+        (``min.insync.replicas``, capped at the replica count; KAFKA-15583). Returns whether it moved."""
         if not self.is_leader:
+            return False
+        if len(self.isr) < min(min_isr, len(self.replicas) or 1):
             return False
         # The leader's own LEO always counts, listed or not; one pass, as this runs on every fetch.
         new_hw = self.log.log_end_offset
         me = self.broker_id
-        remotes = self.remotes
-        for r in self.maximal_isr:
-            if r != me:
-                st = remotes.get(r)
-                leo = st.log_end_offset if st else -1
-                if leo < new_hw:
-                    new_hw = leo
+        maximal = self.maximal_isr
+        for r, st in self.remotes.items():
+            if r == me:
+                continue
+            leo = st.log_end_offset
+            if leo >= new_hw:
+                continue
+            if r in maximal or (
+                (now_ms - st.last_caught_up_ms <= max_lag_ms or leo >= self.log.log_end_offset)
+                and st.last_caught_up_ms > 0
+                and (alive is None or alive(r))
+            ):
+                new_hw = leo
+        for r in maximal:  # an ISR member the leader has no fetch state for yet holds the HW at -1
+            if r != me and r not in self.remotes:
+                new_hw = -1
         if new_hw > self.high_watermark:
             old = self.high_watermark
             self.high_watermark = new_hw

@@ -197,6 +197,8 @@ class ReplicaManager:
         self._next_cid = 0
         self._controller_epoch = -1
         self._last_hw_checkpoint_ms = self.clock.now_ms()
+        # Kafka's isr-expiration task: first run at start-up, then every replica.lag.time.max.ms / 2
+        self._next_isr_check_ms = self.clock.now_ms()
         self._hw_checkpoint = self._read_hw_checkpoint()
         self.log_manager = LogManager(self.config, self.clock.now_ms(), self._event)
         self._stopped = False
@@ -282,6 +284,17 @@ class ReplicaManager:
             self._min_isr_cache[topic] = mir
         return mir
 
+    def _maybe_increment_hw(self, p: Partition) -> None:
+        """Advance ``p``'s HW by Kafka's rule (see ``Partition.maybe_increment_hw``), then what waits on it."""
+        live = self.metadata_cache.live_brokers
+        if p.maybe_increment_hw(
+            self.clock.now_ms(),
+            self.config.replica_lag_time_max_ms,
+            self._min_isr(p.tp.topic),
+            (lambda b: b in live) if live else None,
+        ):
+            self._on_hw_moved(p)
+
     def _get_or_create(self, tp: TopicPartition) -> Partition:
         p = self._partitions.get(tp)
         if p is None:
@@ -350,8 +363,7 @@ class ReplicaManager:
             p.apply_state(state)
         else:
             p.make_leader(state, now)
-        if p.maybe_increment_hw():
-            self._on_hw_moved(p)
+        self._maybe_increment_hw(p)
         self._try_complete_fetches(p.tp)
         self._try_complete_produces(p.tp)
 
@@ -511,7 +523,7 @@ class ReplicaManager:
                     raise UnknownTopicOrPartitionError(f"{pp.tp} is not hosted on broker {self.broker_id}")
                 if not p.is_leader:
                     raise NotLeaderOrFollowerError(f"broker {self.broker_id} is not the leader of {pp.tp}")
-                min_isr = self._min_isr(pp.tp.topic)
+                min_isr = min(self._min_isr(pp.tp.topic), len(p.replicas))  # effective (Kafka 3.7)
                 if req.acks == -1 and len(p.isr) < min_isr:
                     raise NotEnoughReplicasError(
                         f"{pp.tp}: ISR {list(p.isr)} is smaller than min.insync.replicas={min_isr}"
@@ -531,8 +543,7 @@ class ReplicaManager:
             statuses[pp.tp] = ProducePartitionStatus(
                 pp.tp, info.last_offset + 1, info.first_offset, p.log.log_start_offset
             )
-            if p.maybe_increment_hw():
-                self._on_hw_moved(p)
+            self._maybe_increment_hw(p)
             self._try_complete_fetches(pp.tp)
         if req.acks == 0:
             if isinstance(src, _LocalReply):  # an internal caller still learns the local outcome
@@ -561,7 +572,7 @@ class ReplicaManager:
                 s.error_code, s.acks_pending = NotLeaderOrFollowerError.code, False
             elif p.high_watermark >= s.required_offset:
                 s.acks_pending = False
-                if len(p.maximal_isr) < self._min_isr(tp.topic):
+                if len(p.maximal_isr) < min(self._min_isr(tp.topic), len(p.replicas)):
                     s.error_code = NotEnoughReplicasAfterAppendError.code
         if any(s.acks_pending for s in op.statuses.values()):
             return False
@@ -772,8 +783,7 @@ class ReplicaManager:
             self._try_complete_deletes(p.tp)
         if p.pending_isr is None and p.can_join_isr(replica):
             self._alter_isr(p, tuple(sorted(set(p.isr) | {replica})), "expand")
-        if p.maybe_increment_hw():
-            self._on_hw_moved(p)
+        self._maybe_increment_hw(p)
 
     def _check_fetch(self, op: DelayedFetch, force: bool = False) -> bool:
         if op.completed:
@@ -1056,8 +1066,7 @@ class ReplicaManager:
                 partition_epoch=p.partition_epoch,
                 hw=p.high_watermark,
             )
-            if p.maybe_increment_hw():
-                self._on_hw_moved(p)
+            self._maybe_increment_hw(p)
             self._try_complete_produces(tp)
 
     def _on_alter_partition_timeout(self, request: AlterPartitionRequest) -> None:
@@ -1077,13 +1086,16 @@ class ReplicaManager:
 
     # ============================================================================= time
     def tick(self, now_ms: int) -> None:
-        """Periodic work: ISR shrink check, stuck ISR proposals, HW checkpoint, log flush by flush.ms,
-        retention and compaction (``LogManager``)."""
+        """Periodic work: ISR shrink check (every ``replica.lag.time.max.ms``/2), stuck ISR proposals, HW
+        checkpoint, log flush by flush.ms, retention and compaction (``LogManager``)."""
         if self._stopped:
             return
         lag = self.config.replica_lag_time_max_ms
+        check_isr = now_ms >= self._next_isr_check_ms
+        while self._next_isr_check_ms <= now_ms:  # a fixed rate, as Kafka's scheduler runs it
+            self._next_isr_check_ms += max(1, lag // 2)
         for p in list(self._partitions.values()):
-            if p.is_leader and p.pending_isr is None:
+            if check_isr and p.is_leader and p.pending_isr is None:
                 out = p.out_of_sync_replicas(now_ms, lag)
                 if out:
                     for r in out:
