@@ -505,3 +505,23 @@ def test_update_metadata_lists_live_brokers() -> None:
     h.net.run_for(7_000)
     last: UpdateMetadataRequest = h.rm(1).update_metadata[-1]
     assert len(last.live_brokers) == 2
+
+
+def test_the_first_auto_rebalance_check_runs_5_s_after_failover_then_every_interval() -> None:
+    h = Harness(props={"leader.imbalance.check.interval.seconds": 300})
+    checks: list[tuple[int, int]] = []
+    for b in h.brokers.values():
+        ctl = b.controller
+        ctl.check_leader_imbalance = lambda c=ctl, bid=b.broker_id: checks.append((bid, h.net.now_ms()))
+    first = events(h, "controller_elected")
+    h.net.run_for(6_000)
+    elected = h.net.events("controller_elected")[0].time_ms
+    assert first and checks == [(h.controller().broker_id, elected + 5_000)]
+    h.net.run_for(300_000)
+    assert [t for _, t in checks] == [elected + 5_000, elected + 305_000]
+    old = h.controller().broker_id
+    h.net.crash(old)  # failover: the new controller checks 5 s after its election, not 300 s
+    h.net.run_for(30_000)
+    new = h.controller().broker_id
+    took_over = [e.time_ms for e in h.net.events("controller_elected") if e.fields["broker"] == new][-1]
+    assert new != old and checks[-1] == (new, took_over + 5_000)

@@ -224,6 +224,11 @@ def endpoint_from_registration(reg: paths.BrokerRegistration) -> BrokerEndpoint:
     )
 
 
+# Kafka's controller runs its first auto leader rebalance check 5 s after it takes over, then one
+# leader.imbalance.check.interval.seconds apart.
+FIRST_REBALANCE_CHECK_MS = 5_000
+
+
 def leader_imbalance_exceeded(not_preferred: int, total: int, percentage: float) -> bool:
     """Kafka's auto-rebalance trigger for one preferred broker: ``not_preferred / total > percentage / 100``.
 
@@ -485,7 +490,7 @@ class Controller:
             self._start_reassignment(tp, target)
         self._watch_preferred_election()
         if _bool(self.config["auto.leader.rebalance.enable"]):
-            self._arm_rebalance()
+            self._arm_rebalance(FIRST_REBALANCE_CHECK_MS)
 
     def _handle_bounced_on_failover(self, batch: _Batch) -> None:
         """Leaders and ISR members whose broker registered after the state znode was last written.
@@ -1311,9 +1316,12 @@ class Controller:
         with contextlib.suppress(NoNode):
             self._write([Delete(paths.PREFERRED_REPLICA_ELECTION)])
 
-    def _arm_rebalance(self) -> None:
-        interval = int(self.config["leader.imbalance.check.interval.seconds"]) * 1000
-        self._rebalance_timer = self._set_timer(interval, self._on_rebalance_timer)
+    def _arm_rebalance(self, delay_ms: int | None = None) -> None:
+        """The next auto leader rebalance check: ``delay_ms`` from now (the first, after a failover), else
+        one ``leader.imbalance.check.interval.seconds`` on."""
+        if delay_ms is None:
+            delay_ms = int(self.config["leader.imbalance.check.interval.seconds"]) * 1000
+        self._rebalance_timer = self._set_timer(delay_ms, self._on_rebalance_timer)
 
     def _on_rebalance_timer(self, now_ms: int) -> None:
         self._rebalance_timer = None
