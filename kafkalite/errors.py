@@ -55,6 +55,13 @@ class RequestTimedOutError(KafkaError):
     code, name, retriable = 7, "REQUEST_TIMED_OUT", True
 
 
+class BufferExhaustedError(RequestTimedOutError):
+    """The producer's ``buffer.memory`` stayed full for ``max.block.ms`` (Kafka's BufferExhaustedException, a
+    TimeoutException: client-side, it has no code of its own on the wire)."""
+
+    name = "BufferExhaustedException"
+
+
 class BrokerNotAvailableError(KafkaError):
     code, name = 8, "BROKER_NOT_AVAILABLE"
 

@@ -75,6 +75,10 @@ class CompressionRatioEstimator:
         self._ratios[(topic, codec)] = current
         return current
 
+    def reset(self, topic: str, codec: int, ratio: float) -> None:
+        """Set the estimate outright (Kafka's setEstimation, used after a split)."""
+        self._ratios[(topic, codec)] = _f32(ratio)
+
 
 def batch_size_upper_bound(key: bytes | None, value: bytes | None, headers: Any) -> int:
     """The most a batch holding only this record can take (Kafka's ``estimateBatchSizeUpperBound``):
@@ -197,6 +201,8 @@ class ProducerBatch:
         "producer_epoch",
         "base_sequence",
         "transactional",
+        "pooled",
+        "is_split",
     )
 
     def __init__(
@@ -238,6 +244,8 @@ class ProducerBatch:
         self.producer_epoch = -1
         self.base_sequence = -1
         self.transactional = False
+        self.pooled = 0  # bytes of buffer.memory this batch holds until it completes
+        self.is_split = False  # made by split(): held no buffer.memory, and splits by halves next time
 
     @property
     def record_count(self) -> int:
@@ -343,34 +351,43 @@ class ProducerBatch:
         ts = self.log_append_time if self.log_append_time >= 0 else self.timestamps[index]
         return RecordMetadata(self.tp.topic, self.tp.partition, offset, ts)
 
-    def split(self, now_ms: int) -> list[ProducerBatch]:
-        """Halve the batch (after MESSAGE_TOO_LARGE): children keep record order and creation time."""
-        n = len(self.values)
-        half = (n + 1) // 2
-        out = []
-        for lo, hi in ((0, half), (half, n)):
-            child = ProducerBatch(self.tp, self.created_ms, self.acks)
-            child.values = self.values[lo:hi]
-            child.keys = None if self.keys is None else self.keys[lo:hi]
-            child.headers = None if self.headers is None else self.headers[lo:hi]
-            child.bytes_only = self.bytes_only
-            child.timestamps = self.timestamps[lo:hi]
-            child.seqs = self.seqs[lo:hi]
-            child.records_bytes = sum(
-                record_size(i, ts - child.timestamps[0], k, v, h)
-                for i, ((k, v, h), ts) in enumerate(zip(child.records, child.timestamps, strict=True))
-            )
-            child.size = BATCH_HEADER_SIZE + child.records_bytes
-            child.limit = self.limit
+    def split(self, now_ms: int, max_bytes: int) -> list[ProducerBatch]:
+        """Re-batch the records (after MESSAGE_TOO_LARGE) into batches of at most ``max_bytes`` (each takes
+        at least one record), as Kafka's ``ProducerBatch.split``: order, creation time and callbacks kept."""
+        stamps = self.timestamps
+        rows = self.records
+        out: list[ProducerBatch] = []
+        lows: list[int] = []
+        child: ProducerBatch | None = None
+        for i, (k, v, h) in enumerate(rows):
+            if child is not None:
+                nbytes = record_size(len(child.values), stamps[i] - child.timestamps[0], k, v, h)
+                if not child.has_room(nbytes):
+                    child = None
+            if child is None:
+                bound = BATCH_HEADER_SIZE + record_size_upper_bound(k, v, h)
+                child = ProducerBatch(self.tp, self.created_ms, self.acks, max(max_bytes, bound))
+                child.is_split = True
+                child.maybe_written = self.maybe_written
+                child.last_attempt_ms = now_ms
+                out.append(child)
+                lows.append(i)
+                nbytes = record_size(0, 0, k, v, h)
+            child.append(k, v, h, stamps[i], self.seqs[i])
+            child.records_bytes += nbytes
+            child.size += nbytes
+        for child, lo in zip(out, lows, strict=True):
             child.full = True
-            child.maybe_written = self.maybe_written
-            child.last_attempt_ms = now_ms
             if self.callbacks:
+                hi = lo + child.record_count
                 child.callbacks = [(i - lo, cb) for i, cb in self.callbacks if lo <= i < hi] or None
-            out.append(child)
-        self.children = [(out[0], 0), (out[1], half)]
+        self.children = list(zip(out, lows, strict=True))
         self.callbacks = None
         return out
+
+    def max_record_size(self) -> int:
+        """The largest record's upper bound in a batch of its own (Kafka's ``maxRecordSize``)."""
+        return max(BATCH_HEADER_SIZE + record_size_upper_bound(k, v, h) for k, v, h in self.records)
 
 
 class RecordAccumulator:

@@ -11,8 +11,18 @@ Errors: a retriable error puts the batch back at the head of its partition (afte
 growing up to ``retry.backoff.max.ms``) and, for stale-metadata errors, asks for new metadata. A missing
 response fails the connection after ``request.timeout.ms``: every request in flight to that broker is
 retried, although the broker may have written it; without idempotence that is how duplicates arise.
-``MESSAGE_TOO_LARGE`` splits a multi-record batch in two and fails a single record. Under acks=0 a batch
-is done once its request is sent, with offset -1.
+``MESSAGE_TOO_LARGE`` re-batches a multi-record batch by ``batch.size`` (a batch split before is halved
+instead, KAFKA-8350) and fails a single record. Under acks=0 a batch is done once its request is sent,
+with offset -1.
+
+Memory: every new batch takes max(``batch.size``, its first record's bound) of ``buffer.memory`` until it
+completes, as Kafka's BufferPool. A ``send()`` that needs a batch when the pool is short runs the network
+until completions free enough, for up to ``max.block.ms`` (Kafka blocks the caller for that long), and
+then fails with BufferExhaustedException. Called from inside the simulation (a callback, a scheduled
+call) it cannot block, so it fails at once: Kafka's I/O thread blocked in send() could free nothing either.
+
+A failed send's callback gets ``RecordMetadata(topic, partition, -1, -1)``, partition -1 when none was
+chosen yet, as Kafka's client calls it.
 
 ``history`` lists every send with its outcome as ``kafkalite.checker.SendRecord``: acknowledged (offset,
 acks), failed (error name; nothing was written), or unknown (no answer, or an answer after an attempt
@@ -45,6 +55,7 @@ from kafkalite.client.transaction_manager import (
 )
 from kafkalite.client.wakeup import Wakeup
 from kafkalite.errors import (
+    BufferExhaustedError,
     InvalidTxnStateError,
     KafkaError,
     MessageTooLargeError,
@@ -98,6 +109,13 @@ _new_future = object.__new__
 
 class ProducerClosedError(RuntimeError):
     """``send()`` after ``close()`` (Kafka's IllegalStateException)."""
+
+
+class _NoMemory(Exception):
+    """A new batch for ``tp`` needs ``need`` bytes of buffer.memory that could not be had."""
+
+    def __init__(self, tp: TopicPartition, need: int) -> None:
+        self.tp, self.need = tp, need
 
 
 class _InFlight:
@@ -218,7 +236,10 @@ class Producer(BaseNode):
         self._node_latency: dict[int, tuple[int, int]] = {}  # broker -> (last ready, last able to send)
         self._meta_inflight: _InFlight | None = None
         self._meta_backoff_until = 0
-        self._waiting: list[list] = []  # sends whose topic (or partition) is not in the metadata yet
+        # Sends whose topic (or partition) is not in the metadata yet, or (w[10]) that wait for memory.
+        self._waiting: list[list] = []
+        self._pool_free = cfg.buffer_memory  # buffer.memory not held by an incomplete batch
+        self._mem_waiting = 0  # entries of _waiting placed but short of memory
         self._wakeup = Wakeup(self, self._run)
         self._batches: list[ProducerBatch] = []  # every batch, for the history
         self._early: list[SendRecord] = []  # sends that failed before reaching a batch
@@ -307,6 +328,7 @@ class Producer(BaseNode):
         for batch in self.accumulator.abort_all():
             batch.final_state = "crashed"
         self._waiting.clear()
+        self._mem_waiting = 0
         self._closed = True
 
     # ----------------------------------------------------------------------------------------- API
@@ -389,17 +411,34 @@ class Producer(BaseNode):
                 f"bytes of the producer's {name} configuration."
             )
             return self._fail_early(seq, topic, -1 if partition is None else partition, value, err, callback)
+        deadline = now + self.config.max_block_ms
+        if self._mem_waiting:
+            # Earlier sends queue for memory: this one goes after them, as Kafka's BufferPool serves
+            # waiters in order.
+            if not self._block(lambda: not self._mem_waiting, deadline):
+                err = self._exhausted(self._batch_size, deadline - now)
+                return self._fail_early(
+                    seq, topic, -1 if partition is None else partition, value, err, callback
+                )
+            now = self.net._now
         cache = self._cache.get(topic)
         if cache is None or cache.version != self.metadata.version:
             cache = self._topic_cache(topic)
         if cache is None or (partition is not None and partition >= cache.n):
             fut = FutureRecordMetadata(None, 0, topic)
-            deadline = now + self.config.max_block_ms
-            self._waiting.append([seq, topic, partition, key, value, headers, ts, callback, fut, deadline])
+            self._waiting.append(
+                [seq, topic, partition, key, value, headers, ts, callback, fut, deadline, False]
+            )
             self.metadata.add_topic(topic)
             self._wakeup.schedule(now)
             return fut
-        return self._append(cache, seq, topic, partition, key, value, headers, ts, callback, None, now)
+        try:
+            return self._append(
+                cache, seq, topic, partition, key, value, headers, ts, callback, None, now, deadline
+            )
+        except _NoMemory as short:
+            err = self._exhausted(short.need, deadline - self.net._now if deadline > now else 0)
+            return self._fail_early(seq, topic, short.tp.partition, value, err, callback)
 
     def flush(self) -> None:
         """Make every queued batch ready now (Kafka's flush); run the network to let them complete."""
@@ -659,6 +698,7 @@ class Producer(BaseNode):
             for w in self._waiting:
                 self._fail_waiting(w, KafkaError("Producer is closed forcefully."))
             self._waiting.clear()
+            self._mem_waiting = 0
         self._wakeup.schedule(self.net._now)
 
     def idle(self) -> bool:
@@ -717,9 +757,11 @@ class Producer(BaseNode):
         callback: Callback | None,
         fut: FutureRecordMetadata | None,
         now: int,
+        deadline: int | None = None,
     ) -> FutureRecordMetadata:
         """Kafka's ``RecordAccumulator.append`` (and ``KafkaProducer.doSend``'s second try): place the
-        record in its partition's open batch when its exact size fits, else in a new batch."""
+        record in its partition's open batch when its exact size fits, else in a new batch, whose memory
+        it waits for until ``deadline`` (``None``: it cannot wait; ``_NoMemory`` is raised)."""
         if topic in self._hot:
             self._cool(topic)  # the sticky state below must see every byte the fast path took
         sticky = None
@@ -733,7 +775,7 @@ class Producer(BaseNode):
         while True:
             if sticky is not None:
                 partition = sticky.peek_current_partition(cache.n, cache.available)
-            tp = cache.tps[partition]  # type: ignore[index]
+            tp = self._tp(cache, topic, partition)  # type: ignore[arg-type]
             batch, nbytes = self._open_batch_with_room(tp, ts, key, value, headers, now)
             if batch is not None:
                 break
@@ -752,10 +794,21 @@ class Producer(BaseNode):
                 self._on_new_batch(topic, cache.n, cache.available, partition)
             if chosen:
                 partition = self._choose(topic, key, value, cache)
-                tp = cache.tps[partition]
+                tp = self._tp(cache, topic, partition)
             batch, nbytes = self._open_batch_with_room(tp, ts, key, value, headers, now)
         if batch is None:
-            batch = acc.new_batch(tp, now, batch_size_upper_bound(key, value, headers), self._compression)
+            bound = batch_size_upper_bound(key, value, headers)
+            need = bound if bound > self._batch_size else self._batch_size
+            if need > self._pool_free:
+                if deadline is None or not self._block(lambda: self._pool_free >= need, deadline):
+                    raise _NoMemory(tp, need)
+                now = self.net._now
+                # The network ran meanwhile: the record may fit a batch opened for tp since.
+                batch, nbytes = self._open_batch_with_room(tp, ts, key, value, headers, now)
+        if batch is None:
+            batch = acc.new_batch(tp, now, bound, self._compression)
+            self._pool_free -= need
+            batch.pooled = need
             nbytes = record_size(0, 0, key, value, headers)
             self._metrics["batch-total"] += 1
             if self._history_on:
@@ -795,12 +848,30 @@ class Producer(BaseNode):
         partition = self.partitioner.partition(topic, key, value, cache.n, cache.available)
         if partition < 0:  # Kafka refuses a negative answer (IllegalArgumentException)
             raise ValueError(f"partitioner returned an invalid partition {partition} for {topic!r}")
-        if partition >= cache.n:
-            # Kafka would queue the record for a partition that does not exist until it expires.
-            raise ValueError(
-                f"partitioner returned partition {partition} but {topic!r} has {cache.n} partitions"
-            )
+        # An answer >= the partition count is kept, as Kafka keeps it: its batch waits for a leader the
+        # metadata may yet name (the topic may grow) until delivery.timeout.ms expires it.
         return partition
+
+    @staticmethod
+    def _tp(cache: _TopicCache, topic: str, partition: int) -> TopicPartition:
+        return cache.tps[partition] if partition < cache.n else TopicPartition(topic, partition)
+
+    def _block(self, done: Callable[[], bool], deadline: int) -> bool:
+        """Kafka's blocking ``send()``: run the network until ``done()`` or ``deadline``; from inside the
+        simulation nothing can run meanwhile, so it cannot wait."""
+        if done():
+            return True
+        net = self.net
+        if net._running or deadline <= net._now:
+            return False
+        return net.run_until(done, deadline - net._now)
+
+    def _exhausted(self, need: int, waited_ms: int) -> BufferExhaustedError:
+        return BufferExhaustedError(
+            f"Failed to allocate {need} bytes within the configured max blocking time "
+            f"{self.config.max_block_ms} ms (waited {waited_ms} ms). Total memory: {self._buffer_memory} "
+            f"bytes. Available memory: {self._pool_free} bytes."
+        )
 
     def _open_batch_with_room(
         self, tp: TopicPartition, ts: int, key: bytes | None, value: bytes | None, headers: Any, now: int
@@ -886,6 +957,8 @@ class Producer(BaseNode):
                 self._disconnect(req.node, now, timed_out=True)
         self._expire(now)
         self._expire_waiting(now)
+        if self._mem_waiting:
+            self._place_waiting(now)
         # Metadata: topics waiting for it, unknown leaders, explicit requests, max age.
         nodes, next_ready, unknown = acc.ready(meta.leader_for, now)
         if unknown:
@@ -1160,14 +1233,20 @@ class Producer(BaseNode):
         meta.update(resp, now)
         self._meta_backoff_until = now + self.config.retry_backoff_ms
         self._node_backoff.clear()
-        if not self._waiting:
-            return
+        if self._waiting:
+            self._place_waiting(now, resp)
+
+    def _place_waiting(self, now: int, resp: MetadataResponse | None = None) -> None:
+        """Append the waiting sends whose partition is known now, in order; once one is short of memory,
+        it and every later one wait for memory (their senders would still be blocked in Kafka)."""
+        meta = self.metadata
         waiting, self._waiting = self._waiting, []
+        self._mem_waiting = 0
+        short = False
         for w in waiting:
-            seq, topic, partition, key, value, headers, ts, callback, fut, _deadline = w
-            err = meta.topic_errors.get(topic)
+            seq, topic, partition, key, value, headers, ts, callback, fut, _deadline, _mem = w
             info = meta.topic(topic)
-            if info is None and err is not None:
+            if resp is not None and info is None and meta.topic_errors.get(topic) is not None:
                 code = next((t.error_code for t in resp.topics if t.name == topic), 0)
                 if code in FATAL_TOPIC_ERRORS:
                     exc_type = error_for_code(code) or KafkaError
@@ -1175,9 +1254,18 @@ class Producer(BaseNode):
                     continue
             cache = self._topic_cache(topic)
             if cache is None or (partition is not None and partition >= cache.n):
+                w[10] = False
                 self._waiting.append(w)
                 continue
-            self._append(cache, seq, topic, partition, key, value, headers, ts, callback, fut, now)
+            if not short:
+                try:
+                    self._append(cache, seq, topic, partition, key, value, headers, ts, callback, fut, now)
+                    continue
+                except _NoMemory:
+                    short = True
+            w[10] = True
+            self._mem_waiting += 1
+            self._waiting.append(w)
 
     def _on_produce_response(self, req: _InFlight, resp: ProduceResponse, now: int) -> None:
         by_tp = {p.tp: p for p in resp.partitions}
@@ -1203,30 +1291,31 @@ class Producer(BaseNode):
             if code in MAYBE_WRITTEN_CODES:
                 b.maybe_written = True
             if code == MESSAGE_TOO_LARGE and b.record_count > 1:
-                # Kafka splits the batch and tries again rather than failing every record in it.
-                self._metrics["batch-split-total"] += 1
-                children = b.split(now)
-                if self._tm is not None and b.base_sequence >= 0:
-                    # The parent's range becomes a hole the leader will never fill: the epoch is bumped
-                    # and everything queued is sequenced again. Until then the halves hold the parent's
-                    # sequences, so that retries of later batches queue behind them.
-                    first = children[0]
-                    first.set_producer_state(b.producer_id, b.producer_epoch, b.base_sequence)
-                    children[1].set_producer_state(
-                        b.producer_id, b.producer_epoch, (b.base_sequence + first.record_count) & 0x7FFFFFFF
-                    )
-                    self._tm.unresolved.add(b.tp)
-                    self._tm.hole(b.tp)
-                    for child in children:  # by sequence, not at the head: other halves may be queued
-                        self.accumulator.reenqueue(child, now)
-                    if self._history_on:
-                        self._batches.extend(children)
-                    continue
-                if self._history_on:
-                    self._batches.extend(children)
-                self.accumulator.requeue_split(b, children)
+                self._split(b, now)
                 continue
             self._retry_or_fail(b, exc_type(msg), now, code)
+
+    def _split(self, b: ProducerBatch, now: int) -> None:
+        """Kafka's splitAndReenqueue: re-batch by ``batch.size``; a batch made by a split is halved
+        instead (KAFKA-8350), else a batch.size above the broker's limit would split into itself forever."""
+        self._metrics["batch-split-total"] += 1
+        if self._compression and b.buffer is not None and b.records_bytes:
+            # Kafka resets the topic's estimate to the ratio this batch really had (at least 1).
+            actual = (len(b.buffer) - BATCH_HEADER_SIZE) / b.records_bytes
+            self.accumulator.ratios.reset(b.tp.topic, self._compression, max(1.0, actual))
+        limit = max(b.max_record_size(), b.size // 2) if b.is_split else self._batch_size
+        children = b.split(now, limit)
+        self._release(b)  # the halves are built outside the pool, as Kafka's are
+        if self._history_on:
+            self._batches.extend(children)
+        if self._tm is not None and b.base_sequence >= 0:
+            # The children cover the parent's sequence range exactly, so they keep it (as Kafka's do):
+            # queued in sequence order, each goes as a retry, alone, so they reach the log in order.
+            self._tm.replace(b, children)
+            for child in children:
+                self.accumulator.reenqueue(child, now)
+            return
+        self.accumulator.requeue_split(b, children)
 
     def _retry_or_fail(self, b: ProducerBatch, err: KafkaError, now: int, code: int) -> None:
         b.in_flight = False
@@ -1268,21 +1357,38 @@ class Producer(BaseNode):
         if not self._waiting:
             return
         keep = []
+        limit = self.config.max_block_ms
         for w in self._waiting:
-            if w[9] <= now:
+            if w[9] > now:
+                keep.append(w)
+            elif w[10]:
+                self._mem_waiting -= 1
+                self._fail_waiting(w, self._exhausted(max(self._batch_size, len(w[4] or b"")), limit))
+            elif w[2] is not None and self.metadata.topic(w[1]) is not None:
+                n = self.metadata.topic(w[1]).num_partitions  # type: ignore[union-attr]
                 self._fail_waiting(
                     w,
                     RequestTimedOutError(
-                        f"Topic {w[1]} not present in metadata after {self.config.max_block_ms} ms."
+                        f"Partition {w[2]} of topic {w[1]} with partition count {n} is not present in "
+                        f"metadata after {limit} ms."
                     ),
                 )
             else:
-                keep.append(w)
+                self._fail_waiting(
+                    w, RequestTimedOutError(f"Topic {w[1]} not present in metadata after {limit} ms.")
+                )
         self._waiting = keep
 
     # ------------------------------------------------------------------------------- completion
 
+    def _release(self, b: ProducerBatch) -> None:
+        """Give a finished batch's buffer.memory back (Kafka's deallocate)."""
+        if b.pooled:
+            self._pool_free += b.pooled
+            b.pooled = 0
+
     def _complete(self, b: ProducerBatch, base_offset: int, log_append_time: int, now: int) -> None:
+        self._release(b)
         b.base_offset = base_offset
         b.log_append_time = log_append_time
         b.done = True
@@ -1292,6 +1398,7 @@ class Producer(BaseNode):
     def _fail_batch(self, b: ProducerBatch, err: KafkaError, now: int) -> None:
         if self._tm is not None and b.base_sequence >= 0:
             self._tm.failed(b)
+        self._release(b)
         b.error = err
         b.done = True
         b.in_flight = False
@@ -1303,9 +1410,10 @@ class Producer(BaseNode):
         if not b.callbacks:
             return
         err = b.error
+        failed = RecordMetadata(b.tp.topic, b.tp.partition, -1, -1) if err else None
         for index, cb in b.callbacks:
             try:
-                cb(None if err else b.metadata(index), err)
+                cb(failed or b.metadata(index), err)
             except Exception as exc:  # a user callback must not break the sender (Kafka logs it)
                 self.log("callback_error", tp=str(b.tp), error=repr(exc))
 
@@ -1327,13 +1435,13 @@ class Producer(BaseNode):
             )
         if callback is not None:
             try:
-                callback(None, err)
+                callback(RecordMetadata(topic, partition, -1, -1), err)
             except Exception as exc:
                 self.log("callback_error", topic=topic, error=repr(exc))
         return fut
 
     def _fail_waiting(self, w: list, err: KafkaError) -> None:
-        seq, topic, partition, _k, value, _h, _ts, callback, fut, _d = w
+        seq, topic, partition, _k, value, _h, _ts, callback, fut, _d, _m = w
         failed = self._fail_early(seq, topic, -1 if partition is None else partition, value, err, callback)
         fut._error = failed._error
 

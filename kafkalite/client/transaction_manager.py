@@ -147,6 +147,16 @@ class TransactionManager:
                 return True
         return False
 
+    def replace(self, parent: ProducerBatch, children: list[ProducerBatch]) -> None:
+        """``parent`` was split: its children take its sequence range (and its place among the unacked)."""
+        seq = parent.base_sequence
+        for child in children:
+            child.set_producer_state(parent.producer_id, parent.producer_epoch, seq, parent.transactional)
+            seq = (seq + child.record_count) & MAX_SEQUENCE
+        waiting = self.unacked.get(parent.tp, [])
+        at = waiting.index(parent) if parent in waiting else len(waiting)
+        waiting[at : at + 1] = children
+
     def hole(self, tp: TopicPartition) -> None:
         """The leader will never fill the sequence hole of ``tp``: bump the epoch before sending more."""
         self.gapped.add(tp)
