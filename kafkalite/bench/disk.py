@@ -62,6 +62,33 @@ def sequential_vs_random_write(
     return results
 
 
+def cold_vs_warm_read(path: str | Path, *, chunk: int = 1 << 20) -> dict[str, float]:
+    """Read ``path`` once after asking the kernel to drop its cached pages, then again from the cache.
+
+    ``posix_fadvise(DONTNEED)`` evicts only clean pages of this one file (it is fsynced first), so no
+    root rights are needed and nothing else is disturbed. On a virtual disk the "cold" read may still be
+    served by the host's cache; the figure is what this machine does, not what a disk can do.
+    """
+    path = Path(path)
+    size = path.stat().st_size
+    results: dict[str, float] = {"bytes": size}
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        for name in ("cold", "warm"):
+            if name == "cold":
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            start = time.perf_counter()
+            offset = 0
+            while data := os.pread(fd, chunk, offset):
+                offset += len(data)
+            results[f"{name}_mb_s"] = _mb_per_s(offset, time.perf_counter() - start)
+    finally:
+        os.close(fd)
+    results["ratio"] = results["warm_mb_s"] / results["cold_mb_s"]
+    return results
+
+
 def _drain(sock: socket.socket, expected: int, received: list[int]) -> None:
     total = 0
     while total < expected:
