@@ -374,8 +374,7 @@ class ProducerBatch:
                 lows.append(i)
                 nbytes = record_size(0, 0, k, v, h)
             child.append(k, v, h, stamps[i], self.seqs[i])
-            child.records_bytes += nbytes
-            child.size += nbytes
+            child.count_bytes(nbytes)
         for child, lo in zip(out, lows, strict=True):
             child.full = True
             if self.callbacks:

@@ -410,15 +410,14 @@ class Producer(BaseNode):
                 f"The message is {bound} bytes when serialized (at most), larger than the {limit} "
                 f"bytes of the producer's {name} configuration."
             )
-            return self._fail_early(seq, topic, -1 if partition is None else partition, value, err, callback)
+            return self._fail_early(seq, topic, partition, value, err, callback)
         deadline = now + self.config.max_block_ms
         if self._mem_waiting:
             # Earlier sends queue for memory: this one goes after them, as Kafka's BufferPool serves
             # waiters in order.
             if not self._block(lambda: not self._mem_waiting, deadline):
-                err = self._exhausted(self._batch_size, deadline - now)
                 return self._fail_early(
-                    seq, topic, -1 if partition is None else partition, value, err, callback
+                    seq, topic, partition, value, self._exhausted(self._batch_size), callback
                 )
             now = self.net._now
         cache = self._cache.get(topic)
@@ -437,8 +436,9 @@ class Producer(BaseNode):
                 cache, seq, topic, partition, key, value, headers, ts, callback, None, now, deadline
             )
         except _NoMemory as short:
-            err = self._exhausted(short.need, deadline - self.net._now if deadline > now else 0)
-            return self._fail_early(seq, topic, short.tp.partition, value, err, callback)
+            return self._fail_early(
+                seq, topic, short.tp.partition, value, self._exhausted(short.need), callback
+            )
 
     def flush(self) -> None:
         """Make every queued batch ready now (Kafka's flush); run the network to let them complete."""
@@ -866,11 +866,11 @@ class Producer(BaseNode):
             return False
         return net.run_until(done, deadline - net._now)
 
-    def _exhausted(self, need: int, waited_ms: int) -> BufferExhaustedError:
+    def _exhausted(self, need: int) -> BufferExhaustedError:
         return BufferExhaustedError(
             f"Failed to allocate {need} bytes within the configured max blocking time "
-            f"{self.config.max_block_ms} ms (waited {waited_ms} ms). Total memory: {self._buffer_memory} "
-            f"bytes. Available memory: {self._pool_free} bytes."
+            f"{self.config.max_block_ms} ms. Total memory: {self._buffer_memory} bytes. Available memory: "
+            f"{self._pool_free} bytes."
         )
 
     def _open_batch_with_room(
@@ -1305,7 +1305,7 @@ class Producer(BaseNode):
             self.accumulator.ratios.reset(b.tp.topic, self._compression, max(1.0, actual))
         limit = max(b.max_record_size(), b.size // 2) if b.is_split else self._batch_size
         children = b.split(now, limit)
-        self._release(b)  # the halves are built outside the pool, as Kafka's are
+        self._release(b)  # the children are built outside the pool, as Kafka's are
         if self._history_on:
             self._batches.extend(children)
         if self._tm is not None and b.base_sequence >= 0:
@@ -1363,14 +1363,13 @@ class Producer(BaseNode):
                 keep.append(w)
             elif w[10]:
                 self._mem_waiting -= 1
-                self._fail_waiting(w, self._exhausted(max(self._batch_size, len(w[4] or b"")), limit))
-            elif w[2] is not None and self.metadata.topic(w[1]) is not None:
-                n = self.metadata.topic(w[1]).num_partitions  # type: ignore[union-attr]
+                self._fail_waiting(w, self._exhausted(max(self._batch_size, len(w[4] or b""))))
+            elif w[2] is not None and (info := self.metadata.topic(w[1])) is not None:
                 self._fail_waiting(
                     w,
                     RequestTimedOutError(
-                        f"Partition {w[2]} of topic {w[1]} with partition count {n} is not present in "
-                        f"metadata after {limit} ms."
+                        f"Partition {w[2]} of topic {w[1]} with partition count {info.num_partitions} is "
+                        f"not present in metadata after {limit} ms."
                     ),
                 )
             else:
@@ -1421,11 +1420,14 @@ class Producer(BaseNode):
         self,
         seq: int,
         topic: str,
-        partition: int,
+        partition: int | None,
         value: bytes | None,
         err: KafkaError,
         callback: Callback | None,
     ) -> FutureRecordMetadata:
+        """A send that failed before reaching a batch; ``partition`` None (or -1) when none was chosen."""
+        if partition is None:
+            partition = -1
         fut = FutureRecordMetadata(None, 0, topic)
         fut._error = err
         self._metrics["record-error-total"] += 1
@@ -1442,7 +1444,7 @@ class Producer(BaseNode):
 
     def _fail_waiting(self, w: list, err: KafkaError) -> None:
         seq, topic, partition, _k, value, _h, _ts, callback, fut, _d, _m = w
-        failed = self._fail_early(seq, topic, -1 if partition is None else partition, value, err, callback)
+        failed = self._fail_early(seq, topic, partition, value, err, callback)
         fut._error = failed._error
 
 

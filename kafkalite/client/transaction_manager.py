@@ -153,7 +153,7 @@ class TransactionManager:
         for child in children:
             child.set_producer_state(parent.producer_id, parent.producer_epoch, seq, parent.transactional)
             seq = (seq + child.record_count) & MAX_SEQUENCE
-        waiting = self.unacked.get(parent.tp, [])
+        waiting = self.unacked.setdefault(parent.tp, [])
         at = waiting.index(parent) if parent in waiting else len(waiting)
         waiting[at : at + 1] = children
 
