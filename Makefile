@@ -71,8 +71,9 @@ $(STAMP): requirements.txt pyproject.toml tools/vendor.sha256 tools/vendor_asset
 	touch $@
 
 # ----------------------------------------------------------------------------------------------- book
+# Jupyter Book's own build, with the chapters executed side by side: one reading process per core.
 book: $(STAMP)
-	jupyter-book build .
+	python tools/build_book.py
 	@echo "book: $(CURDIR)/_build/html/index.html"
 
 # ---------------------------------------------------------------------------------------------- tests
@@ -97,7 +98,7 @@ test-papermill: $(STAMP)
 
 # Strict build: any Sphinx warning (broken reference, failing cell, missing file) fails the test.
 test-book: $(STAMP)
-	jupyter-book build . -W -n --keep-going
+	python tools/build_book.py --strict
 
 # ------------------------------------------------------------------------------------------ authoring
 # Root is the repository, so that jupytext can write both halves of a pair (book/ and notebooks/).
