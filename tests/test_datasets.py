@@ -29,6 +29,9 @@ from kafkalite.datasets import (
 )
 from kafkalite.datasets.flights import FLIGHT_COLUMNS, WEATHER_COLUMNS
 from kafkalite.datasets.generator import ORDER_STATUSES
+from kafkalite.errors import InvalidConfigError
+from kafkalite.records.batch import iter_batches
+from kafkalite.records.compression import Compression
 from kafkalite.storage import Log
 
 # --------------------------------------------------------------------------------------- flights
@@ -120,6 +123,32 @@ def test_write_events_spreads_null_keys_and_appends(tmp_path) -> None:
     assert sum(first.per_partition.values()) == 1000 and min(first.per_partition.values()) > 0
     again = write_events(tmp_path, "t", 4, events[:10], records_per_batch=100)
     assert again.records == 10 and sum(again.per_partition.values()) == 10
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_write_events_compresses_every_batch_and_reads_back_the_same(tmp_path, flights, codec) -> None:
+    sample = flights[:3_000]
+    plain = write_events(tmp_path / "plain", "f", 2, sample, records_per_batch=500)
+    packed = write_events(tmp_path / codec, "f", 2, sample, records_per_batch=500, compression=codec.upper())
+    assert packed.per_partition == plain.per_partition
+    for p in range(2):
+        logs = [Log.open(tmp_path / d / f"f-{p}", read_only=True) for d in ("plain", codec)]
+        try:
+            data = b"".join(seg.log_path.read_bytes() for seg in logs[1].segments)
+            assert {h.attributes & 0x07 for _, h in iter_batches(data)} == {Compression[codec.upper()]}
+            assert [(r.key, r.value) for r in logs[1].iter_records()] == [
+                (r.key, r.value) for r in logs[0].iter_records()
+            ]
+            assert logs[1].size_bytes < 0.5 * logs[0].size_bytes  # JSON flights compress well
+        finally:
+            for log in logs:
+                log.close()
+
+
+def test_write_events_names_an_unknown_codec(tmp_path) -> None:
+    with pytest.raises(InvalidConfigError, match="brotli.*compression"):
+        write_events(tmp_path, "t", 1, [Event(None, b"v", 0)], compression="brotli")
+    assert not (tmp_path / "t-0").exists()  # refused before any log is opened
 
 
 def test_write_flights_fast_path_counts_per_partition(tmp_path) -> None:

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from kafkalite.client.partitioner import partition_for_key
+from kafkalite.config import parse_choice
+from kafkalite.records.compression import Compression
 
 __all__ = [
     "PROGRESS_FROM",
@@ -80,6 +82,11 @@ def _progress(total: int | None, progress: bool | None, desc: str) -> Any:
 
     show = progress if progress is not None else (total or 0) >= PROGRESS_FROM
     return tqdm(total=total, desc=desc, unit="rec", unit_scale=True, disable=not show, mininterval=0.5)
+
+
+def _codec(name: str) -> Compression:
+    codecs = tuple(c.name.lower() for c in Compression)
+    return Compression[parse_choice("compression", name, codecs).upper()]
 
 
 def _check_partitions(partitions: int) -> None:
@@ -189,11 +196,14 @@ def write_events(
     log_config: Mapping[str, Any] | None = None,
     total: int | None = None,
     progress: bool | None = None,
+    compression: str = "none",
 ) -> LoadReport:
     """Append ``events`` to the logs ``dir/<topic>-<p>`` as record batches; no cluster involved.
 
     A keyed event goes to ``murmur2(key) % partitions`` (what Kafka's producer would pick); events without
-    a key fill one batch per partition in turn. Existing logs are appended to.
+    a key fill one batch per partition in turn. Existing logs are appended to. ``compression`` is a
+    ``compression.type`` codec name (none, gzip, snappy, lz4, zstd) applied to every batch, as a producer
+    with that setting would.
     """
     from kafkalite.clock import ManualClock
     from kafkalite.records import build_batch
@@ -202,6 +212,7 @@ def write_events(
     _check_partitions(partitions)
     if records_per_batch < 1:
         raise DatasetError(f"records_per_batch must be >= 1, got {records_per_batch!r}")
+    codec = _codec(compression)
     if total is None and hasattr(events, "__len__"):
         total = len(events)  # type: ignore[arg-type]
     root = Path(dir)
@@ -218,7 +229,7 @@ def write_events(
 
     def flush(p: int) -> None:
         if pending[p]:
-            logs[p].append(build_batch(pending[p], timestamp=stamps[p]))
+            logs[p].append(build_batch(pending[p], timestamp=stamps[p], compression=codec))
             pending[p], stamps[p] = [], []
 
     t0 = time.perf_counter()
