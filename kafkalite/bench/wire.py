@@ -126,7 +126,9 @@ def loopback_mb_per_s(nbytes: int) -> float:
     return got / seconds / 1e6
 
 
-def _produce(bootstrap: str, topic: str, records: int, value: bytes, config: dict[str, Any]) -> WireCase:
+def produce_case(bootstrap: str, topic: str, records: int, value: bytes, config: dict[str, Any]) -> WireCase:
+    """Send ``records`` copies of ``value`` to ``topic`` with confluent-kafka (``config`` over the bench's
+    batching settings) after one warm-up record, and time them until the last is acknowledged."""
     from confluent_kafka import Producer
 
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 1_000_000, **config})
@@ -183,9 +185,11 @@ def fetch_mb_per_s(bootstrap: str, topic: str, rounds: int = 40, max_bytes: int 
     return total / seconds / 1e6
 
 
-def _consume(
+def consume_case(
     bootstrap: str, topic: str, partitions: int, records: int, record_size: int, config: dict | None = None
 ) -> WireCase:
+    """Read ``records`` records of ``topic`` from offset 0 of each of its ``partitions`` with confluent-kafka,
+    without a group, and time them; errors count what the consumer's positions do not confirm."""
     from confluent_kafka import Consumer, TopicPartition
 
     c = Consumer(
@@ -251,10 +255,10 @@ def run_wire_bench(
         broker_cfg, client_cfg = _secured(security, tmp) if security else ({}, {})
         with BackgroundServer(1, config=broker_cfg) as one:
             one.create_topic("bench", 1, 1)
-            case = _produce(one.bootstrap_servers, "bench", records, value, {"acks": "1"})
+            case = produce_case(one.bootstrap_servers, "bench", records, value, {"acks": "1"})
             case.name = "(a) producer acks=1, 1 broker"
             cases.append(case)
-            consumed = _consume(one.bootstrap_servers, "bench", 1, records + 1, record_size)
+            consumed = consume_case(one.bootstrap_servers, "bench", 1, records + 1, record_size)
             consumed.name = "(c) consumer, 1 broker"
             cases.append(consumed)
             serve = {}
@@ -265,17 +269,17 @@ def run_wire_bench(
             if security:
                 one.create_topic("bench-secure", 1, 1)
                 boot = one.server.bootstrap(security)
-                sec = _produce(boot, "bench-secure", records, value, {"acks": "1", **client_cfg})
+                sec = produce_case(boot, "bench-secure", records, value, {"acks": "1", **client_cfg})
                 sec.name = f"(d) producer acks=1, 1 broker, {security.upper()}"
                 cases.append(sec)
-                sec_c = _consume(boot, "bench", 1, records + 1, record_size, client_cfg)
+                sec_c = consume_case(boot, "bench", 1, records + 1, record_size, client_cfg)
                 sec_c.name = f"(e) consumer, 1 broker, {security.upper()}"
                 cases.append(sec_c)
                 ratios[f"produce over {security.upper()}"] = sec.records_per_s / case.records_per_s
                 ratios[f"consume over {security.upper()}"] = sec_c.records_per_s / consumed.records_per_s
     with BackgroundServer(3) as three:
         three.create_topic("bench", 1, 3, **{"min.insync.replicas": 2})
-        case = _produce(three.bootstrap_servers, "bench", records, value, {"acks": "all"})
+        case = produce_case(three.bootstrap_servers, "bench", records, value, {"acks": "all"})
         case.name = "(b) producer acks=all idempotent, 3 brokers RF=3"
         cases.append(case)
     ceiling = loopback_mb_per_s(records * record_size)
