@@ -22,6 +22,9 @@ from pathlib import Path
 from jupyter_book.sphinx import build_sphinx
 
 ROOT = Path(__file__).resolve().parent.parent
+# Chapters with a Spark cell start a JVM each, and Spark itself runs two tasks at once: beyond a few
+# chapters at a time, more processes only add memory.
+MAX_DEFAULT_JOBS = 4
 
 
 def main(argv: list[str]) -> int:
@@ -30,8 +33,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--jobs",
         type=int,
-        default=os.cpu_count() or 1,
-        help="processes that read (execute) chapters at once; default: one per core",
+        default=min(MAX_DEFAULT_JOBS, len(os.sched_getaffinity(0))),
+        help=f"processes that read (execute) chapters at once; default: one per core, at most {MAX_DEFAULT_JOBS}",
     )
     args = parser.parse_args(argv)
     if args.jobs < 1:
