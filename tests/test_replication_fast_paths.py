@@ -10,7 +10,7 @@ import pytest
 from kafkalite.errors import CorruptRecordError, InvalidRecordError
 from kafkalite.net.sim import BaseNode, SimNetwork
 from kafkalite.protocol import TopicPartition
-from kafkalite.records import build_batch
+from kafkalite.records import build_batch, iter_batches
 from kafkalite.storage import Log
 from kafkalite.storage.log import LogAppendInfo
 
@@ -105,13 +105,10 @@ def test_append_as_follower_validates_before_writing(tmp_path):
 def test_validate_all_tuples_match_headers(tmp_path):
     leader = leader_log(tmp_path / "l-0")
     data = leader.read(0, 1 << 20).records.read()
-    headers = leader._validate_all(data)
-    tuples = leader._validate_all(data, as_tuples=True)
-    assert [bytes(d) for d, _ in headers] == [bytes(d) for d, _ in tuples]
-    assert [
-        (h.base_offset, h.partition_leader_epoch, h.last_offset_delta, h.max_timestamp, h.records_count)
-        for _, h in headers
-    ] == [(f[0], f[2], f[6], f[8], f[12]) for _, f in tuples]
+    items = leader._validate_all(data)
+    headers = list(iter_batches(data))
+    assert [bytes(d) for d, _ in items] == [bytes(data[p : p + h.size]) for p, h in headers]
+    assert [f for _, f in items] == [h.as_tuple() for _, h in headers]
 
 
 # ----- read hints -------------------------------------------------------------------------------------------

@@ -89,6 +89,15 @@ class BatchHeader:
     base_sequence: int
     records_count: int
 
+    def as_tuple(self) -> tuple[int, ...]:
+        """The fields in declaration order, the shape ``valid_header_fields`` returns (``astuple``
+        deep-copies each field, which costs a hot append path more than the append itself)."""
+        return (
+            self.base_offset, self.batch_length, self.partition_leader_epoch, self.magic, self.crc,
+            self.attributes, self.last_offset_delta, self.base_timestamp, self.max_timestamp,
+            self.producer_id, self.producer_epoch, self.base_sequence, self.records_count,
+        )  # fmt: skip
+
     @property
     def last_offset(self) -> int:
         return self.base_offset + self.last_offset_delta

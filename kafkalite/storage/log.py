@@ -18,7 +18,7 @@ import os
 import threading
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping
-from dataclasses import astuple, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -312,7 +312,7 @@ class Log:
             data = memoryview(os.pread(seg.file.fileno(), seg.size, 0))
             for pos, h in iter_batches(data):
                 if h.base_offset + h.last_offset_delta >= start:
-                    yield astuple(h), data[pos : pos + h.batch_length + 12]
+                    yield h.as_tuple(), data[pos : pos + h.batch_length + 12]
 
     def _track_producer(self, f: tuple, base: int, data) -> None:
         """Fold one appended batch (header fields ``f``, first offset ``base``) into the producer state."""
@@ -394,8 +394,7 @@ class Log:
         duplicates, or None. Raises (nothing written) when a batch must be refused."""
         infos = []
         off = base
-        for _data, h in items:
-            f = h if isinstance(h, tuple) else astuple(h)
+        for _data, f in items:
             if f[9] >= 0 and not f[5] & CONTROL_BIT and not from_coordinator:
                 infos.append(_producer_info(f, off))
             else:
@@ -519,9 +518,9 @@ class Log:
         self._check_writable()
         f = valid_header_fields(batch, 0, self._max_message_bytes)
         if f is None:  # something is wrong: validate_batch raises the error that names it
-            f = astuple(validate_batch(batch, 0, max_size=self._max_message_bytes))
+            f = validate_batch(batch, 0, max_size=self._max_message_bytes).as_tuple()
         size = f[1] + 12
-        if size != len(batch) or f[9] >= 0:
+        if size != len(batch):
             items = self._validate_all(batch)
             return _merge_infos(self._append_validated(items, leader_epoch, from_coordinator), len(batch))
         count = f[12]
@@ -529,6 +528,10 @@ class Log:
             self._check_batch(batch, 0, BatchHeader(*f), size)
         with self._lock:
             base = self._leo
+            if f[9] >= 0:  # a producer id: sequences and epochs are checked before anything is written
+                dup = self._check_producers([(batch, f)], base, from_coordinator)[0]
+                if dup is not None:
+                    return _duplicate_info(dup)
             last = base + f[6]
             buf, max_ts, now = self._stamp(batch, base, f[8], leader_epoch)
             seg = self._segments[-1]
@@ -539,6 +542,8 @@ class Log:
             if leader_epoch >= 0 and (not self._epochs or leader_epoch > self._epochs[-1][0]):
                 self._assign_epoch(leader_epoch, base)
             self._unflushed += count
+            if f[9] >= 0:
+                self._track_producer(f, base, batch)
             if self._unflushed >= self._flush_messages or (
                 self._flush_ms != LONG_MAX and self.clock.now_ms() - self._last_flush_ms >= self._flush_ms
             ):
@@ -581,9 +586,9 @@ class Log:
         if self._compact:
             self._check_keys(data, pos)
 
-    def _validate_all(self, data, *, as_tuples: bool = False) -> list:
+    def _validate_all(self, data) -> list:
         """Split a buffer of concatenated batches, validating each (CRC included); nothing is written on
-        failure. Items are ``(slice, BatchHeader)``, or ``(slice, header field tuple)`` with ``as_tuples``."""
+        failure. Items are ``(slice, header field tuple)``, the fields in ``BatchHeader`` order."""
         view = memoryview(data)
         out = []
         pos = 0
@@ -593,15 +598,12 @@ class Log:
             # The plain-tuple check first (no objects built); validate_batch raises the error that names
             # what is wrong, so the slow path is only taken by bad data.
             f = valid_header_fields(view, pos, max_size)
-            h = None
             if f is None:
-                h = validate_batch(view, pos, max_size=max_size)
-                f = astuple(h)
+                f = validate_batch(view, pos, max_size=max_size).as_tuple()
             size = f[1] + 12
             if f[12] == 0 or size > self._segment_bytes or self._compact:
-                h = h or BatchHeader(*f)
-                self._check_batch(view, pos, h, size)
-            out.append((view[pos : pos + size], f if as_tuples else (h or BatchHeader(*f))))
+                self._check_batch(view, pos, BatchHeader(*f), size)
+            out.append((view[pos : pos + size], f))
             pos += size
         return out
 
@@ -613,29 +615,25 @@ class Log:
             dups = self._check_producers(items, self._leo, from_coordinator)
             seg = self._segments[-1]
             try:
-                for (data, h), dup in zip(items, dups, strict=True):
+                # f: header fields in BatchHeader order (last delta 6, max ts 8, producer id 9, count 12).
+                for (data, f), dup in zip(items, dups, strict=True):
                     if dup is not None:
-                        infos.append(
-                            LogAppendInfo(
-                                dup.first_offset, dup.last_offset, dup.timestamp, dup.last_offset, 0, 0,
-                                duplicate=True,
-                            )
-                        )  # fmt: skip
+                        infos.append(_duplicate_info(dup))
                         continue
                     size = len(data)
                     base = self._leo
-                    last = base + h.last_offset_delta
-                    buf, max_ts, now = self._stamp(data, base, h.max_timestamp, leader_epoch)
+                    last = base + f[6]
+                    buf, max_ts, now = self._stamp(data, base, f[8], leader_epoch)
                     if seg._size and seg.should_roll(size, max_ts, last, None if now < 0 else now):
                         seg = self._roll_locked()
                     seg.append(buf, last, max_ts, last, defer=True)
                     self._leo = last + 1
                     if leader_epoch >= 0 and (not self._epochs or leader_epoch > self._epochs[-1][0]):
                         self._assign_epoch(leader_epoch, base)
-                    self._unflushed += h.records_count
-                    if h.producer_id >= 0:
-                        self._track_producer(astuple(h), base, data)
-                    infos.append(LogAppendInfo(base, last, max_ts, last, h.records_count, size, now))
+                    self._unflushed += f[12]
+                    if f[9] >= 0:
+                        self._track_producer(f, base, data)
+                    infos.append(LogAppendInfo(base, last, max_ts, last, f[12], size, now))
             finally:
                 seg.write_deferred()
             if self._unflushed >= self._flush_messages or (
@@ -667,7 +665,7 @@ class Log:
         self._check_writable()
         # Header fields as tuples (BatchHeader order): base 0, leader epoch 2, last delta 6, max ts 8,
         # count 12. This runs for every batch on every follower.
-        items = self._validate_all(records, as_tuples=True)
+        items = self._validate_all(records)
         infos: list[LogAppendInfo] = []
         if not items:
             return infos
@@ -1070,6 +1068,13 @@ def _merge_infos(infos: list[LogAppendInfo], size: int) -> LogAppendInfo:
         size,
         infos[-1].log_append_time,
         all(i.duplicate for i in infos),
+    )
+
+
+def _duplicate_info(dup: ProducerBatchInfo) -> LogAppendInfo:
+    """The answer to a retried batch the log already holds: where it went the first time, nothing new."""
+    return LogAppendInfo(
+        dup.first_offset, dup.last_offset, dup.timestamp, dup.last_offset, 0, 0, duplicate=True
     )
 
 

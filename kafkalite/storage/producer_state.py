@@ -142,33 +142,41 @@ class ProducerStateManager:
 
         Raises Kafka's error for the first batch that must be refused; nothing is written then.
         """
+        # The table itself is read, never written: a producer's entry is copied into the scratch table
+        # only when a later batch of the same request must see this one (most requests carry one).
+        batches = list(batches)
         scratch: dict[int, ProducerStateEntry] = {}
         out: list[BatchMetadata | None] = []
-        for b in batches:
+        last = len(batches) - 1
+        for i, b in enumerate(batches):
             entry = scratch.get(b.producer_id)
             if entry is None:
-                known = self.producers.get(b.producer_id)
-                entry = known.copy() if known is not None else ProducerStateEntry(b.producer_id)
-                scratch[b.producer_id] = entry
+                entry = self.producers.get(b.producer_id) or ProducerStateEntry(b.producer_id)
+                if i < last:
+                    entry = scratch[b.producer_id] = entry.copy()
             dup = entry.find_duplicate(b.epoch, b.first_seq, b.last_seq)
             if dup is not None:
                 out.append(dup)
                 continue
             self._check(entry, b)
-            _add(entry, b)
+            if i < last:
+                _add(entry, b)
             out.append(None)
         return out
 
+    def _where(self, b: ProducerBatchInfo) -> str:
+        return f"producer {b.producer_id} at offset {b.first_offset} in {self.name}"
+
     def _check(self, entry: ProducerStateEntry, b: ProducerBatchInfo) -> None:
-        where = f"producer {b.producer_id} at offset {b.first_offset} in {self.name}"
         if b.epoch < entry.epoch:
             raise InvalidProducerEpochError(
-                f"epoch of {where} is {b.epoch}, which is smaller than the last seen epoch {entry.epoch}"
+                f"epoch of {self._where(b)} is {b.epoch}, which is smaller than the last seen epoch "
+                f"{entry.epoch}"
             )
         if b.epoch != entry.epoch:
             if b.first_seq != 0 and entry.epoch != NO_EPOCH:
                 raise OutOfOrderSequenceNumberError(
-                    f"invalid sequence number for new epoch of {where}: {b.epoch} (request epoch), "
+                    f"invalid sequence number for new epoch of {self._where(b)}: {b.epoch} (request epoch), "
                     f"{b.first_seq} (seq. number), {entry.epoch} (current producer epoch)"
                 )
         else:
@@ -176,11 +184,11 @@ class ProducerStateManager:
             in_sequence = b.first_seq == last + 1 or (b.first_seq == 0 and last == MAX_SEQUENCE)
             if entry.epoch != NO_EPOCH and last != NO_SEQUENCE and not in_sequence:
                 raise OutOfOrderSequenceNumberError(
-                    f"out of order sequence number for {where}: {b.first_seq} (incoming seq. number), "
-                    f"{last} (current end sequence number)"
+                    f"out of order sequence number for {self._where(b)}: {b.first_seq} (incoming seq. "
+                    f"number), {last} (current end sequence number)"
                 )
         if entry.txn_first_offset >= 0 and not b.is_transactional:
-            raise InvalidTxnStateError(f"expected a transactional write from {where}")
+            raise InvalidTxnStateError(f"expected a transactional write from {self._where(b)}")
 
     # ------------------------------------------------------------------------------------ updates
 
