@@ -43,6 +43,32 @@ def test_parts_around_slices_are_the_copied_frame_byte_for_byte(tmp_path_factory
     assert int.from_bytes(parts[0][:4], "big") == len(copied) - 4
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    size=st.integers(0, 3 * ZERO_COPY_MIN_BYTES),
+    version=st.sampled_from([4, 11]),
+    as_slice=st.booleans(),
+    zero_copy=st.booleans(),
+)
+def test_split_frames_are_the_copied_frame_byte_for_byte(
+    tmp_path_factory, size, version, as_slice, zero_copy
+):
+    """With split, large records become pieces of their own: bytes when they are bytes or when the
+    connection copies, the file slice itself only for a zero-copy sender."""
+    path = tmp_path_factory.mktemp("split") / "00000000000000000000.log"
+    path.write_bytes(os.urandom(size + 7))
+    piece = FileSlice(path, 7, size)
+    records = piece if as_slice else piece.read()
+    parts = encode_response_parts(1, version, 42, _fetch_body(records), zero_copy=zero_copy, split=True)
+    copied = encode_response(1, version, 42, _fetch_body(piece.read()))
+    assert _join(parts) == copied
+    big = size >= ZERO_COPY_MIN_BYTES
+    assert len(parts) == (5 if big else 1)  # frame, records, frame, records, frame
+    kinds = {type(p) for p in parts[1::2]}
+    assert kinds <= ({FileSlice} if as_slice and zero_copy else {bytes})
+    assert int.from_bytes(parts[0][:4], "big") == len(copied) - 4
+
+
 class _Server:
     """What a ClientConnection needs of its server, for driving one by hand."""
 

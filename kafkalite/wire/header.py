@@ -86,13 +86,20 @@ def encode_response(api_key: int, version: int, correlation_id: int, body: dict)
 
 
 def encode_response_parts(
-    api_key: int, version: int, correlation_id: int, body: dict, *, zero_copy: bool = False
+    api_key: int,
+    version: int,
+    correlation_id: int,
+    body: dict,
+    *,
+    zero_copy: bool = False,
+    split: bool = False,
 ) -> list[bytes | object]:
     """A whole response frame as the pieces to send in order: ``bytes``, and with ``zero_copy`` the file
-    slices of large ``records`` fields, left uncopied for ``sendfile``. The size prefix counts them."""
+    slices of large ``records`` fields, left uncopied for ``sendfile``. With ``split`` large records
+    sent as bytes are pieces of their own too, not copied into the frame. The size prefix counts them."""
     spec = SPECS[api_key]
     flexible = spec.flexible(version)
-    w = Writer(zero_copy)
+    w = Writer(zero_copy, split)
     w.int32(0)  # the size, filled in below
     w.int32(correlation_id)
     if flexible and api_key != API_VERSIONS_KEY:

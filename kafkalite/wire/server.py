@@ -242,7 +242,10 @@ class ClientConnection(BaseNode):
             body = merge(body)
         if key in ENDPOINT_APIS and self.listener is not None:
             body = self.server.endpoints_for(self.broker_id, self.listener.name, key, body)
-        parts = encode_response_parts(key, version, msg.correlation_id, body, zero_copy=self.zero_copy)
+        # split: large records go out as their own piece, never copied into (and out of) the frame
+        parts = encode_response_parts(
+            key, version, msg.correlation_id, body, zero_copy=self.zero_copy, split=True
+        )
         try:
             # Opened now, while the slice is known good: a file of our own survives the segment being
             # deleted or rolled before the bytes go out.

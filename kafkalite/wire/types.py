@@ -160,15 +160,18 @@ class Writer:
     """Appends primitives to a bytearray.
 
     With ``zero_copy``, a ``records`` value that is a file slice (anything with ``read`` and ``len``, such
-    as a ``FileSlice``) larger than ``ZERO_COPY_MIN_BYTES`` is not copied in: only its length prefix is
+    as a ``FileSlice``) of ``ZERO_COPY_MIN_BYTES`` or more is not copied in: only its length prefix is
     written, and ``(offset in buf, slice)`` is noted in ``slices`` for the sender to ``sendfile``.
+    With ``split``, large records that are sent as bytes (no ``zero_copy``, or bytes already) are kept
+    out of ``buf`` the same way, as ``bytes``: the frame is not grown and copied around them.
     """
 
-    __slots__ = ("buf", "zero_copy", "slices")
+    __slots__ = ("buf", "zero_copy", "split", "slices")
 
-    def __init__(self, zero_copy: bool = False) -> None:
+    def __init__(self, zero_copy: bool = False, split: bool = False) -> None:
         self.buf = bytearray()
         self.zero_copy = zero_copy
+        self.split = split
         self.slices: list[tuple[int, object]] = []
 
     def int8(self, v: int) -> None:
@@ -245,18 +248,23 @@ class Writer:
 
     def records(self, v: object, compact: bool) -> None:
         """A ``records`` field: bytes, None, or a file slice (see the class docstring)."""
-        if v is None or isinstance(v, bytes | bytearray | memoryview):
+        if v is None:
             (self.compact_bytes if compact else self.bytes_)(v)
             return
+        is_bytes = isinstance(v, bytes | bytearray | memoryview)
         n = len(v)  # type: ignore[arg-type]
-        if not self.zero_copy or n < ZERO_COPY_MIN_BYTES:
-            (self.compact_bytes if compact else self.bytes_)(v.read())  # type: ignore[attr-defined]
+        if n < ZERO_COPY_MIN_BYTES or not (self.split or (self.zero_copy and not is_bytes)):
+            (self.compact_bytes if compact else self.bytes_)(v if is_bytes else v.read())  # type: ignore[attr-defined,arg-type]
             return
         if compact:
             self.uvarint(n + 1)
         else:
             self.int32(n)
-        self.slices.append((len(self.buf), v))
+        if is_bytes:
+            piece: object = v if v.__class__ is bytes else bytes(v)  # type: ignore[arg-type]
+        else:
+            piece = v if self.zero_copy else v.read()  # type: ignore[attr-defined]
+        self.slices.append((len(self.buf), piece))
 
     def array_length(self, n: int | None, compact: bool) -> None:
         if compact:
