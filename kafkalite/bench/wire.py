@@ -312,9 +312,8 @@ def run_wire_bench(
     notes = [
         "one asyncio loop per server process drives every broker of the cluster (brokers share a process)",
         "wall time from the first timed send until every record is acknowledged (producers) or read",
-        "(f) copied: each fetch reads its records into new memory; when the allocator takes that memory "
-        "fresh from the kernel (a page fault per 4 KiB) the faults cost more than the copy, so the MB/s "
-        "ratio swings with them (1x-2x with warm memory, 4x-6x without, where this was written); "
-        "the CPU per fetch shows the saving either way",
+        "(f) copied reads each fetch's records once and hands them to the socket unframed; over loopback "
+        "the kernel copies every byte to the client either way, so the two modes come out close (the "
+        "storage chapter's socket pair shows sendfile alone); page faults count fresh memory taken",
     ]
     return WireBenchResult(cases, ceiling, notes, ratios, serve)
