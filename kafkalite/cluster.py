@@ -535,10 +535,13 @@ class Cluster:
             return []
         return [(topic, p) for p in paths.TopicAssignment.decode(data).partitions]
 
-    def list_offsets(self, tps: Iterable[TopicPartition], timestamp: int) -> dict[TopicPartition, int | None]:
+    def list_offsets(
+        self, tps: Iterable[TopicPartition], timestamp: int, *, isolation_level: int = 0
+    ) -> dict[TopicPartition, int | None]:
         """ListOffsets at each partition's leader, as a consumer asks it: the offset for ``timestamp``
         (-2 earliest, -1 the high watermark, else the first record at or after it); None where no record
-        below the high watermark is that late."""
+        below the high watermark is that late. ``isolation_level=1`` (read_committed): the last stable
+        offset takes the high watermark's place."""
         from kafkalite.protocol import ListOffsetsPartition, ListOffsetsRequest
 
         out: dict[TopicPartition, int | None] = {}
@@ -546,7 +549,10 @@ class Cluster:
             leader = self.leader(tp.topic, tp.partition)
             if leader is None:
                 raise RuntimeError(f"partition {tp} has no live leader")
-            req = ListOffsetsRequest(partitions=(ListOffsetsPartition(tp=tp, timestamp=timestamp),))
+            req = ListOffsetsRequest(
+                isolation_level=isolation_level,
+                partitions=(ListOffsetsPartition(tp=tp, timestamp=timestamp),),
+            )
             answer = self.request(leader, req).partitions[0]
             if answer.error_code:
                 raise (error_for_code(answer.error_code) or KafkaError)(f"ListOffsets {tp}")

@@ -47,6 +47,7 @@ from kafkalite.errors import (
     UnknownTopicOrPartitionError,
 )
 from kafkalite.protocol import (
+    CONSUMER_REPLICA_ID,
     EARLIEST_TIMESTAMP,
     INTERNAL_TOPICS,
     LATEST_TIMESTAMP,
@@ -847,10 +848,16 @@ class ReplicaManager:
             if code != NO_ERROR:
                 out.append(ListOffsetsPartitionResponse(tp=lp.tp, error_code=code))
                 continue
-            consumer = req.replica_id < 0
+            # Kafka's "last fetchable offset": what a client with this isolation level may read up to (the
+            # LSO under read_committed, else the HW); a replica or a debugging tool sees the whole log.
+            if req.replica_id != CONSUMER_REPLICA_ID:
+                bound = p.log_end_offset
+            elif req.isolation_level == READ_COMMITTED:
+                bound = p.log.last_stable_offset(p.high_watermark)
+            else:
+                bound = p.high_watermark
             if lp.timestamp == LATEST_TIMESTAMP:
-                off = p.high_watermark if consumer else p.log_end_offset
-                out.append(ListOffsetsPartitionResponse(tp=lp.tp, offset=off, leader_epoch=p.leader_epoch))
+                out.append(ListOffsetsPartitionResponse(tp=lp.tp, offset=bound, leader_epoch=p.leader_epoch))
                 continue
             if lp.timestamp == EARLIEST_TIMESTAMP:
                 off = p.log.log_start_offset
@@ -862,7 +869,7 @@ class ReplicaManager:
             except KafkaError as e:
                 out.append(ListOffsetsPartitionResponse(tp=lp.tp, error_code=e.code))
                 continue
-            if found is None or (consumer and found[0] >= p.high_watermark):
+            if found is None or found[0] >= bound:  # a record not readable yet is not an answer
                 out.append(ListOffsetsPartitionResponse(tp=lp.tp))
             else:
                 epoch = p.log.leader_epoch_cache.epoch_for_offset(found[0])

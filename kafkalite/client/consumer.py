@@ -446,7 +446,9 @@ class Consumer(BaseNode):
     def end_offsets(
         self, partitions: Iterable[TopicPartition], timeout_ms: int | None = None
     ) -> dict[TopicPartition, int]:
-        """Each partition's high watermark (the offset after the last record a consumer can read)."""
+        """The offset after the last record this consumer can read in each partition: the high watermark,
+        or under ``isolation.level=read_committed`` the last stable offset (an open transaction's first
+        offset stops it), as Kafka's ``endOffsets``."""
         res = self._lookup({tp: LATEST_TIMESTAMP for tp in partitions}, timeout_ms)
         return {tp: r.offset for tp, r in res.items()}  # type: ignore[union-attr]
 
@@ -454,7 +456,7 @@ class Consumer(BaseNode):
         self, timestamps: Mapping[TopicPartition, int], timeout_ms: int | None = None
     ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
         """For each partition, the first offset whose timestamp is >= the one given (the broker's time
-        index), or None when there is no such record below the high watermark."""
+        index), or None when there is no such record below the end ``end_offsets`` gives."""
         for tp, ts in timestamps.items():
             if isinstance(ts, bool) or not isinstance(ts, int) or ts < 0:
                 raise ValueError(f"The target time for partition {tp} is {ts}. The target time cannot be "
@@ -806,11 +808,15 @@ class Consumer(BaseNode):
             max_wait_ms=cfg.fetch_max_wait_ms,
             min_bytes=cfg.fetch_min_bytes,
             max_bytes=cfg.fetch_max_bytes,
-            isolation_level=1 if cfg["isolation.level"] == "read_committed" else 0,
+            isolation_level=self._isolation_level,
             partitions=tuple(parts),
         )
         if self._send(node, req, "fetch", now, tps=sent):
             self._metrics["fetch-total"] += 1
+
+    @property
+    def _isolation_level(self) -> int:
+        return 1 if self.config["isolation.level"] == "read_committed" else 0
 
     def _send_list_offsets(
         self, node: int, items: list[tuple[TopicPartition, int]], now: int, lookup: _Lookup | None
@@ -825,7 +831,9 @@ class Consumer(BaseNode):
         else:
             tps = {tp: None for tp, _ts in items}
             kind = "lookup"
-        if not self._send(node, ListOffsetsRequest(partitions=parts), kind, now, tps=tps, lookup=lookup):
+        # the consumer's isolation level bounds the answers too: under read_committed "latest" is the LSO
+        req = ListOffsetsRequest(isolation_level=self._isolation_level, partitions=parts)
+        if not self._send(node, req, kind, now, tps=tps, lookup=lookup):
             return
         self._metrics["list-offsets-total"] += 1
         for tp, _ts in items:

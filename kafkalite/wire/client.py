@@ -287,9 +287,13 @@ class AdminClient:
         _raise(r["error_code"], f"describe configs of {topic!r}", r.get("error_message"))
         return {c["name"]: (c["value"], c["config_source"]) for c in r["configs"]}
 
-    def list_offsets(self, tps: Iterable[TopicPartition], timestamp: int) -> dict[TopicPartition, int | None]:
+    def list_offsets(
+        self, tps: Iterable[TopicPartition], timestamp: int, *, isolation_level: int = 0
+    ) -> dict[TopicPartition, int | None]:
         """ListOffsets at each partition's leader: the offset for ``timestamp`` (-2 earliest, -1 latest,
-        else the first record at or after it); None where no record is that late."""
+        else the first record at or after it); None where no record is that late. ``isolation_level``
+        1 (read_committed, ListOffsets v2+) bounds the answers by the last stable offset, not the high
+        watermark."""
         by_leader: dict[int, list[TopicPartition]] = {}
         for tp, leader in self._leaders(tps).items():
             if tp in set(tps):
@@ -305,9 +309,12 @@ class AdminClient:
                 )
             body = {
                 "replica_id": -1,
-                "isolation_level": 0,
+                "isolation_level": isolation_level,
                 "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
             }
+            if isolation_level and self._conn(leader).version(LIST_OFFSETS) < 2:
+                # older versions have no isolation level: the broker would silently answer the HW
+                raise KafkaError(f"broker {leader} cannot list read_committed offsets (ListOffsets < v2)")
             for t in self._call(leader, LIST_OFFSETS, body)["topics"]:
                 for p in t["partitions"]:
                     _raise(p["error_code"], f"ListOffsets {t['name']}-{p['partition_index']}")
