@@ -381,7 +381,13 @@ def server_start(
     """Run kafkalite behind Kafka's wire protocol until SIGINT/SIGTERM: BROKERS brokers in this process,
     or, with --broker-id, one broker of a multi-process cluster (SIGTERM: controlled shutdown) whose
     metadata lives in kafkalite's store (--store) or in a real ZooKeeper (--zookeeper, or
-    zookeeper.connect in the config file)."""
+    zookeeper.connect in the config file).
+
+    Internal topics get as many replicas as there are brokers, up to Kafka's 3, so that consumer groups
+    and transactions work on a small cluster too (Kafka will not create them with fewer live brokers
+    than their replication factor): offsets.topic.replication.factor and
+    transaction.state.log.replication.factor are min(3, BROKERS), transaction.state.log.min.isr is
+    min(2, BROKERS). --override or the config file can set them otherwise."""
     import asyncio
 
     from kafkalite.wire.processes import BrokerProcess, parse_address, parse_peers, run_until_signalled

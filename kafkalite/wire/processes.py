@@ -25,7 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from kafkalite.wire.server import WireServer, drive, wall_ms
+from kafkalite.wire.server import WireServer, drive, internal_topic_defaults, wall_ms
 
 BROKER_TICK_MS = 100
 ZK_TICK_MS = 100
@@ -215,10 +215,8 @@ def start_cluster(
     bridges = {b: free_port(host) for b in range(1, brokers + 1)}
     # a whole-cluster stop ends with a broker that has no one to hand its leaderships to; with Kafka's
     # 5 s backoff its three retries would hold `cluster stop` for 20 s
-    props = {"offsets.topic.replication.factor": str(min(3, brokers)),
-             "controlled.shutdown.retry.backoff.ms": "1000",
-             "transaction.state.log.replication.factor": str(min(3, brokers)),
-             "transaction.state.log.min.isr": str(min(2, brokers)), **(config or {})}  # fmt: skip
+    props = {**{k: str(v) for k, v in internal_topic_defaults(brokers).items()},
+             "controlled.shutdown.retry.backoff.ms": "1000", **(config or {})}  # fmt: skip
     exe = [sys.executable, "-m", "kafkalite.cli"]
     state: dict[str, Any] = {"host": host, "brokers": {}}
     if zookeeper:

@@ -63,6 +63,22 @@ ENDPOINT_APIS = {3, 10, 60}  # Metadata, FindCoordinator, DescribeCluster: broke
 _SIZE = struct.Struct(">i")
 
 
+def internal_topic_defaults(brokers: int) -> dict[str, int]:
+    """Replication of ``__consumer_offsets`` and ``__transaction_state`` for a cluster of ``brokers``.
+
+    Kafka refuses to create an internal topic with fewer live brokers than its replication factor (3 by
+    default), so on a smaller cluster FindCoordinator answers COORDINATOR_NOT_AVAILABLE for ever; the
+    single-node server.properties Kafka ships sets both factors, and the transaction log's min ISR, to 1.
+    kafkalite's ``server start`` and ``cluster start`` do the same for any size: as many replicas as
+    brokers up to 3, and a min ISR of up to 2 (1 on one broker), so groups and transactions work at once.
+    """
+    return {
+        "offsets.topic.replication.factor": min(3, brokers),
+        "transaction.state.log.replication.factor": min(3, brokers),
+        "transaction.state.log.min.isr": min(2, brokers),
+    }
+
+
 def wall_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -367,9 +383,7 @@ class WireServer:
         self.host = host
         self.ports = dict(ports or {})
         self.log_dir = log_dir
-        # Like the sample server.properties of a small Kafka install: internal topics get as many
-        # replicas as there are brokers, up to Kafka's 3 (a 1-broker cluster could not create them).
-        self.config = {"offsets.topic.replication.factor": min(3, brokers), **(config or {})}
+        self.config = {**internal_topic_defaults(brokers), **(config or {})}
         self.max_request_bytes = max_request_bytes
         # sendfile for fetched data on listeners without TLS; False copies it through Python instead
         # (what the bench compares); a connection reads this when it opens
