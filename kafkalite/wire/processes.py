@@ -173,12 +173,13 @@ class BrokerProcess(WireServer):
 
 
 async def run_until_signalled(server: Any) -> None:
-    """Start ``server``, then stop it cleanly on SIGINT or SIGTERM."""
-    await server.start()
+    """Start ``server``, then stop it cleanly on SIGINT or SIGTERM (one that arrives while it is still
+    starting, say right after it printed its address, stops it as soon as it has started)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    await server.start()
     await stop.wait()
     await server.stop()
 
