@@ -349,7 +349,12 @@ def server() -> None:
 @click.option(
     "--port", default=9092, show_default=True, help="Port of broker 1; broker N listens on port+N-1."
 )
-@click.option("--log-dir", type=click.Path(file_okay=False), help="Where the brokers keep their logs.")
+@click.option(
+    "--log-dir", type=click.Path(file_okay=False),
+    help="Where the brokers keep their logs and (without --broker-id) the metadata: topics, configs, ACLs, "
+    "SCRAM users, producer ids, in store/store.snapshot, so a restart finds them. Default: a temporary "
+    "directory.",
+)  # fmt: skip
 @click.option(
     "--topic", "topics", multiple=True, help="Create a topic at start: NAME[:PARTITIONS[:REPLICATION]]."
 )
@@ -421,6 +426,9 @@ def server_start(
         asyncio.run(run_until_signalled(proc))
         return
 
+    from kafkalite.coordination.snapshot import StoreSnapshotError
+    from kafkalite.errors import TopicAlreadyExistsError
+
     class _InProcess(WireServer):
         async def start(self) -> None:
             await super().start()
@@ -428,14 +436,20 @@ def server_start(
                 name, *rest = spec.split(":")
                 parts = int(rest[0]) if rest else 1
                 rf = int(rest[1]) if len(rest) > 1 else min(brokers, 3)
-                self.create_topic(name, parts, rf)
+                try:
+                    self.create_topic(name, parts, rf)
+                except TopicAlreadyExistsError:  # kept in the log dir from an earlier run
+                    click.echo(f"kafkalite: topic {name} already exists", err=True)
             click.echo(f"kafkalite: {brokers} broker(s) on {self.bootstrap_servers}", err=True)
 
     srv = _InProcess(
         brokers, host=host, ports={b: port + b - 1 for b in range(1, brokers + 1)}, log_dir=log_dir,
         config=config,
     )  # fmt: skip
-    asyncio.run(run_until_signalled(srv))  # stop() closes every log cleanly
+    try:
+        asyncio.run(run_until_signalled(srv))  # stop() closes every log cleanly
+    except StoreSnapshotError as e:
+        raise click.ClickException(str(e)) from e
 
 
 def _properties(path: str | None, overrides: tuple[str, ...]) -> dict[str, str]:
@@ -473,10 +487,14 @@ def zookeeper_start(host: str, port: int, data_dir: str) -> None:
     """Serve the store until SIGINT/SIGTERM; its znodes survive a restart (store.snapshot)."""
     import asyncio
 
+    from kafkalite.coordination.snapshot import StoreSnapshotError
     from kafkalite.wire.processes import StoreProcess, run_until_signalled
 
     click.echo(f"kafkalite: coordination store on {host}:{port}", err=True)
-    asyncio.run(run_until_signalled(StoreProcess(host, port, data_dir)))
+    try:
+        asyncio.run(run_until_signalled(StoreProcess(host, port, data_dir)))
+    except StoreSnapshotError as e:
+        raise click.ClickException(str(e)) from e
 
 
 @kafkalite.group()

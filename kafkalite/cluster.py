@@ -15,7 +15,8 @@ from typing import Any
 
 from kafkalite.broker.server import KafkaBroker
 from kafkalite.coordination import paths
-from kafkalite.coordination.store import NoNode
+from kafkalite.coordination.snapshot import keep_snapshot
+from kafkalite.coordination.store import CoordinationStore, NoNode
 from kafkalite.coordination.zk_node import ZK_NODE_ID, ZkNode
 from kafkalite.errors import KafkaError, RequestTimedOutError, UnknownTopicOrPartitionError, error_for_code
 from kafkalite.net.sim import BaseNode, Event, SimNetwork
@@ -60,6 +61,11 @@ class Cluster:
     milliseconds, so record timestamps and retention see real times); ``listeners`` gives brokers the
     ``(host, port)`` they register and that Metadata and FindCoordinator answers carry; ``endpoints``
     every listener a broker registers (``NAME://HOST:PORT``, the first matching ``listeners``).
+
+    ``store_dir``: where the ZooKeeper node keeps its znodes (``store.snapshot``, as ZooKeeper's
+    ``dataDir``), so a cluster built again on the same ``dir`` and ``store_dir`` finds its topics,
+    configs, ACLs, SCRAM users and producer-id block; None keeps them in memory only. A snapshot that
+    cannot be read raises ``StoreSnapshotError``.
     """
 
     def __init__(
@@ -76,6 +82,7 @@ class Cluster:
         start_ms: int = 0,
         listeners: Mapping[int, tuple[str, int]] | None = None,
         endpoints: Mapping[int, tuple[str, ...]] | None = None,
+        store_dir: str | Path | None = None,
     ) -> None:
         if racks is not None and (isinstance(racks, str) or len(racks) != brokers):
             raise ValueError(f"racks needs one entry per broker ({brokers}), got {racks!r}")
@@ -88,7 +95,11 @@ class Cluster:
         self._tmp = tempfile.TemporaryDirectory(prefix="kafkalite-") if dir is None else None
         self.dir = Path(self._tmp.name if self._tmp is not None else dir)  # type: ignore[arg-type]
         self.topic_defaults = dict(topic_defaults or {})
-        self.zk: ZkNode = self.net.add_node(ZK_NODE_ID, ZkNode(), tick_ms=ZK_TICK_MS)
+        store = None
+        if store_dir is not None:
+            store = CoordinationStore(self.net.clock)
+            keep_snapshot(store, Path(store_dir))
+        self.zk: ZkNode = self.net.add_node(ZK_NODE_ID, ZkNode(store), tick_ms=ZK_TICK_MS)
         self.brokers: dict[int, KafkaBroker] = {}
         for b in range(1, brokers + 1):
             props = dict(config or {})

@@ -9,26 +9,25 @@ request and one answer at a time per connection, as a ZooKeeper client's calls b
 reach it raises ``ConnectionLossError``, exactly as a cut link does in the simulator, and the store's own
 errors (``NoNode``, ``BadVersion`` with its op index, ...) come back as themselves.
 
-The store keeps its persistent znodes in ``store.snapshot`` in its directory (written atomically after
-every change), so a cluster stopped and started again finds its topics. Sessions and ephemeral znodes
-are not kept, as a ZooKeeper restart loses them: brokers register again.
+The store process keeps its persistent znodes in ``store.snapshot`` in its directory (``snapshot``:
+rewritten before each write is answered), so a cluster stopped and started again finds its topics.
+Sessions and ephemeral znodes are not kept, as a ZooKeeper restart loses them: brokers register again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import socket
 import struct
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from kafkalite.coordination import store as store_mod
-from kafkalite.coordination.store import CoordinationError, CoordinationStore
+from kafkalite.coordination.snapshot import load_snapshot, save_snapshot
+from kafkalite.coordination.store import CoordinationError
 from kafkalite.coordination.zk_node import ConnectionLossError, ZkLink
-from kafkalite.net.bridge import dumps, frame, loads, read_frame
+from kafkalite.net.bridge import frame, loads, read_frame
 
 _SIZE = struct.Struct(">I")
 _OPS = {"connect", "close_session", "session_alive", "create", "get", "set", "delete", "exists",
@@ -44,64 +43,20 @@ class RemoteWatch:
     session: int | None
 
 
-# ------------------------------------------------------------------------------------ snapshots
-
-
-def save_snapshot(store: CoordinationStore, path: Path) -> None:
-    """Persistent znodes and counters, written to a temporary file, fsynced, then renamed over ``path``."""
-    nodes = {
-        p: (n.data, n.czxid, n.mzxid, n.pzxid, n.ctime, n.mtime, n.version, n.cversion)
-        for p, n in store._nodes.items()
-        if not n.ephemeral_owner
-    }
-    body = dumps({"zxid": store._zxid, "next_session": store._next_session, "nodes": nodes})
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "wb") as f:
-        f.write(body)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def load_snapshot(store: CoordinationStore, path: Path) -> bool:
-    """Restore what ``save_snapshot`` wrote; False when there is no snapshot yet."""
-    if not path.exists():
-        return False
-    snap = loads(path.read_bytes())
-    nodes: dict[str, store_mod._Node] = {}
-    for p, (data, czxid, mzxid, pzxid, ctime, mtime, version, cversion) in snap["nodes"].items():
-        nodes[p] = store_mod._Node(data, czxid, mzxid, pzxid, ctime, mtime, version, cversion)
-    for p in nodes:
-        if p != "/":
-            parent = p.rsplit("/", 1)[0] or "/"
-            nodes[parent].children.add(p.rsplit("/", 1)[1])
-    store._nodes = nodes
-    store._zxid = snap["zxid"]
-    store._next_session = max(store._next_session, snap["next_session"] + 1000)  # old sessions stay dead
-    return True
-
-
 # ------------------------------------------------------------------------------------- server
 
 
 class StoreRpcServer:
     """Answers ``CoordinationClient`` calls for the ``ZkNode`` of this process's network."""
 
-    def __init__(self, zk: Any, snapshot: Path | None = None, bridge: Any = None) -> None:
+    def __init__(self, zk: Any, bridge: Any = None) -> None:
         self.zk = zk
-        self.snapshot = snapshot
         self.bridge = bridge  # connections that open with a hello are bridge links, not RPC
-        self._saved_zxid = -1
         self._server: asyncio.base_events.Server | None = None
 
     async def listen(self, host: str, port: int) -> tuple[str, int]:
         self._server = await asyncio.start_server(self._serve, host, port)
         return self._server.sockets[0].getsockname()[:2]
-
-    def maybe_save(self) -> None:
-        if self.snapshot is not None and self.zk.store.zxid != self._saved_zxid:
-            save_snapshot(self.zk.store, self.snapshot)
-            self._saved_zxid = self.zk.store.zxid
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
@@ -113,7 +68,6 @@ class StoreRpcServer:
             while True:
                 op, args, kwargs = request
                 writer.write(frame(self._call(op, args, kwargs)))
-                self.maybe_save()
                 request = await read_frame(reader)
         writer.close()
 
@@ -143,7 +97,6 @@ class StoreRpcServer:
             self._server.close()
             with contextlib.suppress(Exception):
                 await self._server.wait_closed()
-        self.maybe_save()
 
 
 # ------------------------------------------------------------------------------------- client
@@ -179,7 +132,11 @@ class _RemoteStore:
         if answer[0] == "ok":
             return answer[1]
         _, name, message, path, op_index = answer
-        cls = getattr(store_mod, name, CoordinationError)
+        cls = (
+            ConnectionLossError
+            if name == "ConnectionLossError"
+            else getattr(store_mod, name, CoordinationError)
+        )
         err = cls.__new__(cls)
         Exception.__init__(err, message)
         err.path, err.op_index = path, op_index

@@ -334,6 +334,11 @@ class CoordinationStore:
         # Called with each session id that ends by expiry, whichever call noticed it (a tick or any
         # operation's expiry pass): the ensemble's node logs it and forgets the session's watches.
         self.on_session_expired: Callable[[int], None] | None = None
+        # Called with the zxid of each client write (create, set, delete, multi) once its changes are in
+        # place and before it is acknowledged: where the store makes it durable (``snapshot``). If it
+        # raises, the write is rolled back and the caller gets the error. Sessions ending take no part:
+        # what they delete (ephemeral znodes) is never persisted.
+        self.before_commit: Callable[[int], None] | None = None
 
     # -------------------------------------------------------------------------------- sessions
 
@@ -535,6 +540,12 @@ class CoordinationStore:
                 self._rollback(txn)
                 raise
         if txn.changes:
+            if self.before_commit is not None:
+                try:
+                    self.before_commit(txn.zxid)
+                except BaseException:
+                    self._rollback(txn)
+                    raise
             self._commit(txn)
         else:
             self._rollback(txn)  # a multi of checks only changes nothing and takes no zxid

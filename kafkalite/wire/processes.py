@@ -59,7 +59,8 @@ class StoreProcess:
         self._running = False
 
     async def start(self) -> None:
-        from kafkalite.coordination.remote import StoreRpcServer, load_snapshot
+        from kafkalite.coordination.remote import StoreRpcServer
+        from kafkalite.coordination.snapshot import keep_snapshot
         from kafkalite.coordination.store import CoordinationStore
         from kafkalite.coordination.zk_node import ZK_NODE_ID, ZkNode
         from kafkalite.net.bridge import NetBridge
@@ -68,11 +69,11 @@ class StoreProcess:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.net = SimNetwork(0, latency_ms=0, log_messages="none", start_ms=wall_ms())
         store = CoordinationStore(self.net.clock)
-        load_snapshot(store, self.dir / "store.snapshot")
+        keep_snapshot(store, self.dir)  # every acknowledged write is in store.snapshot first
         self.zk = self.net.add_node(ZK_NODE_ID, ZkNode(store), tick_ms=ZK_TICK_MS)
         self.wake_event = asyncio.Event()
         self.bridge = NetBridge(self.net, [ZK_NODE_ID], {}, wake=self.wake_event.set)
-        self.rpc = StoreRpcServer(self.zk, self.dir / "store.snapshot", bridge=self.bridge)
+        self.rpc = StoreRpcServer(self.zk, bridge=self.bridge)
         self.address = await self.rpc.listen(self.host, self.port)
         self._running = True
         self._pump = asyncio.create_task(drive(self.net, self.wake_event, lambda: self._running))

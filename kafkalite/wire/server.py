@@ -362,7 +362,9 @@ class ClientConnection(BaseNode):
 class WireServer:
     """TCP listeners for every broker of a ``Cluster`` driven in real time (see the module docstring).
 
-    ``ports`` maps broker id to port (0: any free port; ``addresses`` tells which one was taken). With
+    ``ports`` maps broker id to port (0: any free port; ``addresses`` tells which one was taken).
+    ``log_dir`` holds broker N's logs in ``broker-N`` and the coordination store's snapshot in ``store``,
+    so a server started again on it has its topics, configs, ACLs and SCRAM users back. With
     Kafka's ``listeners`` in ``config`` (``PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0``) every broker
     gets each listener, broker N on port+N-1 (0: free ports); ``endpoints[name]`` has their addresses.
     The brokers' own listener (``inter.broker.listener.name``, else the first) is the one other brokers
@@ -433,6 +435,8 @@ class WireServer:
             start_ms=wall_ms(),
             listeners=socks,
             endpoints={b: self.registered_endpoints(b) for b in socks},
+            # beside the brokers' logs, as `cluster start` keeps it: a restart finds its metadata again
+            store_dir=None if self.log_dir is None else Path(self.log_dir) / "store",
         )
         self.net = self.cluster.net
         self._wake_event = asyncio.Event()
