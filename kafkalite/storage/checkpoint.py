@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from kafkalite.errors import KafkaStorageError
+from kafkalite.storage.file_ops import OS_FILE_OPS, FileOps
 
 CHECKPOINT_VERSION = 0
 
@@ -29,21 +30,22 @@ def fsync_dir(path: str | os.PathLike) -> None:
 class CheckpointFile:
     """A checkpoint file of whitespace-separated entries; entries are tuples of strings/ints."""
 
-    def __init__(self, path: str | os.PathLike, version: int = CHECKPOINT_VERSION, fields: int | None = None):
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        version: int = CHECKPOINT_VERSION,
+        fields: int | None = None,
+        file_ops: FileOps = OS_FILE_OPS,
+    ):
         self.path = Path(path)
         self.version = version
         self.fields = fields
+        self.file_ops = file_ops
 
     def write(self, entries: Iterable[Sequence[object]]) -> None:
         rows = [" ".join(str(x) for x in entry) for entry in entries]
         text = f"{self.version}\n{len(rows)}\n" + "".join(r + "\n" for r in rows)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        fsync_dir(self.path.parent)
+        self.file_ops.replace_atomically(self.path, text.encode("utf-8"))
 
     def read(self) -> list[tuple[str, ...]]:
         """Entries as string tuples; a missing file is empty; a malformed one raises KafkaStorageError."""
@@ -76,8 +78,8 @@ class CheckpointFile:
 class OffsetCheckpoint:
     """``topic partition offset`` entries (log start offsets, cleaner positions, recovery points)."""
 
-    def __init__(self, path: str | os.PathLike):
-        self._file = CheckpointFile(path, fields=3)
+    def __init__(self, path: str | os.PathLike, file_ops: FileOps = OS_FILE_OPS):
+        self._file = CheckpointFile(path, fields=3, file_ops=file_ops)
         self.path = self._file.path
 
     def write(self, offsets: dict[tuple[str, int], int]) -> None:
@@ -95,8 +97,8 @@ class LeaderEpochCheckpoint:
 
     FILE_NAME = "leader-epoch-checkpoint"
 
-    def __init__(self, path: str | os.PathLike):
-        self._file = CheckpointFile(path, fields=2)
+    def __init__(self, path: str | os.PathLike, file_ops: FileOps = OS_FILE_OPS):
+        self._file = CheckpointFile(path, fields=2, file_ops=file_ops)
         self.path = self._file.path
 
     def write(self, entries: Iterable[tuple[int, int]]) -> None:

@@ -182,7 +182,9 @@ class LogCleaner:
         horizon_for_new: int,
         stats: CleanerStats,
     ) -> None:
-        cleaned = LogSegment.create(log.dir, seg.base_offset, log.config, log.clock, suffix=CLEANED_SUFFIX)
+        cleaned = LogSegment.create(
+            log.dir, seg.base_offset, log.config, log.clock, suffix=CLEANED_SUFFIX, file_ops=log.file_ops
+        )
         fd = seg.file.fileno()
         changed = False
         try:

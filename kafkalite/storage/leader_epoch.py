@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable
 
 from kafkalite.storage.checkpoint import LeaderEpochCheckpoint
+from kafkalite.storage.file_ops import OS_FILE_OPS, FileOps
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
@@ -21,10 +22,17 @@ UNDEFINED_EPOCH_OFFSET = -1
 class LeaderEpochCache:
     """Ordered ``(epoch, start_offset)`` entries with Kafka's assign / lookup / truncate rules."""
 
-    def __init__(self, path: str | os.PathLike | None, entries: list[tuple[int, int]] | None = None) -> None:
-        self._checkpoint = LeaderEpochCheckpoint(path) if path is not None else None
+    def __init__(
+        self,
+        path: str | os.PathLike | None,
+        entries: list[tuple[int, int]] | None = None,
+        file_ops: FileOps = OS_FILE_OPS,
+    ) -> None:
+        self._checkpoint = LeaderEpochCheckpoint(path, file_ops) if path is not None else None
         self._entries: list[tuple[int, int]] = list(entries or [])
         self.on_change: Callable[[], None] | None = None
+        # The owning Log's disk-failure handler: turns an OSError into KafkaStorageError after reporting.
+        self.on_io_error: Callable[[str, OSError], Exception] | None = None
 
     # ----- views ---------------------------------------------------------------------------------
     @property
@@ -124,7 +132,12 @@ class LeaderEpochCache:
 
     def _flush(self) -> None:
         if self._checkpoint is not None:
-            self._checkpoint.write(self._entries)
+            try:
+                self._checkpoint.write(self._entries)
+            except OSError as e:
+                if self.on_io_error is None:
+                    raise
+                raise self.on_io_error(f"Error while writing {self._checkpoint.path}", e) from e
         if self.on_change is not None:
             self.on_change()
 

@@ -14,6 +14,7 @@ kafkalite keeps them per partition so that independent ``Log`` objects never wri
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from bisect import bisect_right
@@ -24,6 +25,7 @@ from typing import Any
 
 from kafkalite.clock import Clock, SystemClock
 from kafkalite.errors import (
+    CorruptRecordError,
     InvalidProducerEpochError,
     InvalidRecordError,
     KafkaStorageError,
@@ -42,8 +44,10 @@ from kafkalite.records import (
 from kafkalite.records.batch import CONTROL_BIT, TRANSACTIONAL_BIT
 from kafkalite.storage.checkpoint import LeaderEpochCheckpoint, OffsetCheckpoint
 from kafkalite.storage.config import LONG_MAX, LogConfig
+from kafkalite.storage.file_ops import OS_FILE_OPS, FileOps
 from kafkalite.storage.file_slice import FileSlice
 from kafkalite.storage.leader_epoch import LeaderEpochCache
+from kafkalite.storage.log_dir_failure_channel import LogDirFailureChannel
 from kafkalite.storage.producer_state import (
     ProducerBatchInfo,
     ProducerStateManager,
@@ -54,6 +58,7 @@ from kafkalite.storage.segment import (
     DELETED_SUFFIX,
     LOG_SUFFIX,
     SWAP_SUFFIX,
+    BadBatch,
     LogSegment,
     parse_base_offset,
 )
@@ -99,6 +104,8 @@ class FetchDataInfo:
     records: FileSlice
     log_start_offset: int
     log_end_offset: int
+    bad_batch: BadBatch | None = None
+    """A verifying read that stopped before, or consists of, a batch failing its CRC."""
 
 
 @dataclass
@@ -112,6 +119,7 @@ class RecoveryReport:
     bytes_truncated: int = 0
     truncations: dict[int, str] = field(default_factory=dict)
     indexes_rebuilt: dict[int, str] = field(default_factory=dict)
+    corrupt_batches: dict[int, str] = field(default_factory=dict)
     deleted_files_removed: list[str] = field(default_factory=list)
     cleaned_files_removed: list[str] = field(default_factory=list)
     swaps_completed: list[int] = field(default_factory=list)
@@ -127,6 +135,7 @@ class RecoveryReport:
         ]
         lines += [f"    segment {b}: {why}" for b, why in self.truncations.items()]
         lines += [f"  index rebuilt for segment {b}: {why}" for b, why in self.indexes_rebuilt.items()]
+        lines += [f"  kept segment {b} with a {why}" for b, why in self.corrupt_batches.items()]
         if self.deleted_files_removed:
             lines.append(f"  finished deletes: {self.deleted_files_removed}")
         if self.cleaned_files_removed:
@@ -143,11 +152,41 @@ def _topic_partition(dir: Path) -> tuple[str, int]:
     return dir.name, 0
 
 
+def _handles_io_errors(what: str):
+    """Turn an ``OSError`` from the disk into ``KafkaStorageError`` after reporting the log dir (Kafka's
+    ``maybeHandleIOException`` around every log operation)."""
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def guarded(self, *args, **kwargs):
+            try:
+                return fn(self, *args, **kwargs)
+            except OSError as e:
+                raise self._io_failure(
+                    f"Error while {what} {self.dir.name} in dir {self.dir.parent}", e
+                ) from e
+
+        return guarded
+
+    return wrap
+
+
 class Log:
     """One partition's log. Use ``Log.open``."""
 
-    def __init__(self, dir: Path, config: LogConfig, clock: Clock, read_only: bool) -> None:
+    def __init__(
+        self,
+        dir: Path,
+        config: LogConfig,
+        clock: Clock,
+        read_only: bool,
+        file_ops: FileOps = OS_FILE_OPS,
+        failure_channel: LogDirFailureChannel | None = None,
+    ) -> None:
         self.dir = dir
+        self.file_ops = file_ops
+        self.failure_channel = failure_channel
+        self.failed: str | None = None  # why this log stopped taking writes (its disk failed)
         self.config = config
         self.clock = clock
         self.read_only = read_only
@@ -159,8 +198,9 @@ class Log:
         self._recovery_point = 0
         self._unflushed = 0
         self._last_flush_ms = 0
-        self.leader_epoch_cache = LeaderEpochCache(dir / LEADER_EPOCH_CHECKPOINT)
-        self.producer_state = ProducerStateManager(dir, dir.name)
+        self.leader_epoch_cache = LeaderEpochCache(dir / LEADER_EPOCH_CHECKPOINT, file_ops=file_ops)
+        self.producer_state = ProducerStateManager(dir, dir.name, file_ops)
+        self.leader_epoch_cache.on_io_error = self._io_failure
         self._aborted: list[AbortedTxn] = []  # aborted transactions, in marker order (the .txnindex files)
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._lock = threading.RLock()
@@ -195,16 +235,37 @@ class Log:
         *,
         clock: Clock | None = None,
         read_only: bool = False,
+        file_ops: FileOps = OS_FILE_OPS,
+        failure_channel: LogDirFailureChannel | None = None,
     ) -> Log:
-        """Open (creating if needed, unless ``read_only``) the partition directory and recover it."""
+        """Open (creating if needed, unless ``read_only``) the partition directory and recover it.
+
+        ``file_ops`` is the door every write goes through (``DiskFaults`` in tests); an ``OSError`` from
+        the disk reports the log directory (the partition directory's parent) to ``failure_channel`` and
+        raises ``KafkaStorageError``, here and in every later call."""
         path = Path(dir)
-        if not path.is_dir():
-            if read_only:
-                raise KafkaStorageError(f"log directory {path} does not exist (opened read-only)")
-            path.mkdir(parents=True, exist_ok=True)
-        log = cls(path, LogConfig.coerce(config), clock or SystemClock(), read_only)
-        log._load()
+        log = cls(
+            path, LogConfig.coerce(config), clock or SystemClock(), read_only, file_ops, failure_channel
+        )
+        try:
+            if not path.is_dir():
+                if read_only:
+                    raise KafkaStorageError(f"log directory {path} does not exist (opened read-only)")
+                path.mkdir(parents=True, exist_ok=True)
+            log._load()
+        except OSError as e:
+            raise log._io_failure(f"Error while loading log dir {path.parent} for {path.name}", e) from e
         return log
+
+    # ===== disk failures ================================================================================
+    def _io_failure(self, message: str, error: OSError) -> KafkaStorageError:
+        """The disk under this log failed: stop taking writes, report the log dir, and return the error
+        to raise (Kafka's ``maybeHandleIOException``)."""
+        if self.failed is None:
+            self.failed = f"{message}: {error}"
+        if self.failure_channel is not None:
+            self.failure_channel.maybe_add_offline_log_dir(self.dir.parent, message, error)
+        return KafkaStorageError(f"{message}: {error}")
 
     def _load(self) -> None:
         report = self.recovery_report
@@ -241,15 +302,19 @@ class Log:
         segments: list[LogSegment] = []
         for i, base in enumerate(bases):
             seg = LogSegment.open(
-                self.dir, base, self.config, self.clock, suffix=suffix_of[base], read_only=self.read_only
-            )
+                self.dir, base, self.config, self.clock, suffix=suffix_of[base], read_only=self.read_only,
+                file_ops=self.file_ops,
+            )  # fmt: skip
             active = i == len(bases) - 1
             problem = None if active else seg.load_state()
             if active or problem:
                 if problem:
                     report.indexes_rebuilt[base] = problem
-                truncated = seg.recover()
+                # A closed segment is never cut: its bad bytes are served as an error, not dropped.
+                truncated = seg.recover(truncate=active)
                 report.recovered_segments.append(base)
+                if seg.bad_batch is not None:
+                    report.corrupt_batches[base] = seg.bad_batch.describe(self.dir.name)
                 if truncated:
                     report.bytes_truncated += truncated
                     report.truncations[base] = (
@@ -263,7 +328,9 @@ class Log:
             start = cp if cp is not None else 0
             if self.read_only:
                 raise KafkaStorageError(f"log directory {self.dir} holds no segments (opened read-only)")
-            segments.append(LogSegment.create(self.dir, start, self.config, self.clock))
+            segments.append(
+                LogSegment.create(self.dir, start, self.config, self.clock, file_ops=self.file_ops)
+            )
         self._segments = segments
         self._bases = [s.base_offset for s in segments]
         self._leo = segments[-1].next_offset
@@ -310,7 +377,8 @@ class Log:
                 continue
             seg.write_deferred()
             data = memoryview(os.pread(seg.file.fileno(), seg.size, 0))
-            for pos, h in iter_batches(data):
+            end = seg.bad_batch.position if seg.bad_batch is not None else len(data)
+            for pos, h in iter_batches(data, 0, end):
                 if h.base_offset + h.last_offset_delta >= start:
                     yield h.as_tuple(), data[pos : pos + h.batch_length + 12]
 
@@ -357,7 +425,7 @@ class Log:
         self._aborted.append(entry)
         if not self.read_only:
             base = self._bases[bisect_right(self._bases, entry.last_offset) - 1]
-            append_txn_index(txn_index_path(self.dir, base), entry)
+            append_txn_index(txn_index_path(self.dir, base), entry, self.file_ops)
 
     def _drop_aborted(self, keep) -> None:
         """Keep only the entries ``keep(entry)`` accepts, rewriting the .txnindex files that changed."""
@@ -379,7 +447,7 @@ class Log:
                     (self.dir / name).unlink(missing_ok=True)
         for base, entries in by_base.items():
             if entries != read_txn_index(txn_index_path(self.dir, base)):
-                write_txn_index(txn_index_path(self.dir, base), entries)
+                write_txn_index(txn_index_path(self.dir, base), entries, self.file_ops)
 
     def _check_marker_epoch(self, f: tuple, offset: int) -> None:
         entry = self.producer_state.producers.get(f[9])
@@ -410,7 +478,9 @@ class Log:
 
     def _complete_swap(self, base: int) -> None:
         """Finish a cleaner swap interrupted by a crash: the ``.swap`` segment replaces what it covers."""
-        swap = LogSegment.open(self.dir, base, self.config, self.clock, suffix=SWAP_SUFFIX)
+        swap = LogSegment.open(
+            self.dir, base, self.config, self.clock, suffix=SWAP_SUFFIX, file_ops=self.file_ops
+        )
         swap.recover()
         end = swap.next_offset
         for name in os.listdir(self.dir):
@@ -430,12 +500,12 @@ class Log:
 
     def _write_log_start_checkpoint(self) -> None:
         if not self.read_only:
-            OffsetCheckpoint(self.dir / LOG_START_OFFSET_CHECKPOINT).write(
+            OffsetCheckpoint(self.dir / LOG_START_OFFSET_CHECKPOINT, self.file_ops).write(
                 {(self.topic, self.partition): self._log_start}
             )
 
     def _epoch_checkpoint(self) -> LeaderEpochCheckpoint:
-        return LeaderEpochCheckpoint(self.dir / LEADER_EPOCH_CHECKPOINT)
+        return LeaderEpochCheckpoint(self.dir / LEADER_EPOCH_CHECKPOINT, self.file_ops)
 
     def refresh(self) -> None:
         """Re-read the directory (a read-only reader catching up with a live writer)."""
@@ -509,7 +579,10 @@ class Log:
             raise KafkaStorageError(f"log {self.dir.name} was opened read-only")
         if self._closed:
             raise KafkaStorageError(f"log {self.dir.name} is closed")
+        if self.failed is not None:
+            raise KafkaStorageError(f"log {self.dir.name} is offline: {self.failed}")
 
+    @_handles_io_errors("appending records to")
     def append(self, batch, *, leader_epoch: int = -1, from_coordinator: bool = False) -> LogAppendInfo:
         """Validate, stamp and append one producer batch (several concatenated batches also work).
 
@@ -550,6 +623,7 @@ class Log:
                 self._flush_locked()
         return LogAppendInfo(base, last, max_ts, last, count, size, now)
 
+    @_handles_io_errors("appending records to")
     def append_many(self, batches: Iterable, *, leader_epoch: int = -1) -> list[LogAppendInfo]:
         """Append several batches with one write per segment touched (Kafka writes a produce request's
         whole record set at once). Every batch is validated before anything is written."""
@@ -654,6 +728,7 @@ class Log:
     def _assign_epoch(self, epoch: int, start_offset: int) -> None:
         self.leader_epoch_cache.assign(epoch, start_offset)
 
+    @_handles_io_errors("appending records as a follower to")
     def append_as_follower(self, records) -> list[LogAppendInfo]:
         """Append a leader's batches as they are: offsets and leader epochs already stamped.
 
@@ -740,6 +815,7 @@ class Log:
         return lost
 
     # ===== roll / flush =================================================================================
+    @_handles_io_errors("rolling a new segment of")
     def roll(self) -> LogSegment:
         """Start a new active segment at the log end offset (no-op if the active one is empty)."""
         self._check_writable()
@@ -754,7 +830,7 @@ class Log:
         old.on_become_inactive()
         # Kafka flushes the finished segment right after a roll (asynchronously); so do we, synchronously.
         old.flush()
-        new = LogSegment.create(self.dir, self._leo, self.config, self.clock)
+        new = LogSegment.create(self.dir, self._leo, self.config, self.clock, file_ops=self.file_ops)
         self._segments.append(new)
         self._bases.append(new.base_offset)
         if self.producer_state.producers:
@@ -763,6 +839,7 @@ class Log:
             self.producer_state.take_snapshot(sync=False)
         return new
 
+    @_handles_io_errors("flushing")
     def flush(self) -> None:
         """fsync every segment holding data past the recovery point."""
         if self.read_only or self._closed:
@@ -779,6 +856,7 @@ class Log:
         self._unflushed = 0
         self._last_flush_ms = self.clock.now_ms()
 
+    @_handles_io_errors("flushing")
     def maybe_flush(self) -> bool:
         """Apply ``flush.ms`` (what Kafka's periodic log flusher does); returns whether it flushed."""
         if self.read_only or self._flush_ms == LONG_MAX or not self._unflushed:
@@ -788,6 +866,7 @@ class Log:
             return True
         return False
 
+    @_handles_io_errors("closing")
     def close(self) -> None:
         """Flush, trim the active segment's indexes and close every file."""
         if self._closed:
@@ -813,16 +892,28 @@ class Log:
             f"[{self._log_start}, {self._leo}] (log start offset, log end offset)"
         )
 
+    @_handles_io_errors("reading records from")
     def read(
-        self, offset: int, max_bytes: int = 1 << 20, *, max_offset: int | None = None, min_one: bool = True
+        self,
+        offset: int,
+        max_bytes: int = 1 << 20,
+        *,
+        max_offset: int | None = None,
+        min_one: bool = True,
+        verify: bool = False,
     ) -> FetchDataInfo:
         """Whole batches from the one containing ``offset``: at least one (if ``min_one``), otherwise up to
-        ``max_bytes``; nothing at or past ``max_offset`` (the high watermark) is returned."""
+        ``max_bytes``; nothing at or past ``max_offset`` (the high watermark) is returned.
+
+        ``verify`` (the broker's fetch path): segments loaded from disk are CRC-checked the first time
+        their bytes are read; a read stops before a bad batch, and one starting at it gets that batch
+        alone, or ``CorruptRecordError`` naming partition, segment, position and offset when its header
+        cannot be read (``FetchDataInfo.bad_batch`` tells which)."""
         with self._lock:  # appends under the lock may run their bookkeeping ahead of the write
-            return self._read_locked(offset, max_bytes, max_offset, min_one)
+            return self._read_locked(offset, max_bytes, max_offset, min_one, verify)
 
     def _read_locked(
-        self, offset: int, max_bytes: int, max_offset: int | None, min_one: bool
+        self, offset: int, max_bytes: int, max_offset: int | None, min_one: bool, verify: bool = False
     ) -> FetchDataInfo:
         start, leo = self._log_start, self._leo
         if offset < start or offset > leo:
@@ -837,9 +928,15 @@ class Log:
             if max_offset is not None and max_offset < seg.next_offset:
                 found = seg.translate_offset(max_offset)
                 max_pos = found[0] if found else None
-            fs = seg.read(offset, max_bytes, max_position=max_pos, min_one=min_one)
+            fs = seg.read(offset, max_bytes, max_position=max_pos, min_one=min_one, verify=verify)
+            bad = seg.bad_batch
             if fs is not None:
+                if bad is not None and verify and bad.position in (fs.position, fs.end_position):
+                    return FetchDataInfo(offset, fs, start, leo, bad)
                 return FetchDataInfo(offset, fs, start, leo)
+            if bad is not None and bad.size is None and offset >= bad.offset:
+                # Behind an unreadable header: the offsets up to the next segment cannot be served.
+                raise CorruptRecordError(bad.describe(self.dir.name))
             i += 1
         return FetchDataInfo(offset, self._empty_slice(), start, leo)
 
@@ -870,6 +967,7 @@ class Log:
                     yield from (r for r in batch.records if offset <= r.offset < end)
                 offset = max(offset, batch.header.next_offset)
 
+    @_handles_io_errors("looking up a timestamp in")
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """Earliest ``(offset, timestamp)`` whose timestamp >= ``timestamp_ms`` (Kafka's ListOffsets).
 
@@ -895,6 +993,7 @@ class Log:
         return None
 
     # ===== truncation / deletion ========================================================================
+    @_handles_io_errors("truncating")
     def truncate_to(self, offset: int) -> bool:
         """Remove everything at ``offset`` and beyond (a follower diverged); returns whether anything went."""
         self._check_writable()
@@ -929,6 +1028,7 @@ class Log:
                 self._rebuild_producer_state()
             return True
 
+    @_handles_io_errors("truncating")
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Drop every record and restart the log, empty, at ``offset`` (Kafka's ``truncateFullyAndStartAt``:
         a follower whose whole log is older than the leader's log start)."""
@@ -948,7 +1048,7 @@ class Log:
         doomed = list(self._segments)
         self._segments, self._bases = [], []
         self._delete_segments(doomed)
-        seg = LogSegment.create(self.dir, offset, self.config, self.clock)
+        seg = LogSegment.create(self.dir, offset, self.config, self.clock, file_ops=self.file_ops)
         self._segments, self._bases = [seg], [offset]
         self._log_start = offset
         self._write_log_start_checkpoint()
@@ -961,6 +1061,7 @@ class Log:
         self.leader_epoch_cache.truncate_from_start(offset)
         self.producer_state.evict_before(offset)
 
+    @_handles_io_errors("deleting records of")
     def delete_records(self, before_offset: int) -> int:
         """Kafka's DeleteRecords: move the log start offset up to ``before_offset``; returns the new one.
 
@@ -977,6 +1078,7 @@ class Log:
                 self._raise_log_start(before_offset)
             return self._log_start
 
+    @_handles_io_errors("deleting segments of")
     def delete_old_segments(self, *, high_watermark: int | None = None) -> list[int]:
         """Apply retention.ms, retention.bytes and the log start offset; returns deleted base offsets."""
         from kafkalite.storage.retention import deletable_segments
@@ -1016,6 +1118,7 @@ class Log:
             else:
                 self._pending_deletes.append((due, seg))
 
+    @_handles_io_errors("deleting segments of")
     def run_scheduled_deletes(self) -> list[int]:
         """Unlink ``.deleted`` segments whose delay has passed; returns their base offsets."""
         if not self._pending_deletes:
@@ -1032,6 +1135,7 @@ class Log:
         return done
 
     # ===== hooks for the cleaner ========================================================================
+    @_handles_io_errors("swapping cleaned segments into")
     def _replace_segments(self, old: list[LogSegment], new: LogSegment) -> None:
         """Swap a cleaned segment in for ``old`` (files of ``new`` carry the ``.swap`` suffix)."""
         with self._lock:
@@ -1051,8 +1155,11 @@ class Log:
     def _read_cleaner_checkpoint(self) -> int | None:
         return OffsetCheckpoint(self.dir / CLEANER_OFFSET_CHECKPOINT).read().get((self.topic, self.partition))
 
+    @_handles_io_errors("writing the cleaner checkpoint of")
     def _write_cleaner_checkpoint(self, offset: int) -> None:
-        OffsetCheckpoint(self.dir / CLEANER_OFFSET_CHECKPOINT).write({(self.topic, self.partition): offset})
+        OffsetCheckpoint(self.dir / CLEANER_OFFSET_CHECKPOINT, self.file_ops).write(
+            {(self.topic, self.partition): offset}
+        )
 
 
 def _merge_infos(infos: list[LogAppendInfo], size: int) -> LogAppendInfo:

@@ -27,6 +27,7 @@ from bisect import bisect_right
 from pathlib import Path
 
 from kafkalite.errors import KafkaStorageError
+from kafkalite.storage.file_ops import OS_FILE_OPS, FileOps
 
 _PAGE = 4096  # entries reach the file a page at a time
 
@@ -51,8 +52,10 @@ class _Index:
         *,
         mutable: bool = True,
         in_memory: bool = False,
+        file_ops: FileOps = OS_FILE_OPS,
     ) -> None:
         self.path = Path(path)
+        self.file_ops = file_ops
         self.base_offset = base_offset
         size = self.ENTRY.size
         self.max_index_size = max(0, max_index_size // size * size)
@@ -101,12 +104,13 @@ class _Index:
         """Open the file read-write, preallocated to the maximum size, and write the entries held."""
         if self._fd is not None or self.in_memory:
             return
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        ops = self.file_ops
+        fd = ops.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             # Drop every old byte, then grow: the kernel hands back zeros (a sparse file), so
             # preallocation costs nothing until entries are written.
-            os.ftruncate(fd, 0)
-            os.ftruncate(fd, self.max_index_size)
+            ops.ftruncate(fd, 0)
+            ops.ftruncate(fd, self.max_index_size)
         except BaseException:
             os.close(fd)
             raise
@@ -131,16 +135,19 @@ class _Index:
         """Write what waits, shrink the file to the entries in use and close it (segment became inactive)."""
         if self._fd is None:
             return
-        self._write_pending()
-        os.ftruncate(self._fd, len(self._keys) * self.ENTRY.size)
-        os.close(self._fd)
-        self._fd = None
+        fd = self._fd
+        try:
+            self._write_pending()
+            self.file_ops.ftruncate(fd, len(self._keys) * self.ENTRY.size)
+        finally:
+            os.close(fd)
+            self._fd = None
 
     def flush(self) -> None:
         """Make the entries durable (write what waits, then fsync)."""
         if self._fd is not None:
             self._write_pending()
-            os.fsync(self._fd)
+            self.file_ops.fsync(self._fd)
 
     def _write_pending(self) -> None:
         """Write the entries not yet in the file, as one ``pwrite``."""
@@ -156,7 +163,7 @@ class _Index:
         """``pwrite`` all of ``data`` at ``at``, finishing a short write in a loop."""
         view = memoryview(data)
         while view:
-            k = os.pwrite(self._fd, view, at)
+            k = self.file_ops.pwrite(self._fd, view, at)
             if not k:
                 raise KafkaStorageError(f"write to {self.path.name} made no progress")
             view, at = view[k:], at + k
@@ -178,7 +185,7 @@ class _Index:
         """Rename the file; an open mapping keeps working (POSIX rename keeps the inode)."""
         new_path = Path(new_path)
         if not self.in_memory and self.path.exists():
-            os.replace(self.path, new_path)
+            self.file_ops.replace(self.path, new_path)
         self.path = new_path
 
     def reset(self) -> None:
@@ -232,8 +239,11 @@ class _Index:
                 self._pwrite_all(bytes((self._written - n) * esize), n * esize)
                 self._written = n
         elif not self.in_memory and self.path.exists():
-            with open(self.path, "r+b") as f:
-                f.truncate(n * esize)
+            fd = self.file_ops.open(self.path, os.O_RDWR)
+            try:
+                self.file_ops.ftruncate(fd, n * esize)
+            finally:
+                os.close(fd)
 
     def _floor(self, column: array, target: int) -> int:
         """Index of the last entry whose ``column`` value is <= target, or -1."""

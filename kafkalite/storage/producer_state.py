@@ -37,6 +37,7 @@ from kafkalite.errors import (
     InvalidTxnStateError,
     OutOfOrderSequenceNumberError,
 )
+from kafkalite.storage.file_ops import OS_FILE_OPS, FileOps
 
 SNAPSHOT_SUFFIX = ".snapshot"
 SNAPSHOT_VERSION = 1
@@ -128,9 +129,10 @@ class ProducerBatchInfo(NamedTuple):
 class ProducerStateManager:
     """The producer table of one partition log, its checks, and its ``.snapshot`` files."""
 
-    def __init__(self, dir: Path, name: str) -> None:
+    def __init__(self, dir: Path, name: str, file_ops: FileOps = OS_FILE_OPS) -> None:
         self.dir = dir
         self.name = name
+        self.file_ops = file_ops
         self.producers: dict[int, ProducerStateEntry] = {}
         self.map_end_offset = 0  # the state reflects every batch below this offset
 
@@ -264,12 +266,8 @@ class ProducerStateManager:
         path = self.dir / snapshot_name(self.map_end_offset)
         data = encode_snapshot(self.producers.values())
         tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "wb") as f:
-            f.write(data)
-            if sync:
-                f.flush()
-                os.fsync(f.fileno())
-        os.replace(tmp, path)
+        self.file_ops.write_file(tmp, data, sync=sync)
+        self.file_ops.replace(tmp, path)
         return path
 
     def load_latest(self, upto: int) -> int:

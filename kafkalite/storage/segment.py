@@ -13,12 +13,14 @@ import io
 import os
 import struct
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from kafkalite.clock import Clock
 from kafkalite.errors import CorruptRecordError, KafkaStorageError
 from kafkalite.records import BatchHeader, decode_batch_tuples, validate_batch
 from kafkalite.storage.config import LogConfig
+from kafkalite.storage.file_ops import OS_FILE_OPS, FileOps
 from kafkalite.storage.file_slice import FileSlice
 from kafkalite.storage.offset_index import OffsetIndex
 from kafkalite.storage.time_index import NO_TIMESTAMP, TimeIndex
@@ -39,6 +41,27 @@ _SCAN_CHUNK = 4096
 _READ_HINTS = 8  # batch boundaries remembered for readers (a few followers and consumers per partition)
 _RECOVER_CHUNK = 1 << 20
 _INT_MAX = 0x7FFFFFFF
+
+
+@dataclass(frozen=True, slots=True)
+class BadBatch:
+    """The first batch of a segment that fails its CRC or cannot be parsed.
+
+    ``offset`` is the base offset the batch has (or, when its header is unreadable, the offset it should
+    have: one past the batch before it); ``size`` is its length when the header can still be read (so
+    the bytes can be served as they are and the consumer's CRC check fails on them), else None."""
+
+    segment: str
+    position: int
+    offset: int
+    size: int | None
+    reason: str
+
+    def describe(self, tp: str) -> str:
+        return (
+            f"corrupt record batch in {tp} at offset {self.offset} (position {self.position} of segment "
+            f"{self.segment}): {self.reason}"
+        )
 
 
 def segment_file_stem(base_offset: int) -> str:
@@ -64,8 +87,11 @@ class LogSegment:
         suffix: str = "",
         read_only: bool = False,
         new: bool = False,
+        file_ops: FileOps = OS_FILE_OPS,
     ) -> None:
         self.dir = Path(dir)
+        self.file_ops = file_ops
+        self._os_write = file_ops.write  # the hot path: one attribute, no wrapper
         self.base_offset = base_offset
         self.suffix = suffix
         self.read_only = read_only
@@ -77,12 +103,14 @@ class LogSegment:
         if new:
             if read_only:
                 raise KafkaStorageError("cannot create a segment in read-only mode")
-            fd = os.open(log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+            fd = file_ops.open(log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
             self._file = io.FileIO(fd, "r+", closefd=True)
             for p in (self.index_path, self.timeindex_path):
                 p.unlink(missing_ok=True)
+        elif read_only:
+            self._file = io.FileIO(log_path, "r")
         else:
-            self._file = io.FileIO(log_path, "r" if read_only else "r+")
+            self._file = io.FileIO(file_ops.open(log_path, os.O_RDWR), "r+", closefd=True)
         self._fd = self._file.fileno()
         self._size = os.fstat(self._fd).st_size
         if not read_only:
@@ -90,11 +118,13 @@ class LogSegment:
         self.created_ms = clock.now_ms() if new else os.stat(log_path).st_mtime_ns // 1_000_000
         mutable = new
         self.offset_index = OffsetIndex(
-            self.index_path, base_offset, config.segment_index_bytes, mutable=mutable, in_memory=read_only
-        )
+            self.index_path, base_offset, config.segment_index_bytes, mutable=mutable, in_memory=read_only,
+            file_ops=file_ops,
+        )  # fmt: skip
         self.time_index = TimeIndex(
-            self.timeindex_path, base_offset, config.segment_index_bytes, mutable=mutable, in_memory=read_only
-        )
+            self.timeindex_path, base_offset, config.segment_index_bytes, mutable=mutable, in_memory=read_only,
+            file_ops=file_ops,
+        )  # fmt: skip
         self._next_offset = base_offset
         self._max_ts = NO_TIMESTAMP
         self._offset_of_max_ts = base_offset
@@ -105,14 +135,29 @@ class LogSegment:
         # next offset -> its batch position, left by recent reads. Several, not one: the followers of a
         # partition (and its consumers) fetch at different offsets, and each continues where it stopped.
         self._read_hints: dict[int, int] = {}
+        # Every batch of a segment written (or CRC-scanned by recovery) by this process was validated.
+        # One loaded from disk as it was (a closed segment after a restart) is checked lazily, the first
+        # time a verifying read covers its bytes: ``verified_to`` is how far that got, ``bad_batch`` what
+        # stopped it.
+        self.trusted = new
+        self.verified_to = 0
+        self._verified_next = base_offset
+        self.bad_batch: BadBatch | None = None
 
     # ----- construction ----------------------------------------------------------------------------
     @classmethod
     def create(
-        cls, dir: str | os.PathLike, base_offset: int, config: LogConfig, clock: Clock, *, suffix: str = ""
+        cls,
+        dir: str | os.PathLike,
+        base_offset: int,
+        config: LogConfig,
+        clock: Clock,
+        *,
+        suffix: str = "",
+        file_ops: FileOps = OS_FILE_OPS,
     ) -> LogSegment:
         """A new, empty, active segment (indexes preallocated)."""
-        return cls(Path(dir), base_offset, config, clock, suffix=suffix, new=True)
+        return cls(Path(dir), base_offset, config, clock, suffix=suffix, new=True, file_ops=file_ops)
 
     @classmethod
     def open(
@@ -124,9 +169,12 @@ class LogSegment:
         *,
         suffix: str = "",
         read_only: bool = False,
+        file_ops: FileOps = OS_FILE_OPS,
     ) -> LogSegment:
         """An existing segment, trusted as written (call ``load_state`` or ``recover`` next)."""
-        return cls(Path(dir), base_offset, config, clock, suffix=suffix, read_only=read_only)
+        return cls(
+            Path(dir), base_offset, config, clock, suffix=suffix, read_only=read_only, file_ops=file_ops
+        )
 
     # ----- paths / basic properties ----------------------------------------------------------------
     def _path(self, ext: str) -> Path:
@@ -237,11 +285,14 @@ class LogSegment:
             return max_ts
         return None
 
-    def recover(self) -> int:
+    def recover(self, *, truncate: bool = True) -> int:
         """Rebuild both indexes from a CRC-checked scan and cut any torn/corrupt tail.
 
         Returns the number of bytes truncated. In read-only mode nothing on disk changes: the segment just
-        serves the valid prefix, with indexes rebuilt in memory.
+        serves the valid prefix, with indexes rebuilt in memory. ``truncate=False`` (a closed segment
+        whose index had to be rebuilt) cuts nothing: a batch failing its CRC is indexed like the others and
+        remembered as ``bad_batch``, and an unreadable header ends what the segment serves, without
+        destroying the bytes behind it.
         """
         self._read_hints.clear()
         self.offset_index.reset()
@@ -254,7 +305,8 @@ class LogSegment:
         last_entry_pos = 0
         valid = 0
         limit = os.fstat(self._fd).st_size
-        for pos, h in self._iter_valid(limit):
+        self.bad_batch = None
+        for pos, h in self._iter_valid(limit, tolerate_crc=not truncate):
             size = h.batch_length + LOG_OVERHEAD
             last = h.base_offset + h.last_offset_delta
             if pos == 0:
@@ -268,15 +320,33 @@ class LogSegment:
             valid = pos + size
             self._next_offset = last + 1
         truncated = limit - valid
+        if not truncate:
+            if truncated:
+                self.bad_batch = self.bad_batch or BadBatch(
+                    self.log_path.name,
+                    valid,
+                    self._next_offset,
+                    None,
+                    self.last_recovery_reason or "unreadable",
+                )
+            self._size = valid
+            self._bytes_since_index = valid - last_entry_pos
+            self.trusted = self.bad_batch is None
+            self.verified_to = valid
+            return 0
         if truncated and not self.read_only:
-            self._file.truncate(valid)
+            self.file_ops.ftruncate(self._fd, valid)
             self._file.seek(valid)
         self._size = valid
         self._bytes_since_index = valid - last_entry_pos
+        self.trusted = True
         return truncated
 
-    def _iter_valid(self, limit: int) -> Iterator[tuple[int, BatchHeader]]:
-        """Batches that pass full validation, in order; stops at the first bad or torn one."""
+    def _iter_valid(self, limit: int, *, tolerate_crc: bool = False) -> Iterator[tuple[int, BatchHeader]]:
+        """Batches that pass full validation, in order; stops at the first bad or torn one.
+
+        ``tolerate_crc``: a whole batch whose header reads fine but whose CRC (or record section) does not
+        check out is yielded all the same, the first one remembered in ``bad_batch``."""
         fd = self._fd
         buf = b""
         buf_start = 0
@@ -308,8 +378,14 @@ class LogSegment:
             try:
                 h = validate_batch(buf, off, max_size=None)
             except CorruptRecordError as e:
-                self.last_recovery_reason = f"at position {pos}: {e.message}"
-                return
+                if not tolerate_crc or buf[off + 16] != 2:
+                    self.last_recovery_reason = f"at position {pos}: {e.message}"
+                    return
+                h = BatchHeader.parse(buf, off)
+                if self.bad_batch is None:
+                    self.bad_batch = BadBatch(
+                        self.log_path.name, pos, max(h.base_offset, expected), size, e.message
+                    )
             if h.base_offset < expected:
                 self.last_recovery_reason = (
                     f"batch at position {pos} has base offset {h.base_offset}, expected >= {expected}"
@@ -321,6 +397,49 @@ class LogSegment:
             expected = h.base_offset + h.last_offset_delta + 1
             yield pos, h
             pos += size
+
+    def verify(self, start: int, end: int) -> BadBatch | None:
+        """CRC-check the batches in ``[start, end)`` that this process has not checked yet; returns the
+        segment's first bad batch if one lies at or after ``start`` (found now or before).
+
+        ``start`` must be a batch boundary. Checked bytes stay checked (``verified_to``), so a segment
+        loaded from disk costs one pass over each byte read, the first time a consumer reads it.
+        """
+        bad = self.bad_batch
+        if self.trusted or (bad is None and end <= self.verified_to):
+            return None
+        if bad is not None:
+            return bad if bad.position >= start else None
+        pos = self.verified_to if start <= self.verified_to else start
+        expected = self._verified_next if pos == self.verified_to else -1
+        fd = self._fd
+        limit = self._size
+        while pos < end:
+            head = os.pread(fd, LOG_OVERHEAD + 5, pos)
+            if len(head) < LOG_OVERHEAD + 5:
+                break  # the segment's end
+            base, length = struct.unpack_from(">qi", head)
+            size = length + LOG_OVERHEAD
+            offset = base if expected < 0 else expected
+            if head[16] != 2 or size < MIN_BATCH_SIZE or pos + size > limit:
+                why = f"unreadable batch header (magic {head[16]}, batch length {length})"
+                self.bad_batch = BadBatch(self.log_path.name, pos, offset, None, why)
+                return self.bad_batch
+            data = os.pread(fd, size, pos)
+            try:
+                h = validate_batch(data, 0, max_size=None)
+            except CorruptRecordError as e:
+                self.bad_batch = BadBatch(self.log_path.name, pos, offset, size, e.message)
+                return self.bad_batch
+            if expected >= 0 and h.base_offset != expected:
+                why = f"base offset {h.base_offset} where offset {expected} was due"
+                self.bad_batch = BadBatch(self.log_path.name, pos, expected, size, why)
+                return self.bad_batch
+            pos += size
+            expected = h.base_offset + h.last_offset_delta + 1
+            if pos > self.verified_to and (start <= self.verified_to):
+                self.verified_to, self._verified_next = pos, expected
+        return None
 
     # ----- scanning (header only) --------------------------------------------------------------------
     def scan(self, start: int, end: int) -> Iterator[tuple[int, int, int, int, int]]:
@@ -344,7 +463,8 @@ class LogSegment:
             size = length + LOG_OVERHEAD
             if magic != 2 or size < MIN_BATCH_SIZE:
                 raise CorruptRecordError(
-                    f"bad batch header at position {pos} of {self.log_path.name} (magic {magic}, length {length})"
+                    f"bad batch header at position {pos} of segment {self.log_path.name} in {self.dir.name} "
+                    f"(magic {magic}, length {length})"
                 )
             if pos + size > end:
                 return
@@ -392,11 +512,11 @@ class LogSegment:
     def _write(self, data, size: int, done: int = 0) -> None:
         """Write ``data`` from byte ``done`` on; a short write (rare on regular files) is finished in a loop."""
         if done == 0:
-            done = os.write(self._fd, data)
+            done = self._os_write(self._fd, data)
         if done != size:
             view = memoryview(data)
             while done < size:
-                n = os.write(self._fd, view[done:])
+                n = self._os_write(self._fd, view[done:])
                 if not n:
                     raise KafkaStorageError(f"write to {self.log_path} made no progress")
                 done += n
@@ -407,7 +527,7 @@ class LogSegment:
         for i in range(0, len(bufs), 1024):  # IOV_MAX
             chunk = bufs[i : i + 1024]
             want = sum(len(b) for b in chunk)
-            done = os.writev(self._fd, chunk)
+            done = self.file_ops.writev(self._fd, chunk)
             if done != want:  # a short vectored write: finish the rest as one buffer
                 self._write(b"".join(chunk), want, done)
 
@@ -435,10 +555,21 @@ class LogSegment:
 
     # ----- read ------------------------------------------------------------------------------------
     def read(
-        self, offset: int, max_bytes: int, *, max_position: int | None = None, min_one: bool = True
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        max_position: int | None = None,
+        min_one: bool = True,
+        verify: bool = False,
     ) -> FileSlice | None:
         """Whole batches from the one containing ``offset``, up to ``max_bytes`` (at least one batch if
-        ``min_one``) and never past ``max_position``. None if no batch here reaches ``offset``."""
+        ``min_one``) and never past ``max_position``. None if no batch here reaches ``offset``.
+
+        ``verify`` (the broker's fetch path): the bytes are CRC-checked first if this process has not
+        checked them yet. The slice then ends before a bad batch; a read starting at it returns that batch
+        alone (whose CRC the consumer will find wrong), or raises ``CorruptRecordError`` when not even its
+        header can be read."""
         hints = self._read_hints
         start = hints.get(offset)
         if start is not None:
@@ -474,6 +605,16 @@ class LogSegment:
                 for _q, _b, size, last, _t in self.scan(start, end_limit):
                     end, next_offset = start + size, last + 1
                     break
+        if verify and not self.trusted:
+            bad = self.verify(start, end)
+            if bad is not None and bad.position < end:
+                next_offset = -1
+                if bad.position > start:
+                    end = bad.position  # serve the good batches before it
+                elif bad.size is not None:
+                    end = start + bad.size  # the bad batch alone: the consumer's CRC check says where
+                else:
+                    raise CorruptRecordError(bad.describe(f"{self.dir.name}"))
         if next_offset >= 0:
             hints[next_offset] = end
             if len(hints) > _READ_HINTS:
@@ -506,7 +647,7 @@ class LogSegment:
         removed = self._size - position
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
-        self._file.truncate(position)
+        self.file_ops.ftruncate(self._fd, position)
         self._file.seek(position)
         self._size = position
         # Recompute what the cut may have removed: next offset, max timestamp, index spacing.
@@ -541,7 +682,7 @@ class LogSegment:
         """fsync the log and both indexes."""
         if self.read_only:
             return
-        os.fsync(self._fd)
+        self.file_ops.fsync(self._fd)
         self.offset_index.flush()
         self.time_index.flush()
 
@@ -560,7 +701,7 @@ class LogSegment:
             raise KafkaStorageError("cannot rename segment files in read-only mode")
         for old, new in zip(old_paths, new_paths, strict=True):
             if old.exists():
-                os.replace(old, new)
+                self.file_ops.replace(old, new)
         self.offset_index.path, self.time_index.path = new_paths[1], new_paths[2]
 
     def delete_files(self) -> list[Path]:
@@ -583,4 +724,4 @@ class LogSegment:
             os.utime(self.log_path, ns=(ns, ns))
 
 
-__all__ = ["LogSegment", "parse_base_offset", "segment_file_stem"]
+__all__ = ["BadBatch", "LogSegment", "parse_base_offset", "segment_file_stem"]

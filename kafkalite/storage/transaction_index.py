@@ -8,12 +8,12 @@ overlap the range it returns, and the consumer drops those producers' records in
 
 from __future__ import annotations
 
-import os
 import struct
 from pathlib import Path
 from typing import NamedTuple
 
 from kafkalite.errors import CorruptRecordError
+from kafkalite.storage.file_ops import OS_FILE_OPS, FileOps
 
 TXN_INDEX_SUFFIX = ".txnindex"
 _ENTRY = struct.Struct(">hqqqq")
@@ -47,20 +47,15 @@ def read_txn_index(path: Path) -> list[AbortedTxn]:
     return out
 
 
-def append_txn_index(path: Path, entry: AbortedTxn) -> None:
-    with open(path, "ab") as f:
-        f.write(_ENTRY.pack(VERSION, *entry))
+def append_txn_index(path: Path, entry: AbortedTxn, file_ops: FileOps = OS_FILE_OPS) -> None:
+    file_ops.append_file(path, _ENTRY.pack(VERSION, *entry))
 
 
-def write_txn_index(path: Path, entries: list[AbortedTxn]) -> None:
+def write_txn_index(path: Path, entries: list[AbortedTxn], file_ops: FileOps = OS_FILE_OPS) -> None:
     """Replace the file with ``entries`` (after a truncation); no entries, no file."""
     if not entries:
         path.unlink(missing_ok=True)
         return
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        for e in entries:
-            f.write(_ENTRY.pack(VERSION, *e))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    file_ops.write_file(tmp, b"".join(_ENTRY.pack(VERSION, *e) for e in entries))
+    file_ops.replace(tmp, path)
