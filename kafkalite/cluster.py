@@ -26,6 +26,7 @@ from kafkalite.protocol import (
     RequestEnvelope,
     TopicPartition,
 )
+from kafkalite.storage.file_ops import OS_FILE_OPS, FileOps
 
 BROKER_TICK_MS = 100
 ZK_TICK_MS = 100
@@ -57,6 +58,10 @@ class Cluster:
     "c", "c"])``; new topics and partitions are then placed rack-aware. It overrides a ``broker.rack`` in
     ``config``.
 
+    ``file_ops`` is the door every broker's storage writes through: a ``DiskFaults`` gives a broker's log
+    dir a full or failing disk (``under=cluster.dir / "broker-2"``). ``log_dirs_per_broker`` > 1 gives each
+    broker that many log dirs (``broker-N/dir-I``, Kafka's ``log.dirs``).
+
     ``start_ms`` starts the virtual clock there (the wire server starts it at the wall clock's epoch
     milliseconds, so record timestamps and retention see real times); ``listeners`` gives brokers the
     ``(host, port)`` they register and that Metadata and FindCoordinator answers carry; ``endpoints``
@@ -83,6 +88,8 @@ class Cluster:
         listeners: Mapping[int, tuple[str, int]] | None = None,
         endpoints: Mapping[int, tuple[str, ...]] | None = None,
         store_dir: str | Path | None = None,
+        file_ops: FileOps = OS_FILE_OPS,
+        log_dirs_per_broker: int = 1,
     ) -> None:
         if racks is not None and (isinstance(racks, str) or len(racks) != brokers):
             raise ValueError(f"racks needs one entry per broker ({brokers}), got {racks!r}")
@@ -106,8 +113,14 @@ class Cluster:
             if racks is not None:
                 props["broker.rack"] = racks[b - 1]
             host, port = (listeners or {}).get(b, (None, 9092))
+            home = self.dir / f"broker-{b}"
+            dirs = (
+                [home]
+                if log_dirs_per_broker <= 1
+                else [home / f"dir-{i}" for i in range(log_dirs_per_broker)]
+            )
             node = KafkaBroker(
-                b, self.dir / f"broker-{b}", props, host=host, port=port, endpoints=(endpoints or {}).get(b)
+                b, dirs, props, host=host, port=port, endpoints=(endpoints or {}).get(b), file_ops=file_ops
             )
             self.brokers[b] = self.net.add_node(b, node, tick_ms=BROKER_TICK_MS)
         self._admin: _Admin = self.net.add_node("admin", _Admin())

@@ -66,6 +66,7 @@ from kafkalite.errors import (
     InvalidRequestError,
     InvalidUpdateVersionError,
     KafkaError,
+    KafkaStorageError,
     NoReassignmentInProgressError,
     NotControllerError,
     NotLeaderOrFollowerError,
@@ -177,10 +178,20 @@ class ControllerContext:
     reassigning: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
     deletion: Any = None  # the TopicDeletionManager of this controllership
     shutting_down: set[int] = field(default_factory=set)  # brokers in controlled shutdown
+    # Kafka's replicasOnOfflineDirs: per broker, the partitions whose replica there sits in a failed log dir.
+    offline_replicas: dict[int, set[TopicPartition]] = field(default_factory=dict)
 
-    def eligible_leaders(self) -> set[int]:
-        """Live brokers that may take leadership (not those shutting down)."""
-        return {b for b in self.live_brokers if b not in self.shutting_down}
+    def eligible_leaders(self, tp: TopicPartition | None = None) -> set[int]:
+        """Live brokers that may take leadership (not those shutting down; for ``tp``, not those whose
+        replica of it is in a failed log dir)."""
+        return {
+            b
+            for b in self.live_brokers
+            if b not in self.shutting_down and (tp is None or tp not in self.offline_replicas.get(b, ()))
+        }
+
+    def replica_offline(self, tp: TopicPartition, broker: int) -> bool:
+        return broker not in self.live_brokers or tp in self.offline_replicas.get(broker, ())
 
     def partitions(self) -> list[tuple[TopicPartition, PartitionInfo]]:
         return [
@@ -489,6 +500,7 @@ class Controller:
         for tp, target in sorted(pending.items()):
             self._start_reassignment(tp, target)
         self._watch_preferred_election()
+        self._log_dir_events()
         if _bool(self.config["auto.leader.rebalance.enable"]):
             self._arm_rebalance(FIRST_REBALANCE_CHECK_MS)
 
@@ -572,6 +584,8 @@ class Controller:
             return
         batch = _Batch()
         batch.metadata_all = True
+        for b in dead | new:
+            ctx.offline_replicas.pop(b, None)  # a restarted broker's dirs are tried again (Kafka does too)
         if dead:
             self._log("broker_failure", brokers=tuple(sorted(dead)), live=tuple(ctx.live_brokers))
             ctx.deletion.on_broker_failure(dead)
@@ -596,6 +610,60 @@ class Controller:
             for tp in sorted(ctx.reassigning):
                 self._check_reassignment(tp)
         ctx.deletion.resume()
+
+    def _on_log_dir_event(self, event: WatchedEvent) -> None:
+        if self.ctx is not None:
+            self._watch_event("log_dir_event", self._log_dir_events)
+
+    def _log_dir_events(self) -> None:
+        """Kafka's LogDirEventNotification: brokers that had a log dir fail left sequential znodes under
+        ``/log_dir_event_notification``; read and delete them, then ask each such broker about all its
+        replicas with a LeaderAndIsr. Its answer marks the ones in failed dirs (KAFKA_STORAGE_ERROR)."""
+        ctx = self.ctx
+        assert ctx is not None
+        zk = self.zk
+        if zk.exists(paths.LOG_DIR_EVENT_NOTIFICATION, watch=self._on_log_dir_event) is None:
+            return
+        brokers: set[int] = set()
+        for child in sorted(zk.get_children(paths.LOG_DIR_EVENT_NOTIFICATION, watch=self._on_log_dir_event)):
+            path = f"{paths.LOG_DIR_EVENT_NOTIFICATION}/{child}"
+            try:
+                data, _ = zk.get(path)
+                zk.delete(path)
+            except NoNode:
+                continue
+            b = paths.decode_log_dir_event(data)
+            if b is not None:
+                brokers.add(b)
+        live = sorted(b for b in brokers if b in ctx.live_brokers)
+        if not live:
+            return
+        self._log("log_dir_failure", brokers=tuple(live))
+        batch = _Batch()
+        for tp, info in ctx.partitions():
+            if info.state is None:
+                continue
+            for b in live:
+                if b in info.replicas:
+                    self._add_leader_and_isr(batch, b, tp, info)
+        self._send_batch(batch)
+
+    def _on_replicas_offline(self, broker: int, tps: Iterable[TopicPartition]) -> None:
+        """A broker answered KAFKA_STORAGE_ERROR for these replicas: they are offline (OfflineReplica).
+        Leaders among them are replaced from the ISR; the others leave the ISR."""
+        ctx = self.ctx
+        if ctx is None or broker not in ctx.live_brokers:
+            return
+        known = ctx.offline_replicas.setdefault(broker, set())
+        new = sorted(set(tps) - known)
+        if not new:
+            return
+        known.update(new)
+        self._log("replicas_offline", broker=broker, partitions=[str(tp) for tp in new])
+        batch = _Batch()
+        for tp in new:
+            self._handle_dead_replicas({broker}, batch, reason="log_dir_failure", only=tp)
+        self._send_batch(batch)
 
     def _on_topics_change(self, event: WatchedEvent) -> None:
         if self.ctx is not None:
@@ -738,7 +806,7 @@ class Controller:
             if st.leader in dead:
                 choice = self.elect_leader(
                     replace(info, state=replace(st, isr=remaining)),
-                    ctx.eligible_leaders(),
+                    ctx.eligible_leaders(tp),
                     unclean=self._unclean_allowed(tp.topic),
                 )
                 if choice is not None:
@@ -769,7 +837,9 @@ class Controller:
             st = info.state
             if st is None or (st.leader != NO_LEADER and st.leader in ctx.live_brokers):
                 continue
-            choice = self.elect_leader(info, ctx.eligible_leaders(), unclean=self._unclean_allowed(tp.topic))
+            choice = self.elect_leader(
+                info, ctx.eligible_leaders(tp), unclean=self._unclean_allowed(tp.topic)
+            )
             if choice is None:
                 continue
             leader, isr, how = choice
@@ -809,7 +879,9 @@ class Controller:
             isr=st.isr if st else (),
             partition_epoch=info.zk_version,
             replicas=info.replicas,
-            offline_replicas=tuple(r for r in info.replicas if r not in live),
+            offline_replicas=tuple(
+                r for r in info.replicas if r not in live or tp in self.ctx.offline_replicas.get(r, ())
+            ),
         )
 
     def _send_batch(self, batch: _Batch) -> None:
@@ -891,6 +963,14 @@ class Controller:
             self._guard(
                 "topic_deletion", lambda: deletion.on_stop_replica_response(src, request, env.response)
             )
+        if isinstance(request, LeaderAndIsrRequest):
+            offline = [
+                e.tp
+                for e in getattr(env.response, "partition_errors", ())
+                if e.error_code == KafkaStorageError.code
+            ]
+            if offline:
+                self._guard("log_dir_failure", lambda: self._on_replicas_offline(src, offline))
         code = getattr(env.response, "error_code", NO_ERROR)
         if code != NO_ERROR:
             self.rejections.append((src, type(request).__name__, code))
@@ -1250,7 +1330,9 @@ class Controller:
             st = info.state
             if st.leader == preferred:
                 out[tp] = ElectionNotNeededError.code
-            elif preferred not in ctx.eligible_leaders() or preferred not in st.isr or tp in ctx.reassigning:
+            elif (
+                preferred not in ctx.eligible_leaders(tp) or preferred not in st.isr or tp in ctx.reassigning
+            ):
                 out[tp] = PreferredLeaderNotAvailableError.code
             elif self._change_state(
                 tp, info, preferred, st.isr, batch, reason=reason, event="leader_elected",

@@ -14,8 +14,9 @@ long-polling (``DelayedFetch``); HWs are checkpointed to ``replication-offset-ch
 
 from __future__ import annotations
 
+import logging
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +32,12 @@ from kafkalite.broker.log_manager import LogManager
 from kafkalite.broker.partition import Partition
 from kafkalite.broker.topic_deletion import LEADER_DURING_DELETE
 from kafkalite.errors import (
+    CorruptRecordError,
     FencedLeaderEpochError,
     InvalidRequiredAcksError,
     InvalidTopicError,
     KafkaError,
+    KafkaStorageError,
     NotEnoughReplicasAfterAppendError,
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
@@ -88,10 +91,14 @@ from kafkalite.protocol import (
 )
 from kafkalite.records import build_control_batch
 from kafkalite.storage.checkpoint import OffsetCheckpoint
+from kafkalite.storage.file_ops import OS_FILE_OPS, FileOps
 from kafkalite.storage.leader_epoch import UNDEFINED_EPOCH
 from kafkalite.storage.log import Log
+from kafkalite.storage.log_dir_failure_channel import LogDirFailureChannel
 
 HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
+
+logger = logging.getLogger("kafkalite.broker")
 
 LeadershipListener = Callable[[list[TopicPartition], list[TopicPartition]], None]
 AppendCallback = Callable[[ProducePartitionResponse], None]
@@ -154,7 +161,7 @@ class ReplicaManager:
     def __init__(
         self,
         broker_id: int,
-        log_dir: Path,
+        log_dir: Path | Sequence[Path],
         config: BrokerConfig,
         *,
         clock: Any,
@@ -163,11 +170,19 @@ class ReplicaManager:
         cancel_timer: Callable[[int], Any],
         controller_id: Callable[[], int | None],
         log_event: Callable[..., None],
+        file_ops: FileOps = OS_FILE_OPS,
     ) -> None:
         self.broker_id = broker_id
         self._client_id = f"broker-{broker_id}"  # on every request this broker sends
-        self.log_dir = Path(log_dir)
-        self.log_dir.mkdir(parents=True, exist_ok=True)
+        # Kafka's log.dirs: one or more directories (JBOD); a partition lives in one of them.
+        dirs = [log_dir] if isinstance(log_dir, str | Path) else list(log_dir)
+        self.log_dirs: list[Path] = [Path(d).absolute() for d in dirs]
+        self.log_dir = self.log_dirs[0]
+        self.file_ops = file_ops
+        self.on_log_dir_event: Callable[[], None] | None = None
+        """Called after a log dir went offline while others remain: the broker tells the controller."""
+        self.on_halt: Callable[[str], None] | None = None
+        """Called when the last log dir went offline: the broker must stop (Kafka halts the process)."""
         self.config = BrokerConfig.coerce(config)
         self.clock = clock
         self._send = send
@@ -186,6 +201,16 @@ class ReplicaManager:
         self._reset_memory()
 
     def _reset_memory(self) -> None:
+        # A restart is a new process: every dir is tried again (the disk may have been freed or replaced).
+        self.failure_channel = LogDirFailureChannel(self._on_log_dir_failed)
+        self.offline_dirs: dict[Path, str] = {}  # handled failures: dir -> why
+        self._offline_partitions: dict[TopicPartition, Path] = {}
+        self._reported_corruption: set[tuple[TopicPartition, str, int]] = set()
+        for d in self.log_dirs:
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                self.failure_channel.maybe_add_offline_log_dir(d, f"Error while creating log dir {d}", e)
         self._partitions: dict[TopicPartition, Partition] = {}
         self._last_producer_expiry_ms = 0
         self.metadata_cache = MetadataCache()
@@ -200,7 +225,7 @@ class ReplicaManager:
         self._last_hw_checkpoint_ms = self.clock.now_ms()
         # Kafka's isr-expiration task: first run at start-up, then every replica.lag.time.max.ms / 2
         self._next_isr_check_ms = self.clock.now_ms()
-        self._hw_checkpoint = self._read_hw_checkpoint()
+        self._hw_checkpoint: dict[Path, dict[tuple[str, int], int]] = self._read_hw_checkpoints()
         self.log_manager = LogManager(self.config, self.clock.now_ms(), self._event)
         self._stopped = False
 
@@ -251,7 +276,12 @@ class ReplicaManager:
         del self._pending[env.correlation_id]
         owner, _dst, request, timer = entry
         self._cancel_timer(timer)
-        owner.on_response(env.correlation_id, request, env.response)
+        try:
+            owner.on_response(env.correlation_id, request, env.response)
+        except KafkaStorageError as e:
+            # A follower's write (append, truncation) hit its failed disk: the dir is already reported and
+            # goes offline; the answer itself needs nothing more.
+            self._event("follower_storage_error", error=str(e))
         return True
 
     # ============================================================================= partitions
@@ -296,12 +326,41 @@ class ReplicaManager:
         ):
             self._on_hw_moved(p)
 
+    def _dir_for(self, tp: TopicPartition) -> Path:
+        """The log dir holding ``tp``: where its directory already is, else the online dir with the fewest
+        partitions (Kafka's placement). ``KafkaStorageError`` when that dir (or every dir) is offline."""
+        name = f"{tp.topic}-{tp.partition}"
+        offline = self.failure_channel.offline
+        for d in self.log_dirs:
+            if (d / name).is_dir():
+                if d in offline:
+                    raise KafkaStorageError(f"the log dir {d} holding {tp} is offline: {offline[d]}")
+                return d
+        online = [d for d in self.log_dirs if d not in offline]
+        if not online:
+            raise KafkaStorageError(f"no online log dir on broker {self.broker_id} to create {tp} in")
+        counts = {d: 0 for d in online}
+        for p in self._partitions.values():
+            parent = p.log.dir.parent
+            if parent in counts:
+                counts[parent] += 1
+        return min(online, key=lambda d: counts[d])
+
     def _get_or_create(self, tp: TopicPartition) -> Partition:
         p = self._partitions.get(tp)
         if p is None:
+            if tp in self._offline_partitions:
+                raise KafkaStorageError(f"{tp} is in the offline log dir {self._offline_partitions[tp]}")
             log_config = self.config.log_config(self._topic_configs.get(tp.topic))
-            log = Log.open(self.log_dir / f"{tp.topic}-{tp.partition}", log_config, clock=self.clock)
-            hw = self._hw_checkpoint.get((tp.topic, tp.partition), 0)
+            d = self._dir_for(tp)
+            log = Log.open(
+                d / f"{tp.topic}-{tp.partition}",
+                log_config,
+                clock=self.clock,
+                file_ops=self.file_ops,
+                failure_channel=self.failure_channel,
+            )
+            hw = self._hw_checkpoint.get(d, {}).get((tp.topic, tp.partition), 0)
             # The injected logger itself, not ``self._event``: one call layer less on a per-batch path.
             p = Partition(tp, log, broker_id=self.broker_id, high_watermark=hw, log_event=self._log_event)
             self._partitions[tp] = p
@@ -421,11 +480,14 @@ class ReplicaManager:
                     del self._partitions[st.tp]
                     p.log.close()
                     shutil.rmtree(p.log.dir, ignore_errors=True)
-                    self._hw_checkpoint.pop((st.tp.topic, st.tp.partition), None)
+                    for hws in self._hw_checkpoint.values():
+                        hws.pop((st.tp.topic, st.tp.partition), None)
             elif st.delete_partition:
                 # Not opened since this broker started (e.g. it was down when its topic was deleted).
-                shutil.rmtree(self.log_dir / f"{st.tp.topic}-{st.tp.partition}", ignore_errors=True)
-                self._hw_checkpoint.pop((st.tp.topic, st.tp.partition), None)
+                for d in self.log_dirs:
+                    shutil.rmtree(d / f"{st.tp.topic}-{st.tp.partition}", ignore_errors=True)
+                for hws in self._hw_checkpoint.values():
+                    hws.pop((st.tp.topic, st.tp.partition), None)
             errors.append(PartitionError(tp=st.tp, error_code=NO_ERROR))
         self._notify_leadership([], resigned)
         return StopReplicaResponse(partition_errors=tuple(errors))
@@ -521,7 +583,7 @@ class ReplicaManager:
                 if pp.tp.topic in INTERNAL_TOPICS and not internal_allowed:
                     raise InvalidTopicError(f"Cannot append to internal topic {pp.tp.topic}")
                 if p is None:
-                    raise UnknownTopicOrPartitionError(f"{pp.tp} is not hosted on broker {self.broker_id}")
+                    raise self._missing(pp.tp)
                 if not p.is_leader:
                     raise NotLeaderOrFollowerError(f"broker {self.broker_id} is not the leader of {pp.tp}")
                 min_isr = min(self._min_isr(pp.tp.topic), len(p.replicas))  # effective (Kafka 3.7)
@@ -569,7 +631,9 @@ class ReplicaManager:
             if not s.acks_pending:
                 continue
             p = self._partitions.get(tp)
-            if p is None or not p.is_leader:
+            if p is None and tp in self._offline_partitions:
+                s.error_code, s.acks_pending = KafkaStorageError.code, False
+            elif p is None or not p.is_leader:
                 s.error_code, s.acks_pending = NotLeaderOrFollowerError.code, False
             elif p.high_watermark >= s.required_offset:
                 s.acks_pending = False
@@ -693,7 +757,7 @@ class ReplicaManager:
         slice itself, for a sender that ``sendfile``s it."""
         p = self._partitions.get(fp.tp)
         if p is None:
-            return FetchPartitionResponse(tp=fp.tp, error_code=UnknownTopicOrPartitionError.code), 0
+            return FetchPartitionResponse(tp=fp.tp, error_code=self._missing(fp.tp).code), 0
         if not p.is_leader:
             return FetchPartitionResponse(tp=fp.tp, error_code=NotLeaderOrFollowerError.code), 0
         code = self._check_epoch(p, fp.current_leader_epoch)
@@ -722,15 +786,20 @@ class ReplicaManager:
                 fp.fetch_offset,
                 min(fp.partition_max_bytes, req.max_bytes),
                 max_offset=None if follower else (lso if committed_only else hw),
+                verify=True,
             )
-        except OffsetOutOfRangeError:
+        except (OffsetOutOfRangeError, CorruptRecordError, KafkaStorageError) as e:
+            if isinstance(e, CorruptRecordError):
+                self._report_corruption(p, fp.fetch_offset, str(e), req.replica_id)
             return FetchPartitionResponse(
                 tp=fp.tp,
-                error_code=OffsetOutOfRangeError.code,
+                error_code=e.code,
                 high_watermark=hw,
                 last_stable_offset=lso,
                 log_start_offset=start,
             ), 0
+        if info.bad_batch is not None and info.records.position == info.bad_batch.position:
+            self._report_corruption(p, fp.fetch_offset, info.bad_batch.describe(str(p.tp)), req.replica_id)
         if not copy:
             return None, info.records.size
         # bytes on a simulated link, whose delivery is later: the leader's file may change underneath
@@ -837,9 +906,7 @@ class ReplicaManager:
         for lp in req.partitions:
             p = self._partitions.get(lp.tp)
             if p is None:
-                out.append(
-                    ListOffsetsPartitionResponse(tp=lp.tp, error_code=UnknownTopicOrPartitionError.code)
-                )
+                out.append(ListOffsetsPartitionResponse(tp=lp.tp, error_code=self._missing(lp.tp).code))
                 continue
             if not p.is_leader:
                 out.append(ListOffsetsPartitionResponse(tp=lp.tp, error_code=NotLeaderOrFollowerError.code))
@@ -1113,7 +1180,10 @@ class ReplicaManager:
                             leo=p.remote_leo(r),
                         )
                     self._alter_isr(p, tuple(r for r in p.isr if r not in out), "shrink")
-            p.log.maybe_flush()
+            try:
+                p.log.maybe_flush()
+            except KafkaStorageError as e:  # the dir is reported; it goes offline on its own
+                p.event("flush_failed", error=str(e))
         if now_ms - self._last_hw_checkpoint_ms >= self.config.replica_high_watermark_checkpoint_interval_ms:
             self.checkpoint_high_watermarks()
         if now_ms - self._last_producer_expiry_ms >= self.config.producer_id_expiration_check_interval_ms:
@@ -1130,17 +1200,95 @@ class ReplicaManager:
     def hw_checkpoint_path(self) -> Path:
         return self.log_dir / HIGH_WATERMARK_CHECKPOINT
 
-    def _read_hw_checkpoint(self) -> dict[tuple[str, int], int]:
-        return OffsetCheckpoint(self.hw_checkpoint_path).read()
+    def _read_hw_checkpoints(self) -> dict[Path, dict[tuple[str, int], int]]:
+        out: dict[Path, dict[tuple[str, int], int]] = {}
+        for d in self.log_dirs:
+            if not self.failure_channel.has_offline(d):
+                out[d] = OffsetCheckpoint(d / HIGH_WATERMARK_CHECKPOINT).read()
+        return out
 
     def checkpoint_high_watermarks(self) -> None:
-        """Write every replica's HW to ``replication-offset-checkpoint`` (``topic partition offset``)."""
+        """Write every replica's HW to its log dir's ``replication-offset-checkpoint`` (``topic partition
+        offset``). A dir whose disk fails the write goes offline, as in Kafka; the others are written."""
         self._last_hw_checkpoint_ms = self.clock.now_ms()
-        hws = dict(self._hw_checkpoint)
+        by_dir: dict[Path, dict[tuple[str, int], int]] = {}
         for tp, p in self._partitions.items():
-            hws[(tp.topic, tp.partition)] = p.high_watermark
-        self._hw_checkpoint = hws
-        OffsetCheckpoint(self.hw_checkpoint_path).write(hws)
+            by_dir.setdefault(p.log.dir.parent, {})[(tp.topic, tp.partition)] = p.high_watermark
+        for d in self.log_dirs:
+            if self.failure_channel.has_offline(d):
+                continue
+            hws = {**self._hw_checkpoint.get(d, {}), **by_dir.get(d, {})}
+            self._hw_checkpoint[d] = hws
+            try:
+                OffsetCheckpoint(d / HIGH_WATERMARK_CHECKPOINT, self.file_ops).write(hws)
+            except OSError as e:
+                self.failure_channel.maybe_add_offline_log_dir(
+                    d, f"Error while writing high watermark checkpoint in dir {d}", e
+                )
+
+    # ============================================================================= log dir failures
+    def _missing(self, tp: TopicPartition) -> KafkaError:
+        """The error for a partition this broker does not serve: offline (its dir failed) or unknown."""
+        d = self._offline_partitions.get(tp)
+        if d is not None:
+            return KafkaStorageError(f"{tp} is in the offline log dir {d} on broker {self.broker_id}")
+        return UnknownTopicOrPartitionError(f"{tp} is not hosted on broker {self.broker_id}")
+
+    def _report_corruption(self, p: Partition, offset: int, what: str, replica_id: int) -> None:
+        """Log a corrupt batch a fetch ran into, once per batch (Kafka logs the failed fetch)."""
+        key = (p.tp, what, offset)
+        if key in self._reported_corruption:
+            return
+        self._reported_corruption.add(key)
+        p.event("corrupt_batch", offset=offset, error=what, fetcher=replica_id)
+        logger.error("Broker %d: fetch of %s at offset %d: %s", self.broker_id, p.tp, offset, what)
+
+    def _on_log_dir_failed(self, dir: Path, why: str) -> None:
+        """The failure channel's listener: runs inside the failing call, so the handling itself waits for
+        the next turn of the event loop (Kafka hands it to its LogDirFailureHandler thread)."""
+        self._event("log_dir_failed", dir=str(dir), error=why)
+        logger.error("Broker %d: log dir %s failed: %s", self.broker_id, dir, why)
+        self._set_timer(0, lambda _now: self.handle_log_dir_failure(dir))
+
+    def handle_log_dir_failure(self, dir: Path) -> None:
+        """Kafka's ``handleLogDirFailure``: stop serving every replica in ``dir`` (their requests get
+        KAFKA_STORAGE_ERROR), then halt the broker if no dir is left, else tell the controller, which moves
+        the leadership of those partitions to other replicas of their ISR."""
+        if self._stopped or dir in self.offline_dirs:
+            return
+        why = self.failure_channel.offline.get(dir, "reported offline")
+        self.offline_dirs[dir] = why
+        gone = sorted(tp for tp, p in self._partitions.items() if p.log.dir.parent == dir)
+        resigned = []
+        for tp in gone:
+            p = self._partitions.pop(tp)
+            self._offline_partitions[tp] = dir
+            self._remove_from_fetcher(tp)
+            if p.is_leader:
+                resigned.append(tp)
+            p.leader_id = -1
+            p.log.crash()  # close the files, writing nothing more to the failed disk
+            self._fail_delayed(tp)
+        self._event("log_dir_offline", dir=str(dir), partitions=[str(tp) for tp in gone], error=why)
+        logger.warning(
+            "Broker %d stopped serving replicas %s because they are in the failed log dir %s",
+            self.broker_id,
+            ", ".join(map(str, gone)) or "(none)",
+            dir,
+        )
+        self._notify_leadership([], resigned)
+        if all(d in self.offline_dirs for d in self.log_dirs):
+            reason = (
+                f"Shutdown broker {self.broker_id} because all log dirs in "
+                f"{', '.join(map(str, self.log_dirs))} have failed"
+            )
+            self._event("broker_halt", reason=reason)
+            logger.critical(reason)
+            if self.on_halt is not None:
+                self.on_halt(reason)
+            return
+        if self.on_log_dir_event is not None:
+            self.on_log_dir_event()
 
     # ============================================================================= lifecycle
     def shutdown(self) -> None:
@@ -1150,7 +1298,10 @@ class ReplicaManager:
         self.checkpoint_high_watermarks()
         self._stop_everything()
         for p in self._partitions.values():
-            p.log.close()
+            try:
+                p.log.close()
+            except KafkaStorageError as e:  # its disk failed on the way out: nothing more to save
+                p.event("close_failed", error=str(e))
         self._stopped = True
         self._event("replica_manager_shutdown")
 

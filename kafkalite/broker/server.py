@@ -18,7 +18,7 @@ the logs again (recovery), opens a new session, registers and runs for controlle
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -114,6 +114,7 @@ from kafkalite.protocol import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
+from kafkalite.storage.file_ops import OS_FILE_OPS, FileOps
 
 CLUSTER_ID = "kafkalite"
 CONTROLLER_APIS = (
@@ -219,7 +220,7 @@ class KafkaBroker(BaseNode):
     def __init__(
         self,
         broker_id: int,
-        log_dir: str | Path,
+        log_dir: str | Path | Sequence[str | Path],
         config: Mapping[str, Any] | Any | None = None,
         *,
         zk_id: Any = ZK_NODE_ID,
@@ -229,11 +230,19 @@ class KafkaBroker(BaseNode):
         auto_start: bool = True,
         zk_link_factory: Callable[..., ZkLink] | None = None,
         endpoints: tuple[str, ...] | None = None,
+        file_ops: FileOps = OS_FILE_OPS,
     ) -> None:
         from kafkalite.broker.config import BrokerConfig
 
         self.broker_id = broker_id
-        self.log_dir = Path(log_dir)
+        # One dir, or several (Kafka's log.dirs, JBOD): a failed dir goes offline, the others keep serving.
+        dirs = [log_dir] if isinstance(log_dir, str | Path) else list(log_dir)
+        self.log_dirs = [Path(d) for d in dirs]
+        self.log_dir = self.log_dirs[0]
+        self.file_ops = file_ops
+        self.halt_hook: Callable[[str], None] | None = None
+        """How this broker halts when its last log dir failed: the process exits (``BrokerProcess``);
+        by default the simulated node crashes."""
         self.config = BrokerConfig.coerce(config)
         self.props = self.config.to_props()
         self.zk_id = zk_id
@@ -282,7 +291,8 @@ class KafkaBroker(BaseNode):
         self.producer_ids = None
         self.rm = self._rm_factory(
             broker_id=self.broker_id,
-            log_dir=self.log_dir,
+            log_dir=self.log_dirs if len(self.log_dirs) > 1 else self.log_dir,
+            file_ops=self.file_ops,
             config=self.config,
             clock=net.clock,
             send=self.send,
@@ -293,6 +303,8 @@ class KafkaBroker(BaseNode):
             # logs several events per produced batch.
             log_event=partial(net.log, self.node_id),
         )
+        self.rm.on_log_dir_event = self._propagate_log_dir_event
+        self.rm.on_halt = self._halt
         self._start_group_coordinator()
         self.zk = self._zk_link_factory(
             net,
@@ -392,6 +404,35 @@ class KafkaBroker(BaseNode):
             self._registration_timer = self.set_timer(REGISTRATION_RETRY_MS, self._register)
             return
         self.controller.startup()
+
+    def _propagate_log_dir_event(self) -> None:
+        """Tell the controller a log dir failed, as Kafka's broker does in ZooKeeper mode: a sequential
+        znode under ``/log_dir_event_notification`` naming this broker. The controller then asks this
+        broker (LeaderAndIsr) which replicas are offline and elects new leaders for them."""
+        zk = self.zk
+        try:
+            if zk is None or zk.session_id is None:
+                raise ConnectionLossError("no ZooKeeper session")
+            zk.create(
+                paths.log_dir_event_path(),
+                paths.encode_log_dir_event(self.broker_id),
+                sequential=True,
+                make_parents=True,
+            )
+            self.log("log_dir_event_sent", broker=self.broker_id)
+        except (ConnectionLossError, SessionExpired):
+            # Retried: a controller that never hears of it keeps this broker leading offline replicas.
+            self.set_timer(REGISTRATION_RETRY_MS, lambda _now: self._propagate_log_dir_event())
+
+    def _halt(self, reason: str) -> None:
+        """Every log dir failed: stop at once, as Kafka's ``Exit.halt(1)`` (no clean shutdown: nothing can
+        be written). The ZooKeeper session then expires and the controller moves the leaderships."""
+        self.log("broker_halted", broker=self.broker_id, reason=reason)
+        if self.halt_hook is not None:
+            self.halt_hook(reason)
+            return
+        net, node = self.net, self.node_id
+        net.after(0, lambda: net.is_up(node) and net.crash(node))
 
     def _on_session_expired(self) -> None:
         """ZooKeeper said our session is gone: resign, then register again with a new session."""

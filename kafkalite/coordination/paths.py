@@ -29,6 +29,9 @@ REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 ISR_CHANGE_PREFIX = "isr_change_"
+LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification"
+LOG_DIR_EVENT_PREFIX = "log_dir_event_"
+LOG_DIR_FAILURE_EVENT = 1
 CONSUMERS = "/consumers"
 CONFIG_TOPICS = "/config/topics"
 CONFIG_CHANGES = "/config/changes"
@@ -74,6 +77,25 @@ def partition_path(topic: str, partition: int) -> str:
 
 def partition_state_path(topic: str, partition: int) -> str:
     return f"{partition_path(topic, partition)}/state"
+
+
+def log_dir_event_path() -> str:
+    """The prefix a broker creates a sequential znode with when one of its log dirs failed."""
+    return f"{LOG_DIR_EVENT_NOTIFICATION}/{LOG_DIR_EVENT_PREFIX}"
+
+
+def encode_log_dir_event(broker_id: int) -> bytes:
+    """Kafka's log dir event JSON: which broker had a log dir fail (event 1)."""
+    return json.dumps(
+        {"version": 1, "broker": int(broker_id), "event": LOG_DIR_FAILURE_EVENT}, separators=(",", ":")
+    ).encode()
+
+
+def decode_log_dir_event(data: bytes) -> int | None:
+    try:
+        return int(json.loads(data)["broker"])
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def delete_topic_path(topic: str) -> str:
