@@ -53,6 +53,7 @@ from kafkalite.client.consumer_coordinator import (
 from kafkalite.client.metadata import ClusterMetadata
 from kafkalite.client.wakeup import Wakeup
 from kafkalite.errors import (
+    CorruptRecordError,
     InvalidGroupIdError,
     KafkaError,
     OffsetOutOfRangeError,
@@ -77,7 +78,7 @@ from kafkalite.protocol import (
     ResponseEnvelope,
     TopicPartition,
 )
-from kafkalite.records import Record, decode_batches, iter_batches
+from kafkalite.records import BatchHeader, Record, decode_batches, iter_batches
 
 __all__ = [
     "CommitFailedError",
@@ -905,6 +906,14 @@ class Consumer(BaseNode):
                 self._metrics["fetch-error-total"] += 1
                 if pr.error_code == OFFSET_OUT_OF_RANGE:
                     self._offset_out_of_range(tp, st, sent[0], pr)
+                elif pr.error_code == CorruptRecordError.code:
+                    # The broker cannot even read the batch there: the application hears of it, as from
+                    # a CRC check, and the position stays (seek past it to go on, as in Kafka).
+                    st.error = CorruptRecordError(
+                        f"Record batch for partition {tp} at offset {sent[0]} is invalid, cause: "
+                        f"the broker answered CORRUPT_MESSAGE"
+                    )
+                    self.log("fetch_corrupt", tp=str(tp), offset=sent[0], broker=req.node)
                 else:
                     self.log("fetch_error", tp=str(tp), error=pr.error_code, broker=req.node)
                     self._retry_later(tp, pr.error_code, now)
@@ -941,12 +950,34 @@ class Consumer(BaseNode):
                 wanted.append(pos)
             # All batches of the fetch in one vectorised pass; records before the position (the start of
             # the first batch) are checked but never built.
-            records = decode_batches(data, wanted, verify_crc=self.config.check_crcs, min_offset=position)
+            try:
+                records = decode_batches(data, wanted, verify_crc=self.config.check_crcs, min_offset=position)
+            except CorruptRecordError as exc:
+                records, end = self._records_before_corrupt(tp, st, data, wanted, position, exc)
             if records:
                 st.buffer = records
                 st.buffer_end = end
             elif end > position:
                 st.position = end  # only control batches (or nothing at or after the position)
+
+    def _records_before_corrupt(
+        self, tp: TopicPartition, st: _TPState, data: Any, wanted: list[int], position: int, exc: Exception
+    ) -> tuple[list[Record], int]:
+        """A batch failed its CRC check: the records of the batches before it, and where they end. With
+        none before it, the next poll raises Kafka's error naming the partition and the batch's offset."""
+        records: list[Record] = []
+        for pos in wanted:
+            try:
+                records += decode_batches(data, [pos], verify_crc=True, min_offset=position)
+            except CorruptRecordError as e:
+                offset = max(position, BatchHeader.parse(data, pos).base_offset)
+                if not records:
+                    st.error = CorruptRecordError(
+                        f"Record batch for partition {tp} at offset {offset} is invalid, cause: {e.message}"
+                    )
+                    self.log("fetch_corrupt", tp=str(tp), offset=offset, error=e.message)
+                return records, offset
+        return records, position  # not reached: exc came from one of the batches
 
     def _offset_out_of_range(self, tp: TopicPartition, st: _TPState, offset: int, pr: Any) -> None:
         policy = self.config.auto_offset_reset
