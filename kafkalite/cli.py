@@ -446,6 +446,7 @@ def server_start(
         brokers, host=host, ports={b: port + b - 1 for b in range(1, brokers + 1)}, log_dir=log_dir,
         config=config,
     )  # fmt: skip
+    srv.exit_on_halt = True
     try:
         asyncio.run(run_until_signalled(srv))  # stop() closes every log cleanly
     except StoreSnapshotError as e:

@@ -139,6 +139,7 @@ class BrokerProcess(WireServer):
             else partial(RemoteZkLink, address=self.store_address),
             endpoints=self.registered_endpoints(self.broker_id),
         )
+        node.halt_hook = halt_process  # its last log dir failed: the process exits, as Kafka's does
         self.node = self.net.add_node(self.broker_id, node, tick_ms=BROKER_TICK_MS)
         await self.bridge.connect_all()
         self._running = True
@@ -171,6 +172,13 @@ class BrokerProcess(WireServer):
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.bridge.close()
+
+
+def halt_process(reason: str) -> None:
+    """Kafka's ``Exit.halt(1)``: leave at once, exit status 1, writing nothing more (the broker's disk
+    failed; ``reason`` was logged at CRITICAL by the replica manager)."""
+    print(f"kafkalite: halting: {reason}", file=sys.stderr, flush=True)
+    os._exit(1)
 
 
 async def run_until_signalled(server: Any) -> None:

@@ -24,6 +24,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -406,6 +407,7 @@ class WireServer:
         for x in self.listeners:
             if x.sasl:
                 enabled_mechanisms(self.config, x.name)  # a bad mechanism list fails here, not per connection
+        self.exit_on_halt = False  # the CLI's server: exit 1 when no broker is left (a disk failed)
         self.cluster: Any = None
         self.net: Any = None
         self.stats = ServerStats()
@@ -439,9 +441,23 @@ class WireServer:
             store_dir=None if self.log_dir is None else Path(self.log_dir) / "store",
         )
         self.net = self.cluster.net
+        if self.exit_on_halt:
+            for b, node in self.cluster.brokers.items():
+                node.halt_hook = partial(self._halt, b)
         self._wake_event = asyncio.Event()
         self._running = True
         self._pump_task = asyncio.create_task(self._pump())
+
+    def _halt(self, broker_id: int, reason: str) -> None:
+        """A broker's last log dir failed: it stops (its node crashes); the process exits with status 1
+        once no broker in it is left, as a Kafka broker process halts."""
+        net = self.net
+        others = [b for b in self.cluster.brokers if b != broker_id and net.is_up(b)]
+        if not others:
+            from kafkalite.wire.processes import halt_process
+
+            halt_process(reason)
+        net.after(0, lambda: net.is_up(broker_id) and net.crash(broker_id))
 
     def _port(self, listener: Listener, broker_id: int, port: int) -> int:
         if listener is self.listeners[0] and port:
