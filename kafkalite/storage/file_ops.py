@@ -163,10 +163,8 @@ class DiskFaults(FileOps):
             if not rule.matches(op, path):
                 continue
             rule.calls += 1
-            if rule.on_call is not None:
-                fire = rule.calls >= rule.on_call
-            else:
-                fire = rule.after_bytes is None  # no threshold: every matching call fails
+            # With no threshold at all, every matching call fails.
+            fire = rule.calls >= rule.on_call if rule.on_call is not None else rule.after_bytes is None
             if rule.after_bytes is not None:
                 room = max(0, rule.after_bytes - rule.written)
                 if room == 0:
