@@ -649,7 +649,14 @@ def bench_spark(records: int, value_size: int, repeats: int, cores: int, as_json
 @click.option(
     "--transactional", is_flag=True, help="Run the transactional copy workload (exactly once) instead."
 )
-def bench_faults(seeds: int, start: int, idempotence: bool | None, transactional: bool) -> None:
+@click.option(
+    "--disk",
+    type=click.Choice(["enospc", "eio", "corrupt"]),
+    help="Add one seeded disk fault per run: a full disk, a failing disk, or a rotten batch.",
+)
+def bench_faults(
+    seeds: int, start: int, idempotence: bool | None, transactional: bool, disk: str | None
+) -> None:
     """Random fault schedules against the cluster, checked by the history checker."""
     # Imported here: the CLI must work whatever state the faults module is in.
     from kafkalite.bench.faults import format_summary, format_txn_summary, run_faults, run_txn_faults
@@ -660,7 +667,9 @@ def bench_faults(seeds: int, start: int, idempotence: bool | None, transactional
         if result["failed"]:
             raise SystemExit(1)
         return
-    kw = {} if idempotence is None else {"idempotence": idempotence}
+    kw: dict = {} if idempotence is None else {"idempotence": idempotence}
+    if disk is not None:
+        kw["disk"] = disk
     summary = run_faults(seeds, start, **kw)
     click.echo(format_summary(summary))
     if summary["failed"]:

@@ -21,8 +21,10 @@ What the schedule may do, and why that is the envelope inside which Kafka promis
 
 from __future__ import annotations
 
+import errno
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kafkalite.checker import DUPLICATE, REORDERED, Anomaly, CheckReport, check_history
@@ -30,6 +32,8 @@ from kafkalite.cluster import Cluster
 from kafkalite.coordination.zk_node import ZK_NODE_ID
 from kafkalite.net.sim import Fault, FaultSchedule
 from kafkalite.protocol import TopicPartition
+from kafkalite.records import iter_batches
+from kafkalite.storage.file_ops import OS_FILE_OPS, DiskFaults
 
 TOPIC = "faults"
 
@@ -70,6 +74,9 @@ class FaultRunResult:
     lossy_crashes: list[int] = field(default_factory=list)
     retried: frozenset = frozenset()
     idempotent: bool = False
+    disk_faults: int = 0  # file operations that failed on purpose (disk modes)
+    dirs_offline: int = 0  # log dirs taken offline by them
+    corrupt_batches: int = 0  # batches damaged on purpose (disk="corrupt")
 
     @property
     def violations(self) -> list[Anomaly]:
@@ -174,19 +181,29 @@ def run_schedule(
     converge_ms: int = 60_000,
     broker_config: dict[str, Any] | None = None,
     idempotence: bool | None = None,
+    disk: str | None = None,
 ) -> FaultRunResult:
     """One seeded run; see the module docstring for what the schedule may do.
 
     ``lose_unflushed``: probability (or True/False) that a scheduled crash loses unflushed bytes, applied
     only when every partition has its full ISR at that instant. ``schedule`` replaces the random one.
     ``idempotence`` sets ``enable.idempotence`` (None: the producer's default, which is on for acks=all).
+    ``disk`` adds one seeded disk fault on one broker (see ``schedule_disk_fault``): ``"enospc"`` (its
+    disk fills), ``"eio"`` (its disk fails) or ``"corrupt"`` (a batch of a closed segment rots while it
+    is down; the other faults are left out then, so the damaged replica never leads again).
     """
+    if disk is not None and disk not in DISK_MODES:
+        raise ValueError(f"disk must be one of {DISK_MODES}, got {disk!r}")
     config = {
         **BROKER_CONFIG,
         "kafkalite.truncate.by.leader.epoch": truncate_by_leader_epoch,
+        **({"log.segment.bytes": 512} if disk == "corrupt" else {}),
         **(broker_config or {}),
     }
-    cluster = Cluster(brokers=brokers, seed=seed, config=config)
+    faults = DiskFaults() if disk in ("enospc", "eio") else None
+    if disk == "corrupt" and schedule is None:
+        kinds = ()
+    cluster = Cluster(brokers=brokers, seed=seed, config=config, file_ops=faults or OS_FILE_OPS)
     try:
         rf = min(3, brokers)
         cluster.create_topic(
@@ -245,13 +262,20 @@ def run_schedule(
         for i, f in enumerate(sched):
             lucky = f.action == "crash" and coin.random() < p_lose
             cluster.net.at(start + f.time_ms, _bind(act, i, f, lucky))
+        corrupted: list[int] = []
+        disk_notes: list[str] = []
+        if disk is not None:
+            schedule_disk_fault(cluster, disk, seed, start, duration_ms, faults, corrupted, disk_notes)
 
         step = max(1, duration_ms // max(1, records))
         for i in range(records):
             producer.send(TOPIC, f"r{i}".encode(), key=str(i).encode())
             cluster.run_for(step)
         cluster.run_for(max(0, start + duration_ms - cluster.net.now_ms()) + 1)
-        # The schedule ends every fault by duration_ms; make sure nothing is left down anyway.
+        # The schedule ends every fault by duration_ms; make sure nothing is left down anyway. A full disk
+        # is freed first, so the broker it stopped starts again with every dir.
+        if faults is not None:
+            faults.clear()
         heal_everything(cluster)
         producer.flush()
         ok = cluster.run_until(lambda: converged(cluster, producer, partitions), converge_ms)
@@ -265,7 +289,13 @@ def run_schedule(
                 hws[(TOPIC, p)] = hw
         history = producer.history
         report = check_history(history, reads, replicas=replicas, high_watermarks=hws)
-        text = "\n".join([str(sched), *(["lossy crashes:", *notes] if notes else [])])
+        text = "\n".join(
+            [
+                str(sched),
+                *(["lossy crashes:", *notes] if notes else []),
+                *(["disk:", *disk_notes] if disk_notes else []),
+            ]
+        )
         return FaultRunResult(
             seed=seed,
             report=report,
@@ -279,9 +309,84 @@ def run_schedule(
             lossy_crashes=lossy,
             retried=_maybe_written_ids(producer),
             idempotent=producer.config.idempotence,
+            disk_faults=len(faults.failures) if faults is not None else 0,
+            dirs_offline=len(cluster.net.events("log_dir_offline")),
+            corrupt_batches=len(corrupted),
         )
     finally:
         cluster.close()
+
+
+DISK_MODES = ("enospc", "eio", "corrupt")
+
+
+def schedule_disk_fault(
+    cluster: Cluster,
+    mode: str,
+    seed: int,
+    start: int,
+    duration_ms: int,
+    faults: DiskFaults | None,
+    corrupted: list[int],
+    notes: list[str],
+) -> None:
+    """One seeded disk fault on one broker, between 20% and 50% of the run: its disk fills after a few
+    KiB (``enospc``, the write crossing the limit torn as a filling disk tears it), or fails from its
+    Nth file operation (``eio``); both last until the end of the run. ``corrupt`` stops the broker,
+    flips a byte inside one batch in the middle of a closed segment of each of its partitions, and starts
+    it again 300 ms later."""
+    rng = random.Random(seed * 31 + 0xD15C)
+    victim = rng.randint(1, len(cluster.brokers))
+    at = start + rng.randint(duration_ms // 4, duration_ms // 2)
+    home = cluster.dir / f"broker-{victim}"
+    if mode in ("enospc", "eio"):
+        assert faults is not None
+        if mode == "enospc":
+            room = rng.randint(0, 1024)
+            what = f"disk of broker {victim} full after {room} more bytes"
+            plan = {"error": errno.ENOSPC, "after_bytes": room}
+        else:
+            nth = rng.randint(1, 12)
+            what = f"disk of broker {victim} failing (EIO) from its file operation #{nth}"
+            plan = {"error": errno.EIO, "on_call": nth}
+
+        def fill() -> None:
+            notes.append(f"{cluster.net.now_ms() - start:>8} ms  {what}")
+            faults.fail(under=home, **plan)
+
+        cluster.net.at(at, fill)
+        return
+
+    def rot() -> None:
+        if not cluster.net.is_up(victim):
+            return
+        cluster.crash(victim)
+        for part in sorted(home.glob(f"{TOPIC}-*")):
+            off = corrupt_closed_segment(part, rng)
+            if off is not None:
+                corrupted.append(off)
+                notes.append(
+                    f"{cluster.net.now_ms() - start:>8} ms  broker {victim}: {part.name} batch {off} rots"
+                )
+        cluster.net.at(cluster.net.now_ms() + 300, lambda: cluster.restart(victim))
+
+    cluster.net.at(at, rot)
+
+
+def corrupt_closed_segment(partition_dir: Path, rng: random.Random) -> int | None:
+    """Flip one byte inside a batch in the middle of the partition's first closed segment (what bit rot
+    does); returns that batch's base offset, None when the partition has no closed segment yet."""
+    logs = sorted(partition_dir.glob("*.log"))
+    if len(logs) < 2:
+        return None
+    data = bytearray(logs[0].read_bytes())
+    batches = list(iter_batches(data))
+    if not batches:
+        return None
+    pos, h = batches[len(batches) // 2]
+    data[pos + 61 + rng.randrange(h.batch_length + 12 - 61)] ^= 0xFF  # past the header: only the CRC sees
+    logs[0].write_bytes(bytes(data))
+    return h.base_offset
 
 
 def heal_everything(cluster: Cluster) -> None:
@@ -309,4 +414,12 @@ def _bind(fn: Any, *args: Any) -> Any:
     return lambda: fn(*args)
 
 
-__all__ = ["FaultRunResult", "TopicPartition", "build_schedule", "converged", "run_schedule"]
+__all__ = [
+    "DISK_MODES",
+    "FaultRunResult",
+    "TopicPartition",
+    "build_schedule",
+    "converged",
+    "run_schedule",
+    "schedule_disk_fault",
+]

@@ -22,6 +22,7 @@ def run_faults(seeds: int, start: int = 0, **kw: Any) -> dict[str, Any]:
     failed: list[int] = []
     not_converged: list[int] = []
     retry_duplicates = events = virtual_ms = sends = acked = lossy = 0
+    disk_faults = dirs_offline = corrupt = 0
     idempotent = False
     t0 = time.perf_counter()
     for seed in range(start, start + seeds):
@@ -38,6 +39,9 @@ def run_faults(seeds: int, start: int = 0, **kw: Any) -> dict[str, Any]:
         sends += r.sends
         acked += r.acked
         lossy += len(r.lossy_crashes)
+        disk_faults += r.disk_faults
+        dirs_offline += r.dirs_offline
+        corrupt += r.corrupt_batches
     wall = time.perf_counter() - t0
     return {
         "seeds": seeds,
@@ -49,6 +53,9 @@ def run_faults(seeds: int, start: int = 0, **kw: Any) -> dict[str, Any]:
         "sends": sends,
         "acked": acked,
         "lossy_crashes": lossy,
+        "disk_faults": disk_faults,
+        "dirs_offline": dirs_offline,
+        "corrupt_batches": corrupt,
         "events": events,
         "virtual_ms": virtual_ms,
         "wall_s": wall,
@@ -109,6 +116,13 @@ def format_summary(summary: dict[str, Any]) -> str:
         f"fault schedules: seeds {s['start']}..{end} ({s['seeds']} runs)"
         + (f" options {s['options']}" if s.get("options") else ""),
         f"sends {s['sends']}, acked {s['acked']}, lossy crashes {s['lossy_crashes']}",
+    ]
+    if s.get("options", {}).get("disk"):
+        lines.append(
+            f"disk: {s['disk_faults']} failed file operations, {s['dirs_offline']} log dirs taken offline, "
+            f"{s['corrupt_batches']} batches rotted"
+        )
+    lines += [
         "anomalies (all seeds):",
     ]
     for kind in ANOMALY_KINDS:
@@ -134,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--acks", default="all")
     ap.add_argument("--unclean", action="store_true")
     ap.add_argument("--idempotence", action=argparse.BooleanOptionalAction, default=None)
+    ap.add_argument("--disk", choices=("enospc", "eio", "corrupt"))
     args = ap.parse_args(argv)
     kw: dict[str, Any] = {}
     if args.acks != "all":
@@ -142,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         kw["unclean"] = True
     if args.idempotence is not None:
         kw["idempotence"] = args.idempotence
+    if args.disk:
+        kw["disk"] = args.disk
     summary = run_faults(args.seeds, args.start, **kw)
     print(format_summary(summary))
     return 1 if summary["failed"] else 0

@@ -428,6 +428,7 @@ class KafkaBroker(BaseNode):
         """Every log dir failed: stop at once, as Kafka's ``Exit.halt(1)`` (no clean shutdown: nothing can
         be written). The ZooKeeper session then expires and the controller moves the leaderships."""
         self.log("broker_halted", broker=self.broker_id, reason=reason)
+        self.lose_unflushed_on_crash = False  # the process exits; the page cache keeps what it wrote
         if self.halt_hook is not None:
             self.halt_hook(reason)
             return
