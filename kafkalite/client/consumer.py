@@ -972,8 +972,9 @@ class Consumer(BaseNode):
             except CorruptRecordError as e:
                 offset = max(position, BatchHeader.parse(data, pos).base_offset)
                 if not records:
+                    cause = re.sub(r" (in batch )?at position \d+", "", e.message)  # of the fetched bytes
                     st.error = CorruptRecordError(
-                        f"Record batch for partition {tp} at offset {offset} is invalid, cause: {e.message}"
+                        f"Record batch for partition {tp} at offset {offset} is invalid, cause: {cause}"
                     )
                     self.log("fetch_corrupt", tp=str(tp), offset=offset, error=e.message)
                 return records, offset

@@ -429,7 +429,9 @@ class LogSegment:
             try:
                 h = validate_batch(data, 0, max_size=None)
             except CorruptRecordError as e:
-                self.bad_batch = BadBatch(self.log_path.name, pos, offset, size, e.message)
+                # The message counts from the batch just read; the position in the file is ``pos``.
+                why = e.message.replace(" in batch at position 0", "").replace(" at position 0", "")
+                self.bad_batch = BadBatch(self.log_path.name, pos, offset, size, why)
                 return self.bad_batch
             if expected >= 0 and h.base_offset != expected:
                 why = f"base offset {h.base_offset} where offset {expected} was due"
