@@ -61,7 +61,7 @@ def test_against_a_peer_prints_each_side_and_the_ratio_and_a_refused_case_as_fai
         else:
             assert len(c["peer"]) == 2 and c["peer_failed"] is None, (client, case, c["peer_failed"])
             assert c["ratio"] == pytest.approx(max(c["kafkalite"]) / max(c["peer"]))
-            assert len(c["paired_ratios"]) == 2 and c["verdict"].endswith("x")
+            assert len(c["paired_ratios"]) == 2 and c["verdict"].startswith(f"{c['ratio']:.2f}x, run by run")
     rf3 = cases["confluent-kafka", "produce idempotent acks=all, RF=3"]
     assert rf3["kafkalite_setup"] == "3 brokers, topic RF=3, min.insync.replicas=2"
     assert rf3["peer_setup"] == "1 broker, topic RF=1, min.insync.replicas=1"
@@ -78,7 +78,7 @@ def test_the_table_names_each_side_its_range_and_failures():
     c_skip = peer.Comparison("aiokafka", "consume", skipped="aiokafka is not installed")
     r = peer.PeerBenchResult("a peer", 2, 300, 100, [c_ok, c_bad, c_rf3, c_skip], (1, 1, 1), (2, 2, 2))
     table = r.table()
-    assert "120 (90-120)" in table and "100 (80-100)" in table and "1.20x" in table
+    assert "120 (90-120)" in table and "100 (80-100)" in table and "1.20x, run by run 0.90-1.50" in table
     assert "peer failed: producer start: UnknownError" in table
     assert "1.50x (not like for like)" in table
     assert "skipped: aiokafka is not installed" in table

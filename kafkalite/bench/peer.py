@@ -508,7 +508,11 @@ class Comparison:
         if self.kafkalite_failed:
             return f"kafkalite failed: {self.kafkalite_failed}"
         r = self.ratio
-        return "" if r is None else f"{r:.2f}x" + ("" if self.like_for_like else " (not like for like)")
+        if r is None:
+            return ""
+        runs = self.paired_ratios
+        spread = f", run by run {min(runs):.2f}-{max(runs):.2f}" if len(runs) > 1 else ""
+        return f"{r:.2f}x{spread}" + ("" if self.like_for_like else " (not like for like)")
 
 
 @dataclass
@@ -676,7 +680,8 @@ def run_peer_bench(
         "consumers: one partition from its first offset, no group; the first record read untimed "
         "(connections, metadata, first fetch), the next ones timed",
         "aiokafka: send() per record, deliveries awaited at the end (flush); getmany() for reading",
-        "best = the highest of the runs; ratio = best kafkalite / best peer; a side that failed has no ratio",
+        "best = the highest of the runs; ratio = best kafkalite / best peer (run by run: each run's two "
+        "measurements, taken back to back); a side that failed has no ratio",
     ]
     return PeerBenchResult(
         peer_name, runs, records, record_size, list(rows.values()), load_before, os.getloadavg(), notes
