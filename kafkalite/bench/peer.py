@@ -635,7 +635,7 @@ def run_peer_bench(
             for case in chosen:
                 row = rows[client, case.key] = Comparison(client, case.title)
                 if missing:
-                    row.skipped = f"{client} is not installed (pip install -r {REQUIREMENTS})"
+                    row.skipped = f"{client} is not installed (pip install --no-deps -r {REQUIREMENTS})"
         # the consume cases read one topic per side, filled once
         filled: dict[str, str | CaseFailed] = {}
         if any(c.kind == "consume" for c in chosen):
