@@ -33,8 +33,9 @@ class DelayedProduce:
     env: RequestEnvelope
     src: Any
     statuses: dict[TopicPartition, ProducePartitionStatus]
-    done_codes: dict[TopicPartition, tuple[int, int, int]] = field(default_factory=dict)
-    """Partitions answered at once (errors): tp -> (error_code, base_offset, log_start_offset)."""
+    done_codes: dict[TopicPartition, tuple] = field(default_factory=dict)
+    """Partitions answered at once (errors): tp -> (error_code, base_offset, log_start_offset,
+    error_message, record_errors)."""
     timer_id: int | None = None
     completed: bool = False
 

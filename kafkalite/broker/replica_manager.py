@@ -34,7 +34,9 @@ from kafkalite.broker.topic_deletion import LEADER_DURING_DELETE
 from kafkalite.errors import (
     CorruptRecordError,
     FencedLeaderEpochError,
+    InvalidRecordError,
     InvalidRequiredAcksError,
+    InvalidTimestampError,
     InvalidTopicError,
     KafkaError,
     KafkaStorageError,
@@ -79,6 +81,7 @@ from kafkalite.protocol import (
     ProducePartitionResponse,
     ProduceRequest,
     ProduceResponse,
+    RecordError,
     RequestEnvelope,
     ResponseEnvelope,
     StopReplicaRequest,
@@ -575,7 +578,7 @@ class ReplicaManager:
             self._reply(src, env, resp)
             return
         statuses: dict[TopicPartition, ProducePartitionStatus] = {}
-        done: dict[TopicPartition, tuple[int, int, int]] = {}
+        done: dict[TopicPartition, tuple] = {}
         internal_allowed = isinstance(src, _LocalReply)  # only the broker's own coordinators
         for pp in req.partitions:
             p = self._partitions.get(pp.tp)
@@ -592,14 +595,17 @@ class ReplicaManager:
                         f"{pp.tp}: ISR {list(p.isr)} is smaller than min.insync.replicas={min_isr}"
                     )
                 info = p.log.append(
-                    pp.records, leader_epoch=p.leader_epoch, from_coordinator=internal_allowed
+                    pp.records,
+                    leader_epoch=p.leader_epoch,
+                    from_coordinator=internal_allowed,
+                    from_client=not internal_allowed,
                 )
             except KafkaError as e:
-                done[pp.tp] = (e.code, -1, -1)
+                done[pp.tp] = (e.code, -1, -1, *_refusal_detail(e))
                 self._event("produce_error", tp=str(pp.tp), error=e.name, acks=req.acks)
                 continue
             except Exception as e:  # noqa: BLE001 - a broker answers every request
-                done[pp.tp] = (UnknownServerError.code, -1, -1)
+                done[pp.tp] = (UnknownServerError.code, -1, -1, None, ())
                 self._event("produce_error", tp=str(pp.tp), error=repr(e))
                 continue
             p.event("leo", replica=self.broker_id, leo=p.log_end_offset)
@@ -670,12 +676,7 @@ class ReplicaManager:
         parts = []
         for pp in req.partitions:
             if pp.tp in op.done_codes:
-                code, base, start = op.done_codes[pp.tp]
-                parts.append(
-                    ProducePartitionResponse(
-                        tp=pp.tp, error_code=code, base_offset=base, log_start_offset=start
-                    )
-                )
+                parts.append(_refused(pp.tp, op.done_codes[pp.tp]))
             elif pp.tp in op.statuses:
                 s = op.statuses[pp.tp]
                 ok = s.error_code == NO_ERROR
@@ -693,17 +694,12 @@ class ReplicaManager:
     def _immediate_response(
         req: ProduceRequest,
         statuses: dict[TopicPartition, ProducePartitionStatus],
-        done: dict[TopicPartition, tuple[int, int, int]],
+        done: dict[TopicPartition, tuple],
     ) -> ProduceResponse:
         parts = []
         for pp in req.partitions:
             if pp.tp in done:
-                code, base, start = done[pp.tp]
-                parts.append(
-                    ProducePartitionResponse(
-                        tp=pp.tp, error_code=code, base_offset=base, log_start_offset=start
-                    )
-                )
+                parts.append(_refused(pp.tp, done[pp.tp]))
             else:
                 s = statuses[pp.tp]
                 parts.append(
@@ -1329,6 +1325,28 @@ class ReplicaManager:
 
     def __repr__(self) -> str:
         return f"ReplicaManager(broker={self.broker_id}, partitions={len(self._partitions)})"
+
+
+def _refusal_detail(e: KafkaError) -> tuple[str | None, tuple[RecordError, ...]]:
+    """What a produce answer says besides the code (v8+ error_message and record_errors): for a batch
+    the leader's validation refused, why, and which record when one is to blame. Kafka fills these for
+    per-record errors; kafkalite says why for every refused batch."""
+    if not isinstance(e, CorruptRecordError | InvalidRecordError | InvalidTimestampError):
+        return None, ()
+    index = getattr(e, "record_index", None)
+    return e.message, () if index is None else (RecordError(batch_index=index, message=e.message),)
+
+
+def _refused(tp: TopicPartition, done: tuple) -> ProducePartitionResponse:
+    code, base, start, message, record_errors = done
+    return ProducePartitionResponse(
+        tp=tp,
+        error_code=code,
+        base_offset=base,
+        log_start_offset=start,
+        record_errors=record_errors,
+        error_message=message,
+    )
 
 
 class _AlterPartitionOwner:

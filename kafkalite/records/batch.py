@@ -197,13 +197,15 @@ def valid_header_fields(buf, pos: int = 0, max_size: int | None = None) -> tuple
     return f
 
 
-def validate_batch(buf, pos: int = 0, *, max_size: int | None = None) -> BatchHeader:
+def validate_batch(buf, pos: int = 0, *, max_size: int | None = None, leader: bool = False) -> BatchHeader:
     """Check the batch at ``pos`` without decoding its records; returns its header.
 
     Checks, in order: magic is 2, the header is complete, batchLength is at least the header's,
     ``max_size`` (-> ``MessageTooLargeError``), the whole batch is present, CRC32C matches, the
     compression codec is known, recordsCount and lastOffsetDelta are consistent. Everything else
-    raises ``CorruptRecordError`` naming the position and the values found.
+    raises ``CorruptRecordError`` naming the position and the values found, except that a leader
+    (``leader``) refuses intact bytes whose count and offset range disagree with ``InvalidRecordError``,
+    as Kafka's LogValidator does.
     """
     fields = valid_header_fields(buf, pos, max_size)
     if fields is not None:
@@ -231,15 +233,16 @@ def validate_batch(buf, pos: int = 0, *, max_size: int | None = None) -> BatchHe
     if codec > Compression.ZSTD:
         raise CorruptRecordError(f"batch at position {pos} uses unknown compression codec id {codec}")
     n = h.records_count
+    inconsistent = InvalidRecordError if leader else CorruptRecordError
     if n < 0:
-        raise CorruptRecordError(f"batch at position {pos} has negative records_count {n}")
+        raise inconsistent(f"batch at position {pos} has negative records_count {n}")
     if h.last_offset_delta < 0 or (n > 0 and h.last_offset_delta < n - 1):
-        raise CorruptRecordError(
+        raise inconsistent(
             f"batch at position {pos} has last_offset_delta {h.last_offset_delta} inconsistent with "
             f"records_count {n}"
         )
     if codec == 0 and n * MIN_RECORD_SIZE > size - BATCH_HEADER_SIZE:
-        raise CorruptRecordError(
+        raise inconsistent(
             f"batch at position {pos} claims {n} records in only {size - BATCH_HEADER_SIZE} bytes"
         )
     return h

@@ -48,6 +48,7 @@ from kafkalite.storage.file_ops import OS_FILE_OPS, FileOps
 from kafkalite.storage.file_slice import FileSlice
 from kafkalite.storage.leader_epoch import LeaderEpochCache
 from kafkalite.storage.log_dir_failure_channel import LogDirFailureChannel
+from kafkalite.storage.log_validator import validate_records
 from kafkalite.storage.producer_state import (
     ProducerBatchInfo,
     ProducerStateManager,
@@ -583,22 +584,27 @@ class Log:
             raise KafkaStorageError(f"log {self.dir.name} is offline: {self.failed}")
 
     @_handles_io_errors("appending records to")
-    def append(self, batch, *, leader_epoch: int = -1, from_coordinator: bool = False) -> LogAppendInfo:
+    def append(
+        self, batch, *, leader_epoch: int = -1, from_coordinator: bool = False, from_client: bool = False
+    ) -> LogAppendInfo:
         """Validate, stamp and append one producer batch (several concatenated batches also work).
 
+        As a Kafka leader, every record is checked before anything is written (``log_validator``).
         ``from_coordinator``: a coordinator's own append (transactional offsets, markers): Kafka checks
-        only the producer epoch of those, not sequences, which coordinators do not keep."""
+        only the producer epoch of those, not sequences, which coordinators do not keep.
+        ``from_client``: a producer's request, which may not write control batches."""
         self._check_writable()
         f = valid_header_fields(batch, 0, self._max_message_bytes)
         if f is None:  # something is wrong: validate_batch raises the error that names it
-            f = validate_batch(batch, 0, max_size=self._max_message_bytes).as_tuple()
+            f = validate_batch(batch, 0, max_size=self._max_message_bytes, leader=True).as_tuple()
         size = f[1] + 12
         if size != len(batch):
-            items = self._validate_all(batch)
+            items = self._validate_all(batch, leader=True, from_client=from_client)
             return _merge_infos(self._append_validated(items, leader_epoch, from_coordinator), len(batch))
         count = f[12]
-        if count == 0 or size > self._segment_bytes or self._compact:
+        if size > self._segment_bytes:
             self._check_batch(batch, 0, BatchHeader(*f), size)
+        validate_records(batch, 0, f, self.dir.name, compact=self._compact, from_client=from_client)
         with self._lock:
             base = self._leo
             if f[9] >= 0:  # a producer id: sequences and epochs are checked before anything is written
@@ -630,7 +636,7 @@ class Log:
         self._check_writable()
         items = []
         for data in batches:
-            items += self._validate_all(data)
+            items += self._validate_all(data, leader=True)
         return self._append_validated(items, leader_epoch)
 
     def _stamp(self, batch, base: int, max_ts: int, leader_epoch: int):
@@ -660,9 +666,10 @@ class Log:
         if self._compact:
             self._check_keys(data, pos)
 
-    def _validate_all(self, data) -> list:
-        """Split a buffer of concatenated batches, validating each (CRC included); nothing is written on
-        failure. Items are ``(slice, header field tuple)``, the fields in ``BatchHeader`` order."""
+    def _validate_all(self, data, *, leader: bool = False, from_client: bool = False) -> list:
+        """Split a buffer of concatenated batches, validating each (CRC included; as the leader, every
+        record too); nothing is written on failure. Items are ``(slice, header field tuple)``, the
+        fields in ``BatchHeader`` order."""
         view = memoryview(data)
         out = []
         pos = 0
@@ -673,9 +680,13 @@ class Log:
             # what is wrong, so the slow path is only taken by bad data.
             f = valid_header_fields(view, pos, max_size)
             if f is None:
-                f = validate_batch(view, pos, max_size=max_size).as_tuple()
+                f = validate_batch(view, pos, max_size=max_size, leader=leader).as_tuple()
             size = f[1] + 12
-            if f[12] == 0 or size > self._segment_bytes or self._compact:
+            if leader:
+                if size > self._segment_bytes:
+                    self._check_batch(view, pos, BatchHeader(*f), size)
+                validate_records(view, pos, f, self.dir.name, compact=self._compact, from_client=from_client)
+            elif f[12] == 0 or size > self._segment_bytes or self._compact:
                 self._check_batch(view, pos, BatchHeader(*f), size)
             out.append((view[pos : pos + size], f))
             pos += size

@@ -443,7 +443,10 @@ def _produce_body(r: P.ProduceResponse) -> dict:
                 "base_offset": p.base_offset,
                 "log_append_time_ms": p.log_append_time_ms,
                 "log_start_offset": p.log_start_offset,
-                "record_errors": [],
+                "record_errors": [
+                    {"batch_index": e.batch_index, "batch_index_error_message": e.message}
+                    for e in p.record_errors
+                ],
                 "error_message": p.error_message,
             },
         )
