@@ -42,6 +42,9 @@ def test_bench_runs_both_cases() -> None:
     assert "421,823 records/s (40.2 MB/s), 0.51 of no replication" in result.table()
     assert result.notes and all("expected" not in n for n in result.notes)
     assert "best of 3 runs per case, run alternately" in result.notes
+    v = d["validation"]
+    assert v["us_per_batch"] > 0 and v["records_per_batch"] >= 1 and 0 < v["share_of_single"] < 1
+    assert "leader record validation:" in result.table() and "% of (c)" in result.table()
 
 
 def test_bench_repeats_are_noted_and_validated() -> None:

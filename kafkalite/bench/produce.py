@@ -17,6 +17,10 @@ until every record is acknowledged; topic creation and a warm-up send (metadata)
 garbage of earlier runs is collected (``gc.collect``) before the clock starts, so that neither case pays
 for the other's teardown.
 Everything but the wall-clock readings is deterministic for a given seed.
+
+The leader checks every record of every produced batch before appending it (``storage.log_validator``,
+Kafka's LogValidator). Its cost is inside the three cases; it is also timed on its own, on a batch like
+the producer's of case (a), and shown as a share of each case's wall time.
 """
 
 from __future__ import annotations
@@ -87,6 +91,45 @@ class CaseResult(Throughput):
 
 
 @dataclass
+class ValidationCost:
+    """The leader's record validation of one batch like case (a)'s, timed on its own."""
+
+    records_per_batch: int
+    batch_bytes: int
+    us_per_batch: float
+
+    def share(self, case: CaseResult) -> float:
+        """Fraction of the case's wall time its batches spend in validation (one leader validates)."""
+        return self.us_per_batch * 1e-6 * case.batches / case.seconds if case.seconds > 0 else 0.0
+
+
+def measure_validation(
+    record_size: int, records_per_batch: int, *, number: int = 500, repeat: int = 5
+) -> ValidationCost:
+    """Best-of-``repeat`` time of ``validate_records`` on a producer-built batch, in µs per batch."""
+    from kafkalite.records import build_values_batch
+    from kafkalite.records.batch import valid_header_fields
+    from kafkalite.storage.log_validator import validate_records
+
+    n = max(1, records_per_batch)
+    value = bytes(i & 0xFF for i in range(record_size))
+    now = 1_700_000_000_000
+    batch = build_values_batch([value] * n, [now + i // 50 for i in range(n)])
+    if batch is None:  # values too large for the fast encoder
+        from kafkalite.records import build_batch
+
+        batch = build_batch([(None, value)] * n, timestamp=now)
+    fields = valid_header_fields(batch)
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            validate_records(batch, 0, fields, "bench-0")
+        best = min(best, time.perf_counter() - t0)
+    return ValidationCost(n, len(batch), best / number * 1e6)
+
+
+@dataclass
 class ProduceBenchResult(JsonResult):
     single: CaseResult
     replicated: CaseResult
@@ -94,6 +137,7 @@ class ProduceBenchResult(JsonResult):
     offer_per_ms: int
     notes: list[str] = field(default_factory=list)
     idempotent: CaseResult | None = None
+    validation: ValidationCost | None = None
 
     @property
     def idempotent_ratio(self) -> float | None:
@@ -124,6 +168,16 @@ class ProduceBenchResult(JsonResult):
                 "mb_per_s": KAFKA_2014_SYNC_MB_PER_S,
                 "ratio": KAFKA_2014_SYNC_RATIO,
             },
+            "validation": None
+            if self.validation is None
+            else {
+                **asdict(self.validation),
+                "share_of_single": self.validation.share(self.single),
+                "share_of_replicated": self.validation.share(self.replicated),
+                "share_of_idempotent": None
+                if self.idempotent is None
+                else self.validation.share(self.idempotent),
+            },
             "notes": self.notes,
         }
 
@@ -151,6 +205,13 @@ class ProduceBenchResult(JsonResult):
             verdict = "ok" if ir >= TARGET_IDEMPOTENT_RATIO else "below target"
             lines.append(
                 f"idempotent acks=all / acks=all  {ir:5.3f}  (target >= {TARGET_IDEMPOTENT_RATIO}: {verdict})"
+            )
+        v = self.validation
+        if v is not None:
+            shares = ", ".join(f"{v.share(c) * 100:.1f}% of {c.name.split(')')[0]})" for c in cases)
+            lines.append(
+                f"leader record validation: {v.us_per_batch:.1f} µs per batch of {v.records_per_batch} "
+                f"records ({v.batch_bytes:,} B), {shares}"
             )
         lines.append(
             f"context: Kafka 2014 benchmark, one producer thread, no replication: "
@@ -276,6 +337,7 @@ def run_produce_bench(
     single = min(singles, key=lambda c: c.seconds)
     replicated = min(replicateds, key=lambda c: c.seconds)
     idempotent = min(idempotents, key=lambda c: c.seconds)
+    validation = measure_validation(record_size, round(single.records / max(1, single.batches)))
     notes = [
         "wall time from the first timed send until every record is acknowledged; includes the simulated "
         "brokers' work (Log.append on real files, replication fetches), not socket or disk latency",
@@ -287,4 +349,4 @@ def run_produce_bench(
                 f"{c.name}: {c.acknowledged} acknowledged, {c.errors} errors, "
                 f"{c.high_watermark} in the log (expected {c.records})"
             )
-    return ProduceBenchResult(single, replicated, cfg, offer_per_ms, notes, idempotent)
+    return ProduceBenchResult(single, replicated, cfg, offer_per_ms, notes, idempotent, validation)
