@@ -27,7 +27,8 @@ from poison_helpers import (
     second_record,
 )
 
-from kafkalite.errors import CorruptRecordError, InvalidRecordError
+from kafkalite.clock import ManualClock
+from kafkalite.errors import CorruptRecordError, InvalidRecordError, InvalidTimestampError
 from kafkalite.records import Compression, build_batch, decode_batches
 from kafkalite.records.batch import RecordBatch
 from kafkalite.records.compression import decompress
@@ -40,8 +41,9 @@ INVALID_RECORD, CORRUPT_MESSAGE = 87, 2
 
 # ----- the records walk ------------------------------------------------------------------------------
 def test_check_records_accepts_what_producers_send_and_names_the_bad_record():
-    assert check_records(GOOD, 3) == -1
-    assert check_records(records([b"v"] * 300, keys=[b"k"] * 299 + [None]), 300, null_keys=True) == 299
+    assert check_records(GOOD, 3) == (-1, -1)
+    keyless_last = records([b"v"] * 300, keys=[b"k"] * 299 + [None])
+    assert check_records(keyless_last, 300, null_keys=True) == (299, -1)
     at = second_record(GOOD)
     with pytest.raises(InvalidRecordError, match="record 1 of 3: declares 63 bytes"):
         check_records(GOOD[:at] + b"\x7e" + GOOD[at + 1 :], 3)
@@ -54,12 +56,12 @@ def test_check_records_accepts_what_producers_send_and_names_the_bad_record():
 def test_vectorised_walk_agrees_with_the_exact_one_on_big_batches():
     # 200 records: the numpy path; the same bytes with one record's offset delta wrong are refused.
     section = records([b"x" * 100] * 200)
-    assert check_records(section, 200) == -1
+    assert check_records(section, 200) == (-1, -1)
     bad = records([b"x" * 100] * 200, deltas=list(range(150)) + [151] + list(range(151, 200)))
     with pytest.raises(InvalidRecordError, match="record 150 of 200"):
         check_records(bad, 200)
     with_headers = records([b"v"] * 100, headers=[[("h", b"1")] if i % 10 == 0 else [] for i in range(100)])
-    assert check_records(with_headers, 100) == -1 == _check_exact(with_headers, 100, False)
+    assert check_records(with_headers, 100) == (-1, -1) == _check_exact(with_headers, 100, False)
 
 
 # ----- bounded inflation ----------------------------------------------------------------------------
@@ -124,6 +126,28 @@ def test_compacted_topic_names_the_record_without_a_key(tmp_path):
         with pytest.raises(InvalidRecordError, match=r"without a key \(record 1 of 2\)") as err:
             log.append(build_batch([(b"k", b"v"), (None, b"v")], timestamp=T0))
         assert err.value.record_index == 1
+
+
+def test_timestamps_outside_the_topic_bounds_are_invalid_timestamp(tmp_path):
+    clock = ManualClock(T0)
+    cfg = {"message.timestamp.before.max.ms": 60_000, "message.timestamp.after.max.ms": 1_000}
+    with Log.open(tmp_path / "t-0", cfg, clock=clock) as log:
+        log.append(build_batch([(None, b"ok")] * 3, timestamp=[T0 - 60_000, T0, T0 + 1_000]))
+        stamps = [T0, T0, T0 - 60_001] + [T0] * 200  # the numpy walk and the exact one agree
+        for ts in ([T0, T0 + 1_001], stamps):
+            with pytest.raises(InvalidTimestampError, match=r"of record (1|2) is out of range") as err:
+                log.append(build_batch([(None, b"x")] * len(ts), timestamp=ts))
+            assert err.value.record_index in (1, 2)
+        assert log.log_end_offset == 3
+    with Log.open(tmp_path / "u-0", {**cfg, "message.timestamp.type": "LogAppendTime"}, clock=clock) as log:
+        log.append(build_batch([(None, b"old")], timestamp=0))  # the leader stamps its own time
+        assert log.log_end_offset == 1
+
+
+def test_section_checks_find_the_first_late_record_either_way():
+    section = records([b"v"] * 50)
+    assert check_records(section, 50, ts_deltas=(0, 0)) == (-1, -1)
+    assert check_records(section, 50, ts_deltas=(1, 5)) == (-1, 0) == _check_exact(section, 50, False, (1, 5))
 
 
 def test_followers_keep_their_checks_and_copy_what_the_leader_wrote(tmp_path):
@@ -194,7 +218,7 @@ def test_any_mutated_batch_is_refused_or_every_reader_reads_exactly_its_records(
     assert [r.offset for r in exact] == list(range(count))
     assert decode_batches(stored, [0]) == exact
     section = decompress(codec, stored[61:]) if codec else stored[61:]
-    assert _check_exact(section, count, False) == -1  # the numpy walk accepted only what the exact one does
+    assert _check_exact(section, count, False) == (-1, -1)  # the numpy walk accepted only what it does
     if codec in (0, Compression.GZIP):  # kafka-python here has no snappy, lz4 or zstd library
         theirs = [(r.offset, r.key, r.value, list(r.headers)) for r in DefaultRecordBatch(bytearray(stored))]
         ours = [(r.offset, r.key, r.value, [(h.key, h.value) for h in r.headers]) for r in exact]

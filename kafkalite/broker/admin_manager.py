@@ -60,6 +60,8 @@ TOPIC_CONFIG_TYPES: dict[str, ConfigType] = {
     "flush.ms": ConfigType.LONG,
     "index.interval.bytes": ConfigType.INT,
     "max.message.bytes": ConfigType.INT,
+    "message.timestamp.after.max.ms": ConfigType.LONG,
+    "message.timestamp.before.max.ms": ConfigType.LONG,
     "message.timestamp.type": ConfigType.STRING,
     "min.cleanable.dirty.ratio": ConfigType.DOUBLE,
     "min.compaction.lag.ms": ConfigType.LONG,

@@ -111,6 +111,8 @@ TOPIC_KEY_SYNONYMS: dict[str, str] = {
     "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
     "max.message.bytes": "message.max.bytes",
     "message.timestamp.type": "log.message.timestamp.type",
+    "message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
+    "message.timestamp.after.max.ms": "log.message.timestamp.after.max.ms",
     "file.delete.delay.ms": "log.segment.delete.delay.ms",
     "min.insync.replicas": "min.insync.replicas",
     "unclean.leader.election.enable": "unclean.leader.election.enable",

@@ -28,22 +28,31 @@ _VECTOR_MAX_RECORDS = 8191
 _ARANGE = np.arange(_VECTOR_MAX_RECORDS + 1, dtype=np.int64)
 
 
-def check_records(data, count: int, *, null_keys: bool = False) -> int:
-    """Check that ``data`` holds exactly ``count`` well-formed records with offset deltas 0..count-1.
+def check_records(
+    data, count: int, *, null_keys: bool = False, ts_deltas: tuple[int, int] | None = None
+) -> tuple[int, int]:
+    """Check that ``data`` holds exactly ``count`` well-formed records with offset deltas 0..count-1,
+    raising ``InvalidRecordError`` that names the first bad record.
 
-    Raises ``InvalidRecordError`` naming the first bad record. With ``null_keys`` returns the index of
-    the first record without a key (-1 if every record has one), for a compacted topic; else -1.
+    Returns ``(first record without a key, first record whose timestamp delta is outside ts_deltas)``,
+    -1 for none; the first is looked for only with ``null_keys`` (a compacted topic), the second only
+    with ``ts_deltas`` (inclusive bounds, message.timestamp.before/after.max.ms).
     """
-    if count <= 0 or count * MIN_RECORD_SIZE > len(data):
-        return _check_exact(data, count, null_keys)
-    if count <= _VECTOR_MAX_RECORDS:
-        found = _check_vectorised(data, count, null_keys)
+    if 0 < count <= _VECTOR_MAX_RECORDS and count * MIN_RECORD_SIZE <= len(data):
+        found = _check_vectorised(data, count, null_keys, ts_deltas)
         if found is not None:
             return found
-    return _check_exact(data, count, null_keys)
+    return _check_exact(data, count, null_keys, ts_deltas)
 
 
-def _check_vectorised(data, n: int, null_keys: bool) -> int | None:
+def _first(mask: np.ndarray) -> int:
+    hits = np.flatnonzero(mask)
+    return int(hits[0]) if len(hits) else -1
+
+
+def _check_vectorised(
+    data, n: int, null_keys: bool, ts_deltas: tuple[int, int] | None
+) -> tuple[int, int] | None:
     """The answer when every record is sound and the tables can read them; None to ask the exact walk."""
     size = len(data)
     words = byte_pairs(data)
@@ -60,7 +69,9 @@ def _check_vectorised(data, n: int, null_keys: bool) -> int | None:
         rec_end = starts + record_step_t.take(w)
         attributes = words[starts + size_t.take(w)]
         p = starts + size_and_attributes_t.take(w)
-        p += size_t.take(words[p])  # timestamp delta
+        w = words[p]
+        tsd = val_t.take(w) if ts_deltas is not None else None
+        p += size_t.take(w)  # timestamp delta
         w = words[p]
         od = val_t.take(w)
         p += size_t.take(w)
@@ -77,36 +88,41 @@ def _check_vectorised(data, n: int, null_keys: bool) -> int | None:
         plain = (p + 1 == rec_end) & (((words[p] | attributes) & 0xFF) == 0)
     except (IndexError, CorruptRecordError):  # a long varint or a length pointing far past the data
         return None
-    if plain.all():
-        if kl is None:
-            return -1
-        missing = np.flatnonzero(kl == -1)
-        return int(missing[0]) if len(missing) else -1
-    odd = np.flatnonzero(~plain)
-    if len(odd) * 4 > n:
-        return None  # mostly records with headers: one exact walk is cheaper
-    first_null = -1
+    all_plain = plain.all()
+    if not all_plain:
+        odd = np.flatnonzero(~plain).tolist()
+        if len(odd) * 4 > n:
+            return None  # mostly records with headers: one exact walk is cheaper
+        keys, stamps = [], []
+        for i in odd:
+            try:
+                ((_o, t, key, _v, _h),) = decode_record_tuples(
+                    data, 1, 0, 0, None, int(starts[i]), int(rec_end[i])
+                )
+            except CorruptRecordError:
+                return None  # the exact walk says what is wrong
+            if attributes[i] & 0xFF:
+                return None
+            keys.append(key is None)
+            stamps.append(t)
+    first_null = first_late = -1
     if kl is not None:
-        missing = np.flatnonzero((kl == -1) & plain)
-        first_null = int(missing[0]) if len(missing) else -1
-    for i in odd.tolist():
-        start, end = int(starts[i]), int(rec_end[i])
-        try:
-            ((_o, _t, key, _v, _h),) = decode_record_tuples(data, 1, 0, 0, None, start, end)
-        except CorruptRecordError:
-            return None  # the exact walk says what is wrong
-        if attributes[i] & 0xFF:
-            return None
-        if kl is not None and key is None and (first_null < 0 or i < first_null):
-            first_null = i
-    return first_null
+        missing = kl == -1
+        if not all_plain:
+            missing[odd] = keys
+        first_null = _first(missing)
+    if tsd is not None and ts_deltas is not None:
+        if not all_plain:
+            tsd[odd] = stamps
+        first_late = _first((tsd < ts_deltas[0]) | (tsd > ts_deltas[1]))
+    return first_null, first_late
 
 
-def _check_exact(data, n: int, null_keys: bool) -> int:
+def _check_exact(data, n: int, null_keys: bool, ts_deltas: tuple[int, int] | None = None) -> tuple[int, int]:
     """One record at a time with the exact decoder: the reference ``_check_vectorised`` agrees with."""
     size = len(data)
     pos = 0
-    first_null = -1
+    first_null = first_late = -1
     for i in range(n):
         if pos >= size:
             raise _bad(i, n, f"the records section ends after {i} records")
@@ -118,7 +134,7 @@ def _check_exact(data, n: int, null_keys: bool) -> int:
         if length < MIN_RECORD_SIZE - 1 or end > size:
             raise _bad(i, n, f"declares {length} bytes but {size - body} are left in the records section")
         try:
-            ((od, _t, key, _v, _h),) = decode_record_tuples(data, 1, 0, 0, None, pos, end)
+            ((od, tsd, key, _v, _h),) = decode_record_tuples(data, 1, 0, 0, None, pos, end)
         except CorruptRecordError as e:
             raise _bad(i, n, e.message) from None
         if data[body]:
@@ -131,10 +147,12 @@ def _check_exact(data, n: int, null_keys: bool) -> int:
             )
         if null_keys and key is None and first_null < 0:
             first_null = i
+        if ts_deltas is not None and first_late < 0 and not ts_deltas[0] <= tsd <= ts_deltas[1]:
+            first_late = i
         pos = end
     if pos != size:
         raise InvalidRecordError(f"{size - pos} bytes follow the last of the batch's {n} records")
-    return first_null
+    return first_null, first_late
 
 
 def _bad(i: int, n: int, what: str) -> InvalidRecordError:

@@ -40,6 +40,8 @@ class LogConfig:
     min_compaction_lag_ms: int = 0
     max_message_bytes: int = 1048588
     message_timestamp_type: str = "CreateTime"
+    message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = LONG_MAX
     file_delete_delay_ms: int = 60000
 
     def __post_init__(self) -> None:
@@ -151,6 +153,8 @@ _SPECS: dict[str, _Spec] = {
     "min.compaction.lag.ms": _Spec("min_compaction_lag_ms", "int", 0, LONG_MAX),
     "max.message.bytes": _Spec("max_message_bytes", "int", 0, INT_MAX),
     "message.timestamp.type": _Spec("message_timestamp_type", "str", choices=("CreateTime", "LogAppendTime")),
+    "message.timestamp.before.max.ms": _Spec("message_timestamp_before_max_ms", "int", 0, LONG_MAX),
+    "message.timestamp.after.max.ms": _Spec("message_timestamp_after_max_ms", "int", 0, LONG_MAX),
     "file.delete.delay.ms": _Spec("file_delete_delay_ms", "int", 0, LONG_MAX),
 }
 _KEY_FOR_FIELD = {spec.field: key for key, spec in _SPECS.items()}

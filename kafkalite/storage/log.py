@@ -215,6 +215,9 @@ class Log:
         self._segment_bytes = c.segment_bytes
         self._compact = c.compact
         self._log_append_time = c.log_append_time
+        bounds = (c.message_timestamp_before_max_ms, c.message_timestamp_after_max_ms)
+        # Kafka checks record timestamps of CreateTime topics only, and there only when bounded.
+        self._timestamp_bounds = None if c.log_append_time or bounds == (LONG_MAX, LONG_MAX) else bounds
         self._flush_messages = c.flush_messages
         self._flush_ms = c.flush_ms
 
@@ -604,7 +607,7 @@ class Log:
         count = f[12]
         if size > self._segment_bytes:
             self._check_batch(batch, 0, BatchHeader(*f), size)
-        validate_records(batch, 0, f, self.dir.name, compact=self._compact, from_client=from_client)
+        validate_records(batch, 0, f, self.dir.name, **self._validation(from_client))
         with self._lock:
             base = self._leo
             if f[9] >= 0:  # a producer id: sequences and epochs are checked before anything is written
@@ -656,6 +659,14 @@ class Log:
         stamp_batch(buf, 0, base_offset=base, partition_leader_epoch=epoch)
         return buf, max_ts, -1
 
+    def _validation(self, from_client: bool) -> dict:
+        """``validate_records`` settings from this log's config (Kafka's LogValidator inputs)."""
+        opts: dict = {"compact": self._compact, "from_client": from_client}
+        if self._timestamp_bounds is not None:
+            opts["now_ms"] = self.clock.now_ms()
+            opts["timestamp_bounds"] = self._timestamp_bounds
+        return opts
+
     def _check_batch(self, data, pos: int, h, size: int) -> None:
         if h.records_count == 0:
             raise InvalidRecordError(f"record batch at position {pos} holds no records")
@@ -685,7 +696,7 @@ class Log:
             if leader:
                 if size > self._segment_bytes:
                     self._check_batch(view, pos, BatchHeader(*f), size)
-                validate_records(view, pos, f, self.dir.name, compact=self._compact, from_client=from_client)
+                validate_records(view, pos, f, self.dir.name, **self._validation(from_client))
             elif f[12] == 0 or size > self._segment_bytes or self._compact:
                 self._check_batch(view, pos, BatchHeader(*f), size)
             out.append((view[pos : pos + size], f))
