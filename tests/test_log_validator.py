@@ -32,7 +32,8 @@ from kafkalite.errors import CorruptRecordError, InvalidRecordError, InvalidTime
 from kafkalite.records import Compression, build_batch, decode_batches
 from kafkalite.records.batch import RecordBatch
 from kafkalite.records.compression import decompress
-from kafkalite.records.validation import _check_exact, check_records
+from kafkalite.records.record import encode_record
+from kafkalite.records.validation import _check_exact, _check_runs, check_records
 from kafkalite.storage import Log
 from kafkalite.storage.log_validator import validate_records
 
@@ -223,3 +224,34 @@ def test_any_mutated_batch_is_refused_or_every_reader_reads_exactly_its_records(
         theirs = [(r.offset, r.key, r.value, list(r.headers)) for r in DefaultRecordBatch(bytearray(stored))]
         ours = [(r.offset, r.key, r.value, [(h.key, h.value) for h in r.headers]) for r in exact]
         assert theirs == ours
+
+
+@st.composite
+def alike_sections(draw) -> tuple[bytes, int]:
+    """Runs of alike records (what the fast walk looks for), then a few byte edits."""
+    n = draw(st.integers(1, 150))
+    size = draw(st.sampled_from([0, 1, 50, 100, 300]))
+    keyed = draw(st.booleans())
+    stamps = draw(st.lists(st.integers(0, 200), min_size=n, max_size=n))
+    out = bytearray()
+    for i in range(n):
+        encode_record(out, i, stamps[i] if draw(st.booleans()) else 0, b"k" if keyed else None, b"v" * size)
+    for _ in range(draw(st.integers(0, 2))):
+        if out:
+            out[draw(st.integers(0, len(out) - 1))] = draw(st.integers(0, 255))
+    return bytes(out), n + draw(st.sampled_from([0, 0, 0, 1, -1]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(alike_sections())
+def test_the_runs_walk_accepts_only_what_the_exact_walk_accepts(case):
+    section, n = case
+    fast = _check_runs(section, n) if n > 0 else None
+    event("runs walk answered" if fast is not None else "runs walk declined")
+    try:
+        exact = _check_exact(section, n, True)
+    except InvalidRecordError:
+        assert fast is None
+        return
+    if fast is not None:
+        assert (fast, -1) == exact
