@@ -30,23 +30,33 @@ _ARANGE = np.arange(_VECTOR_MAX_RECORDS + 1, dtype=np.int64)
 
 
 def check_records(
-    data, count: int, *, null_keys: bool = False, ts_deltas: tuple[int, int] | None = None
+    data,
+    count: int,
+    *,
+    null_keys: bool = False,
+    ts_deltas: tuple[int, int] | None = None,
+    span: tuple[int, int] | None = None,
 ) -> tuple[int, int]:
-    """Check that ``data`` holds exactly ``count`` well-formed records with offset deltas 0..count-1,
-    raising ``InvalidRecordError`` that names the first bad record.
+    """Check that ``data`` (or ``data[span[0]:span[1]]``, bytes) holds exactly ``count`` well-formed
+    records with offset deltas 0..count-1, raising ``InvalidRecordError`` that names the first bad record.
 
     Returns ``(first record without a key, first record whose timestamp delta is outside ts_deltas)``,
     -1 for none; the first is looked for only with ``null_keys`` (a compacted topic), the second only
     with ``ts_deltas`` (inclusive bounds, message.timestamp.before/after.max.ms).
     """
-    if 0 < count <= _VECTOR_MAX_RECORDS and count * MIN_RECORD_SIZE <= len(data):
+    lo, hi = span if span is not None else (0, len(data))
+    if 0 < count <= _VECTOR_MAX_RECORDS and count * MIN_RECORD_SIZE <= hi - lo:
         if ts_deltas is None:
-            first_null = _check_runs(data, count)
+            first_null = _check_runs(data, count, lo, hi)  # reads the span in place: no copy
             if first_null is not None:
                 return (first_null if null_keys else -1), -1
+        if span is not None:
+            data = data[lo:hi]
         found = _check_vectorised(data, count, null_keys, ts_deltas)
         if found is not None:
             return found
+    elif span is not None:
+        data = data[lo:hi]
     return _check_exact(data, count, null_keys, ts_deltas)
 
 
@@ -67,11 +77,11 @@ _FLIP = bytes(b ^ 0x80 for b in range(256))  # with translate: bytes >= 0x80 bec
 _MAX_RUNS = 16
 
 
-def _check_runs(data, n: int) -> int | None:
-    """Index of the first record without a key (-1: none) when the section is runs of alike plain records
-    with offset deltas 0..n-1 that fill it exactly; None when it is not (the other walks decide)."""
-    size = len(data)
-    pos = i = 0
+def _check_runs(data, n: int, lo: int, size: int) -> int | None:
+    """Index of the first record without a key (-1: none) when ``data[lo:size]`` is runs of alike plain
+    records with offset deltas 0..n-1 that fill it exactly; None when it is not (the other walks decide)."""
+    pos = lo
+    i = 0
     first_null = -1
     for _ in range(_MAX_RUNS):
         shape = _record_shape(data, pos, size, i)
@@ -85,24 +95,26 @@ def _check_runs(data, n: int) -> int | None:
         m = k  # records of the run that match the first, from the first on
         for c in const_cols:
             col = data[pos + c : hi : stride]
-            want = col[:1] * k
-            if col != want:
-                m = min(m, _mismatch(col, want))
+            first = col[:1]
+            if col.strip(first):  # some byte differs from the first record's (b"" when none does)
+                m = min(m, len(col) - len(col.lstrip(first)))
         ts = data[pos + tsd_col : hi : stride]
         if tsd_size == 2:  # a two-byte varint: first byte >= 0x80, second < 0x80
-            first = ts.translate(_FLIP)
-            if not first.isascii():
-                m = min(m, _non_ascii(first))
+            flipped = ts.translate(_FLIP)
+            if not flipped.isascii():
+                m = min(m, _non_ascii(flipped))
             ts = data[pos + tsd_col + 1 : hi : stride]
         if not ts.isascii():
             m = min(m, _non_ascii(ts))
         if od_size == 1:
-            pairs = ((data[pos + od_col : hi : stride], _OD1[i : i + k]),)
-        else:
-            pairs = tuple((data[pos + od_col + j : hi : stride], _OD2[j][i : i + k]) for j in (0, 1))
-        for col, want in pairs:
+            col, want = data[pos + od_col : hi : stride], _OD1[i : i + k]
             if col != want:
                 m = min(m, _mismatch(col, want))
+        else:
+            for j in (0, 1):
+                col, want = data[pos + od_col + j : hi : stride], _OD2[j][i : i + k]
+                if col != want:
+                    m = min(m, _mismatch(col, want))
         i += m
         pos += m * stride
         if i == n:

@@ -79,8 +79,11 @@ def validate_records(
     end = pos + f[1] + LOG_OVERHEAD
     codec = attrs & COMPRESSION_MASK
     try:
+        span = None
         if codec:
             section = decompress(codec, memoryview(buf)[pos + BATCH_HEADER_SIZE : end], max_inflated)
+        elif isinstance(buf, bytes):
+            section, span = buf, (pos + BATCH_HEADER_SIZE, end)  # read in place
         else:
             section = bytes(memoryview(buf)[pos + BATCH_HEADER_SIZE : end])
         deltas = None
@@ -90,10 +93,12 @@ def validate_records(
             else:
                 lo, hi = now_ms - timestamp_bounds[0], now_ms + timestamp_bounds[1]
                 deltas = (lo - f[7], hi - f[7])
-        null_key, late = check_records(section, count, null_keys=compact, ts_deltas=deltas)
+        null_key, late = check_records(section, count, null_keys=compact, ts_deltas=deltas, span=span)
     except (InvalidRecordError, CorruptRecordError) as e:  # corrupt: an unreadable compressed payload
         raise _in_batch(e, pos, where) from None
     if late >= 0:  # a record out of range, unless its timestamp is -1 (none), which Kafka lets pass
+        if span is not None:
+            section = section[span[0] : span[1]]
         for i, tsd in enumerate(_deltas(section, count)):
             _check_timestamp(f[7] + tsd, i, now_ms, timestamp_bounds, pos, where)
     if null_key >= 0:
