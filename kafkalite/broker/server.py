@@ -18,6 +18,7 @@ the logs again (recovery), opens a new session, registers and runs for controlle
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
@@ -41,6 +42,7 @@ from kafkalite.errors import (
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
     InvalidGroupIdError,
+    KafkaError,
     LeaderNotAvailableError,
     StaleControllerEpochError,
     UnknownTopicOrPartitionError,
@@ -114,7 +116,10 @@ from kafkalite.protocol import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
+from kafkalite.protocol.error_response import UNKNOWN_SERVER_ERROR, error_response
 from kafkalite.storage.file_ops import OS_FILE_OPS, FileOps
+
+logger = logging.getLogger("kafkalite.broker")
 
 CLUSTER_ID = "kafkalite"
 CONTROLLER_APIS = (
@@ -491,7 +496,27 @@ class KafkaBroker(BaseNode):
 
     def on_tick(self, now_ms: int) -> None:
         if self.rm is not None:
-            self.rm.tick(now_ms)
+            try:
+                self.rm.tick(now_ms)
+            except Exception as exc:  # noqa: BLE001 - periodic work that fails must not stop the broker
+                self._background_failed("tick", exc)
+
+    def set_timer(self, delay_ms: int, callback_or_token: Any) -> int:
+        """Every timer of this broker and its components runs guarded: one that raises is logged and
+        the broker goes on (as an exception in a Kafka scheduler task does not stop the broker)."""
+        if callable(callback_or_token):
+            callback_or_token = partial(self._run_timer, callback_or_token)
+        return self.net.set_timer(self.node_id, delay_ms, callback_or_token)
+
+    def _run_timer(self, callback: Callable[[int], Any], now_ms: int) -> None:
+        try:
+            callback(now_ms)
+        except Exception as exc:  # noqa: BLE001 - see set_timer
+            self._background_failed("timer", exc)
+
+    def _background_failed(self, what: str, exc: Exception) -> None:
+        logger.error("broker %s: unexpected error in a %s", self.broker_id, what, exc_info=exc)
+        self.log(f"{what}_failed", broker=self.broker_id, error=f"{type(exc).__name__}: {exc}")
 
     # -------------------------------------------------------------------------------------- state
 
@@ -510,6 +535,35 @@ class KafkaBroker(BaseNode):
     # ----------------------------------------------------------------------------------- messages
 
     def on_message(self, src: Any, msg: Any, now_ms: int) -> None:
+        try:
+            self._dispatch(src, msg)
+        except Exception as exc:  # noqa: BLE001 - one request's failure must not stop the broker
+            self._handler_failed(src, msg, exc)
+
+    def _handler_failed(self, src: Any, msg: Any, exc: Exception) -> None:
+        """Kafka's ``handleError``: the request that raised is answered with its error (a Kafka error's
+        own code, else UNKNOWN_SERVER_ERROR with no message, so nothing internal leaks to the client) and
+        logged with its traceback; every other request, and the broker, go on."""
+        request = getattr(msg, "request", None)
+        api = type(request if request is not None else msg).__name__
+        logger.error(
+            "broker %s: unexpected error handling %s from %s", self.broker_id, api, src, exc_info=exc
+        )
+        self.log("request_failed", api=api, src=src, error=f"{type(exc).__name__}: {exc}")
+        if not isinstance(msg, RequestEnvelope):
+            return
+        if isinstance(request, ProduceRequest) and request.acks == 0:
+            return  # the client waits for no answer
+        if isinstance(exc, KafkaError) and exc.code != UNKNOWN_SERVER_ERROR:
+            answer = error_response(request, exc.code, str(exc) or None)
+        else:
+            answer = error_response(request)
+        try:
+            self.send(src, msg.reply(answer))
+        except Exception as again:  # noqa: BLE001 - e.g. the client is gone: nothing more to do
+            logger.error("broker %s: could not answer a failed %s: %r", self.broker_id, api, again)
+
+    def _dispatch(self, src: Any, msg: Any) -> None:
         if src == self.zk_id and self.zk is not None and self.zk.on_message(msg):
             return
         if self.rm is None:

@@ -175,7 +175,7 @@ def _delete_acls(authz: Any, body: dict) -> dict:
         for group in matched]}  # fmt: skip
 
 
-def _refusal(api_key: int, body: dict, code: int, msg: str) -> dict:
+def refusal(api_key: int, body: dict, code: int, msg: str | None) -> dict:
     """The whole request refused with ``code``, in the shape of ``api_key``'s answer."""
     err = {"error_code": code, "error_message": msg}
     if api_key == 29:
@@ -193,9 +193,9 @@ def _refusal(api_key: int, body: dict, code: int, msg: str) -> dict:
 def handle(api_key: int, body: dict, broker: Any, allowed: bool) -> dict:
     """The answer to one security admin request; ``allowed``: the caller passed the cluster ACL check."""
     if api_key in ACL_APIS and broker.authorizer is None:
-        return _refusal(api_key, body, SECURITY_DISABLED, "No Authorizer is configured on the broker")
+        return refusal(api_key, body, SECURITY_DISABLED, "No Authorizer is configured on the broker")
     if not allowed:
-        return _refusal(api_key, body, CLUSTER_DENIED, "Cluster authorization failed.")
+        return refusal(api_key, body, CLUSTER_DENIED, "Cluster authorization failed.")
     if api_key == 29:
         return _describe_acls(broker.authorizer, body)
     if api_key == 30:
@@ -215,6 +215,7 @@ __all__ = [
     "APIS",
     "add_scram_user",
     "handle",
+    "refusal",
     "required_operation",
     "scram_credential",
     "set_scram_credential",

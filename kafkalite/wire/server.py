@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 from kafkalite.errors import KafkaStorageError
 from kafkalite.net.sim import BaseNode
 from kafkalite.protocol import RequestEnvelope, ResponseEnvelope
+from kafkalite.protocol.error_response import UNKNOWN_SERVER_ERROR, error_response
 from kafkalite.security import admin as security_admin
 from kafkalite.security import gate
 from kafkalite.security.acl import ANONYMOUS, CLUSTER_NAME, ResourceType
@@ -89,10 +90,13 @@ async def drive(net: Any, wake: asyncio.Event, running: Callable[[], bool]) -> N
     turns false; ``wake`` cuts a wait short when something arrived from outside (a request, a frame)."""
     while running():
         now = wall_ms()
-        if now > net.now_ms():
-            net.run_for(now - net.now_ms())
-        else:
-            net.run_for(0)
+        try:
+            net.run_for(max(0, now - net.now_ms()))
+        except Exception as exc:  # noqa: BLE001 - the last guard: the loop must never stop serving
+            # Brokers answer their own failures (KafkaBroker._handler_failed); what reaches here came
+            # from another node. It is logged, and everything still queued runs on the next turn.
+            log.error("unexpected error while running the cluster; it goes on", exc_info=exc)
+            net.log(None, "node_failed", error=f"{type(exc).__name__}: {exc}")
         nxt = net.next_event_ms()
         delay = 0.05 if nxt is None else min(0.05, max(0.0, (nxt - wall_ms()) / 1000))
         wake.clear()
@@ -206,6 +210,15 @@ class ClientConnection(BaseNode):
         stats.by_api[header.api_key] = stats.by_api.get(header.api_key, 0) + 1
         slot = self._slot()
         key, version, corr = header.api_key, header.api_version, header.correlation_id
+        try:
+            self._handle(slot, key, version, corr, header.client_id, body)
+        except Exception as exc:  # noqa: BLE001 - fails this request, not the connection or the server
+            self._request_failed(slot, key, version, corr, body, exc)
+
+    def _handle(
+        self, slot: int, key: int, version: int, corr: int, client_id: str | None, body: dict
+    ) -> None:
+        stats = self.server.stats
         if key == API_VERSIONS_KEY:
             self._finish(slot, encode_response(key, version, corr, api_versions_body()))
             return
@@ -241,11 +254,37 @@ class ClientConnection(BaseNode):
         else:
             self.pending[corr] = (slot, key, version, merge)
         self.server.net.send(
-            self.node_id,
-            self.broker_id,
-            RequestEnvelope(corr, header.client_id or "", request, self.zero_copy),
+            self.node_id, self.broker_id, RequestEnvelope(corr, client_id or "", request, self.zero_copy)
         )
         self.server.wake()
+
+    def _request_failed(
+        self, slot: int, key: int, version: int, corr: int, body: dict, exc: Exception
+    ) -> None:
+        """A request that raised at the listener gets the error answer of its API (UNKNOWN_SERVER_ERROR),
+        logged with its traceback; if not even that can be written, the connection closes."""
+        log.error("unexpected error handling api key %d from %s", key, self.client_host, exc_info=exc)
+        self.server.net.log(self.node_id, "request_failed", api_key=key, error=f"{type(exc).__name__}: {exc}")
+        self.pending.pop(corr, None)
+        if slot < self.next_write or slot in self.ready:
+            return  # already answered
+        if key == PRODUCE_KEY and body.get("acks") == 0:
+            self._finish(slot, None)
+            return
+        try:
+            if key in security_admin.APIS:
+                answer = security_admin.refusal(key, body, UNKNOWN_SERVER_ERROR, None)
+            else:
+                try:
+                    answer = to_body(error_response(to_request(key, version, body)))
+                except Exception:  # noqa: BLE001 - the request does not even convert: a bare error
+                    answer = {"error_code": UNKNOWN_SERVER_ERROR}
+            frame = encode_response(key, version, corr, answer)
+        except Exception as again:  # noqa: BLE001
+            log.error("closing connection: no error answer for api key %d (%r)", key, again)
+            self.close()
+            return
+        self._finish(slot, frame)
 
     def on_message(self, src: Any, msg: Any, now_ms: int) -> None:
         if not isinstance(msg, ResponseEnvelope):
@@ -254,15 +293,21 @@ class ClientConnection(BaseNode):
         if entry is None:
             return
         slot, key, version, merge = entry
-        body = to_body(msg.response)
-        if merge is not None:
-            body = merge(body)
-        if key in ENDPOINT_APIS and self.listener is not None:
-            body = self.server.endpoints_for(self.broker_id, self.listener.name, key, body)
-        # split: large records go out as their own piece, never copied into (and out of) the frame
-        parts = encode_response_parts(
-            key, version, msg.correlation_id, body, zero_copy=self.zero_copy, split=True
-        )
+        try:
+            body = to_body(msg.response)
+            if merge is not None:
+                body = merge(body)
+            if key in ENDPOINT_APIS and self.listener is not None:
+                body = self.server.endpoints_for(self.broker_id, self.listener.name, key, body)
+            # split: large records go out as their own piece, never copied into (and out of) the frame
+            parts = encode_response_parts(
+                key, version, msg.correlation_id, body, zero_copy=self.zero_copy, split=True
+            )
+        except Exception as exc:  # noqa: BLE001 - as Kafka's network thread: close this connection only
+            log.error("closing connection: cannot write the answer to api key %d", key, exc_info=exc)
+            self.server.net.log(self.node_id, "response_failed", api_key=key, error=repr(exc))
+            self.close()
+            return
         try:
             # Opened now, while the slice is known good: a file of our own survives the segment being
             # deleted or rolled before the bytes go out.
@@ -608,6 +653,8 @@ class WireServer:
                     await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
             pass
+        except Exception as exc:  # noqa: BLE001 - a frame the codec chokes on costs its connection only
+            log.error("closing connection from %s: unexpected error", host, exc_info=exc)
         finally:
             conn.close()
             self._conns.get(broker_id, set()).discard(conn)
