@@ -20,6 +20,7 @@ from typing import Any
 from kafkalite.broker.config import _SPECS as BROKER_SPECS
 from kafkalite.broker.config import TOPIC_KEY_SYNONYMS, BrokerConfig
 from kafkalite.broker.controller import decode_topic_config, encode_topic_config
+from kafkalite.broker.topic_validator import is_valid_topic, validate_topic, validate_topic_configs
 from kafkalite.coordination import paths
 from kafkalite.coordination.store import CoordinationError, Create, NoNode, SetData
 from kafkalite.errors import (
@@ -47,7 +48,6 @@ from kafkalite.protocol import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
-from kafkalite.storage.config import LogConfig
 
 CONFIG_CHANGE_PREFIX = "config_change_"
 
@@ -152,7 +152,7 @@ class AdminManager:
     def topic_overrides(self, topic: str) -> dict[str, str]:
         """The topic's overrides as stored; UNKNOWN_TOPIC_OR_PARTITION if there is no such topic."""
         zk = self._zk()
-        if zk.exists(paths.topic_path(topic)) is None:
+        if not is_valid_topic(topic) or zk.exists(paths.topic_path(topic)) is None:
             raise UnknownTopicOrPartitionError(f"Topic {topic} does not exist")
         try:
             data, _ = zk.get(f"{paths.CONFIG_TOPICS}/{topic}")
@@ -161,6 +161,7 @@ class AdminManager:
         return decode_topic_config(data)
 
     def _describe_topic(self, r: DescribeConfigsResource, synonyms: bool) -> list[DescribedConfig]:
+        validate_topic(r.resource_name)  # Kafka's DescribeConfigs: INVALID_TOPIC_EXCEPTION first
         overrides = self.topic_overrides(r.resource_name)
         explicit = self.config.log_props
         out = []
@@ -322,11 +323,7 @@ class AdminManager:
         return tuple(out)
 
     def _validate_topic_config(self, overrides: dict[str, str]) -> None:
-        for key in overrides:
-            if key not in TOPIC_CONFIG_TYPES:
-                raise InvalidConfigError(f"Unknown topic config name: {key}")
-        self.config.topic_config(overrides)  # parses every value; the error names the key
-        LogConfig.from_props({k: v for k, v in overrides.items() if k in LogConfig().to_props()})
+        validate_topic_configs(self.config, overrides)
 
     def _write_topic_config(self, topic: str, overrides: dict[str, str]) -> None:
         zk = self._zk()

@@ -38,8 +38,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kafkalite.broker.config import BrokerConfig
 from kafkalite.broker.placement import assign_new_partitions, assign_replicas
 from kafkalite.broker.topic_deletion import TopicDeletionManager
+from kafkalite.broker.topic_validator import colliding_topics, validate_topic, validate_topic_configs
 from kafkalite.coordination import paths
 from kafkalite.coordination.store import (
     BadVersion,
@@ -64,12 +66,14 @@ from kafkalite.errors import (
     InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
     InvalidRequestError,
+    InvalidTopicError,
     InvalidUpdateVersionError,
     KafkaError,
     KafkaStorageError,
     NoReassignmentInProgressError,
     NotControllerError,
     NotLeaderOrFollowerError,
+    PolicyViolationError,
     PreferredLeaderNotAvailableError,
     ReassignmentInProgressError,
     RequestTimedOutError,
@@ -126,6 +130,8 @@ INELIGIBLE_REPLICA = IneligibleReplicaError.code
 
 PREFERRED, UNCLEAN = 0, 1  # ElectLeaders election types
 
+#: KRaft's most metadata records one operation may write (QuorumController.MAX_RECORDS_PER_USER_OP).
+MAX_RECORDS_PER_USER_OP = 10_000
 CONTROLLER_DEFAULTS: dict[str, Any] = {
     "unclean.leader.election.enable": False,
     "auto.leader.rebalance.enable": True,
@@ -281,6 +287,7 @@ class Controller:
         self._rebalance_timer: int | None = None
         self._failover_done = False  # False while a failover aborted by ZooKeeper trouble must be redone
         self.rejections: list[tuple[Any, str, int]] = []  # (broker, api, error_code) answers refusing us
+        self._broker_conf: BrokerConfig | None = None  # parsed once, to validate topic configs
 
     # ------------------------------------------------------------------------------------- status
 
@@ -1056,10 +1063,29 @@ class Controller:
     def _create_topics(self, req: CreateTopicsRequest) -> CreateTopicsResponse:
         ctx = self.ctx
         assert ctx is not None
+        too_many = self._excessive_batch(
+            "create_topics",
+            sum(1 + max(0, self._partition_count(t)) + len(t.configs) for t in req.topics),
+        )
+        if too_many is not None:
+            return CreateTopicsResponse(
+                topics=tuple(
+                    CreatableTopicResult(
+                        name=t.name, error_code=too_many.code, error_message=too_many.message
+                    )
+                    for t in req.topics
+                )
+            )
         results: list[Any] = []
         batch = _Batch()
+        names = [t.name for t in req.topics]
+        dupes = {n for n in names if names.count(n) > 1}
         checked = self._validate_each(
-            req.topics, self._validate_new_topic, results, CreatableTopicResult, "create_topic_failed"
+            (t for t in req.topics if t.name not in dupes),
+            self._validate_new_topic,
+            results,
+            CreatableTopicResult,
+            "create_topic_failed",
         )
         for t, assignment in checked:
             rf = len(assignment[0])
@@ -1081,21 +1107,75 @@ class Controller:
             for p, info in sorted(ctx.topics[t.name].items()):
                 self._init_partition(TopicPartition(t.name, p), info, batch)
         self._send_batch(batch)
-        return CreateTopicsResponse(topics=tuple(results))
+        # Kafka refuses every entry of a topic named twice, in the request's order
+        refused = {
+            n: CreatableTopicResult(
+                name=n,
+                error_code=InvalidRequestError.code,
+                error_message="Found multiple entries for this topic.",
+            )
+            for n in dupes
+        }
+        ordered = iter(results)
+        return CreateTopicsResponse(topics=tuple(refused.get(n) or next(ordered) for n in names))
+
+    def _partition_count(self, t: Any) -> int:
+        """How many partitions a CreatableTopic asks for (its assignments, or num.partitions for -1)."""
+        if t.assignments:
+            return len(t.assignments)
+        return t.num_partitions if t.num_partitions != -1 else int(self.config["num.partitions"])
+
+    def _excessive_batch(self, what: str, records: int) -> PolicyViolationError | None:
+        """KRaft's bound on one operation (QuorumController's 10,000 metadata records: a topic, each of its
+        partitions and each config override is one). ZooKeeper-mode Kafka has none and would try, until
+        the broker runs out of file descriptors and takes its log directory offline; refusing up front
+        (POLICY_VIOLATION, as KRaft answers) keeps the broker serving."""
+        if records <= MAX_RECORDS_PER_USER_OP:
+            return None
+        self._log(f"{what}_refused", records=records, limit=MAX_RECORDS_PER_USER_OP)
+        return PolicyViolationError(
+            f"Unable to perform excessively large batch operation: {records} metadata records "
+            f"exceed {MAX_RECORDS_PER_USER_OP}."
+        )
 
     def _validate_new_topic(self, t: Any) -> dict[int, list[int]]:
+        """Kafka's checks, in ZkAdminManager's order: the name (INVALID_TOPIC_EXCEPTION), that it is
+        free (TOPIC_ALREADY_EXISTS) and collides with no topic ('.' against '_'), the partition count and
+        replication factor (or the explicit assignment), then the configs (INVALID_CONFIG). Nothing is
+        written before every check has passed."""
         ctx = self.ctx
         assert ctx is not None
+        if t.name in ctx.topics:
+            raise TopicAlreadyExistsError(f"Topic '{t.name}' already exists.")
+        configs = dict(t.configs)
+        if any(v is None for v in configs.values()):
+            validate_topic_configs(self._broker_config(), configs)  # names the null keys
+        if t.assignments and (t.num_partitions != -1 or t.replication_factor != -1):
+            raise InvalidRequestError(
+                "give either explicit replica assignments or num_partitions/replication_factor, not both"
+            )
+        validate_topic(t.name)  # before the name reaches a znode path or a directory
         if ctx.deletion is not None and ctx.deletion.is_deleting(t.name):
             raise TopicAlreadyExistsError(f"Topic '{t.name}' is marked for deletion.")
-        if t.name in ctx.topics or self.zk.exists(paths.topic_path(t.name)) is not None:
-            raise TopicAlreadyExistsError(f"topic '{t.name}' already exists")
+        if self.zk.exists(paths.topic_path(t.name)) is not None:
+            raise TopicAlreadyExistsError(f"Topic '{t.name}' already exists.")
+        colliding = colliding_topics(t.name, ctx.topics)
+        if colliding:
+            raise InvalidTopicError(f"Topic '{t.name}' collides with existing topics: {', '.join(colliding)}")
+        assignment = self._new_topic_assignment(t)
+        validate_topic_configs(self._broker_config(), configs)
+        return assignment
+
+    def _broker_config(self) -> BrokerConfig:
+        if self._broker_conf is None:
+            self._broker_conf = BrokerConfig.coerce(self.config)
+        return self._broker_conf
+
+    def _new_topic_assignment(self, t: Any) -> dict[int, list[int]]:
+        ctx = self.ctx
+        assert ctx is not None
         live = sorted(ctx.live_brokers)
         if t.assignments:
-            if t.num_partitions != -1 or t.replication_factor != -1:
-                raise InvalidRequestError(
-                    "give either explicit replica assignments or num_partitions/replication_factor, not both"
-                )
             assignment = {a.partition: list(a.broker_ids) for a in t.assignments}
             # Kafka's order of checks (AdminZkClient.validateTopicCreate), all INVALID_REPLICA_ASSIGNMENT.
             if len({len(r) for r in assignment.values()}) != 1:
@@ -1148,6 +1228,19 @@ class Controller:
         assignment znode and brought online like a new topic's; every broker learns them by UpdateMetadata."""
         ctx = self.ctx
         assert ctx is not None
+        new = sum(
+            max(0, t.count - len(ctx.topics.get(t.name, {}))) for t in req.topics if t.name in ctx.topics
+        )
+        too_many = self._excessive_batch("create_partitions", new)
+        if too_many is not None:
+            return CreatePartitionsResponse(
+                results=tuple(
+                    CreatePartitionsTopicResult(
+                        name=t.name, error_code=too_many.code, error_message=too_many.message
+                    )
+                    for t in req.topics
+                )
+            )
         results: list[Any] = []
         batch = _Batch()
         checked = self._validate_each(

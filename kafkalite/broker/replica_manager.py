@@ -412,6 +412,11 @@ class ReplicaManager:
                 errors.append(PartitionError(tp=tp, error_code=NO_ERROR))
             except KafkaError as e:
                 errors.append(PartitionError(tp=tp, error_code=e.code))
+            except OSError as e:
+                # e.g. out of file descriptors or a name the file system refuses: this replica cannot
+                # open its log, the others go on (Kafka answers KAFKA_STORAGE_ERROR for it)
+                self._event("replica_storage_error", tp=str(tp), error=f"{type(e).__name__}: {e}")
+                errors.append(PartitionError(tp=tp, error_code=KafkaStorageError.code))
         self._notify_leadership(elected, resigned)
         return LeaderAndIsrResponse(partition_errors=tuple(errors))
 

@@ -30,6 +30,7 @@ from kafkalite.broker.group.coordinator import GroupCoordinator
 from kafkalite.broker.group.manager import OFFSETS_TOPIC, GroupMetadataManager, offsets_topic
 from kafkalite.broker.producer_id_manager import ProducerIdManager
 from kafkalite.broker.topic_deletion import LEADER_DURING_DELETE
+from kafkalite.broker.topic_validator import is_valid_topic
 from kafkalite.broker.txn.coordinator import (
     TRANSACTION_STATE_TOPIC,
     TransactionCoordinator,
@@ -42,6 +43,7 @@ from kafkalite.errors import (
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
     InvalidGroupIdError,
+    InvalidTopicError,
     KafkaError,
     LeaderNotAvailableError,
     StaleControllerEpochError,
@@ -179,7 +181,8 @@ class MetadataCache:
         for name in names:
             parts = sorted((tp.partition, st) for tp, st in self.partitions.items() if tp.topic == name)
             if not parts:
-                topics.append(TopicMetadata(name=name, error_code=UnknownTopicOrPartitionError.code))
+                code = UnknownTopicOrPartitionError.code if is_valid_topic(name) else InvalidTopicError.code
+                topics.append(TopicMetadata(name=name, error_code=code))
                 continue
             pms = []
             for p, st in parts:
@@ -555,7 +558,7 @@ class KafkaBroker(BaseNode):
         if isinstance(request, ProduceRequest) and request.acks == 0:
             return  # the client waits for no answer
         if isinstance(exc, KafkaError) and exc.code != UNKNOWN_SERVER_ERROR:
-            answer = error_response(request, exc.code, str(exc) or None)
+            answer = error_response(request, exc.code, exc.message or None)
         else:
             answer = error_response(request)
         try:
