@@ -28,6 +28,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from kafkalite.config import parse_int
 from kafkalite.errors import KafkaStorageError
 from kafkalite.net.sim import BaseNode
 from kafkalite.protocol import RequestEnvelope, ResponseEnvelope
@@ -58,6 +59,7 @@ from kafkalite.wire.types import WireFormatError
 log = logging.getLogger("kafkalite.wire")
 
 SOCKET_REQUEST_MAX_BYTES = 104_857_600  # Kafka's socket.request.max.bytes default
+FAILED_AUTHENTICATION_DELAY_MS = 100  # Kafka's connection.failed.authentication.delay.ms default
 UNSUPPORTED_VERSION = 35
 PRODUCE_KEY = 0
 SASL_HANDSHAKE_KEY, SASL_AUTHENTICATE_KEY = 17, 36
@@ -178,9 +180,14 @@ class ClientConnection(BaseNode):
         self.zero_copy = server.zero_copy and (listener is None or not listener.tls)
         self.outq: deque[bytes | _FilePiece] = deque()
         self.sending: asyncio.Task | None = None
+        # After a failed authentication: requests are ignored until the delayed close
+        self.auth_failed = False
+        self._delayed_close: asyncio.TimerHandle | None = None
 
     def submit(self, frame: bytes) -> None:
         """Handle one request frame (without its size prefix)."""
+        if self.auth_failed or self.closed:
+            return
         stats = self.server.stats
         try:
             header, body = decode_request(frame)
@@ -229,7 +236,7 @@ class ClientConnection(BaseNode):
             # Kafka closes a connection that sends anything but ApiVersions and SASL before authenticating
             log.info("closing connection: api key %d before SASL authentication", key)
             stats.closed_bad_frames += 1
-            self.close()
+            self._fail_authentication(slot, None)
             return
         merge = None
         authz = self.server.authorizer(self.broker_id)
@@ -342,11 +349,30 @@ class ClientConnection(BaseNode):
             }
             if sasl.done:
                 self.principal = sasl.principal  # type: ignore[assignment]
-        self._finish(slot, encode_response(key, version, corr, answer))
-        if code:  # Kafka sends the error, then closes the connection
-            log.info("closing connection after SASL error %d: %s", code, message)
-            self.server.stats.auth_failures += 1
+        frame = encode_response(key, version, corr, answer)
+        if not code:
+            self._finish(slot, frame)
+            return
+        log.info("closing connection after SASL error %d: %s", code, message)
+        self.server.stats.auth_failures += 1
+        self._fail_authentication(slot, frame)
+
+    def _fail_authentication(self, slot: int, frame: bytes | None) -> None:
+        """Kafka's failed-authentication delay: the error answer and the close wait
+        ``connection.failed.authentication.delay.ms``, which slows a password guesser down without
+        holding anything else up (a timer on the loop; other connections are served meanwhile)."""
+        self.auth_failed = True
+
+        def answer_and_close() -> None:
+            self._delayed_close = None
+            self._finish(slot, frame)
             self.close()
+
+        delay = self.server.failed_authentication_delay_ms
+        if delay <= 0:
+            answer_and_close()
+        else:
+            self._delayed_close = asyncio.get_running_loop().call_later(delay / 1000, answer_and_close)
 
     def _slot(self) -> int:
         s = self.next_slot
@@ -396,6 +422,9 @@ class ClientConnection(BaseNode):
         self._flush()
 
     def close(self) -> None:
+        if self._delayed_close is not None:
+            self._delayed_close.cancel()
+            self._delayed_close = None
         if not self.closed:
             self.closed = True
             self.writer.close()
@@ -433,6 +462,11 @@ class WireServer:
         self.log_dir = log_dir
         self.config = {**internal_topic_defaults(brokers), **(config or {})}
         self.max_request_bytes = max_request_bytes
+        self.failed_authentication_delay_ms = parse_int(
+            "connection.failed.authentication.delay.ms",
+            self.config.get("connection.failed.authentication.delay.ms", FAILED_AUTHENTICATION_DELAY_MS),
+            low=0,
+        )
         # sendfile for fetched data on listeners without TLS; False copies it through Python instead
         # (what the bench compares); a connection reads this when it opens
         self.zero_copy = True
