@@ -199,6 +199,10 @@ class SimNetwork:
         self._log_traffic = log_messages == "all"
         self._log_drops = log_messages != "none"
         self._events: list[Event] = []
+        #: False: a message to a node the network does not know raises KeyError (a typo in a test).
+        #: True: it is dropped, as a packet to a closed connection (the TCP drivers, whose client
+        #: connections join with ``add_node`` and leave with ``remove_node``).
+        self.drop_to_unknown = False
 
     # ----------------------------------------------------------------------------------------- nodes
 
@@ -216,6 +220,22 @@ class SimNetwork:
         if st.tick_ms:
             self._push(self._now + st.tick_ms, _TICK, (node_id, st.inc))
         return node
+
+    def remove_node(self, node_id: NodeId) -> None:
+        """Forget ``node_id`` and everything the network keeps for it (timers, held messages, link state),
+        as a closed connection leaves nothing behind. Messages still in flight to it are dropped."""
+        st = self._nodes.pop(node_id, None)
+        if st is None:
+            return
+        self._drop_held(st.held)
+        dead = [tid for tid, timer in self._timers.items() if timer.node == node_id]
+        for tid in dead:
+            del self._timers[tid]
+        self._live -= len(dead)
+        for links in (self._link_last, self._link_latency, self._delays, self._drops, self._tampers):
+            for link in [k for k in links if node_id in k]:
+                del links[link]
+        self._cuts = {link for link in self._cuts if node_id not in link}
 
     def node(self, node_id: NodeId) -> Any:
         return self._nodes[node_id].node
@@ -244,6 +264,9 @@ class SimNetwork:
         """Put ``msg`` on the ``src -> dst`` link; False if it was dropped at once (cut, down, random)."""
         st = self._nodes.get(dst)
         if st is None:
+            if self.drop_to_unknown:
+                self.stats.sent += 1
+                return self._drop(src, dst, msg, "dst gone")
             raise KeyError(f"unknown destination node {dst!r}")
         self.stats.sent += 1
         link = (src, dst)
@@ -580,8 +603,11 @@ class SimNetwork:
         """Run one queue entry; False if it was dead (cancelled timer, stale tick) and did nothing."""
         if kind == _MSG:
             src, dst, msg, inc = payload
-            st = self._nodes[dst]
-            if st.inc != inc:
+            st = self._nodes.get(dst)
+            if st is None:  # removed while the message was on its way
+                self._live -= 1
+                self._drop(src, dst, msg, "dst gone")
+            elif st.inc != inc:
                 self._live -= 1
                 self._drop(src, dst, msg, "dst crashed")
             elif self._cuts and (src, dst) in self._cuts:
@@ -607,8 +633,8 @@ class SimNetwork:
             return True
         if kind == _TICK:
             node, inc = payload
-            st = self._nodes[node]
-            if st.inc != inc or not st.up:
+            st = self._nodes.get(node)
+            if st is None or st.inc != inc or not st.up:
                 return False
             if st.paused:
                 st.tick_held = True  # missed ticks collapse into one, run on resume
@@ -656,8 +682,8 @@ class SimNetwork:
         return n
 
     def _timed_resume(self, node: NodeId, gen: int) -> None:
-        st = self._nodes[node]
-        if st.paused and st.pause_gen == gen:
+        st = self._nodes.get(node)
+        if st is not None and st.paused and st.pause_gen == gen:
             self.resume(node)
 
 

@@ -124,6 +124,7 @@ class BrokerProcess(WireServer):
         sock = await self._listen(self.broker_id, self.ports[self.broker_id])
         self.addresses = {self.broker_id: sock}
         self.net = SimNetwork(self.broker_id, latency_ms=0, log_messages="none", start_ms=wall_ms())
+        self.net.drop_to_unknown = True  # answers to client connections that have closed
         self._wake_event = asyncio.Event()
         remotes = dict(self.peers) if self.zookeeper else {ZK_NODE_ID: self.store_address, **self.peers}
         self.bridge = NetBridge(self.net, [self.broker_id], remotes, wake=self.wake)

@@ -520,6 +520,7 @@ class WireServer:
             store_dir=None if self.log_dir is None else Path(self.log_dir) / "store",
         )
         self.net = self.cluster.net
+        self.net.drop_to_unknown = True  # answers to connections that have closed
         if self.exit_on_halt:
             for b, node in self.cluster.brokers.items():
                 node.halt_hook = partial(self._halt, b)
@@ -692,6 +693,7 @@ class WireServer:
         finally:
             conn.close()
             self._conns.get(broker_id, set()).discard(conn)
+            self.net.remove_node(node_id)  # nothing of a closed connection stays on the network
             self.stats.connections_open -= 1
             self._tasks.discard(task)  # type: ignore[arg-type]
 
