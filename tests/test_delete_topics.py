@@ -34,7 +34,7 @@ def test_a_deleted_topic_leaves_metadata_disk_and_znodes_and_can_be_created_agai
     for path in (paths.topic_path("t"), f"{paths.CONFIG_TOPICS}/t", paths.delete_topic_path("t")):
         assert cluster.store.exists(path) is None
     for b in cluster.brokers:
-        meta = cluster.request(b, MetadataRequest(topics=("t",)))
+        meta = cluster.request(b, MetadataRequest(topics=("t",), allow_auto_topic_creation=False))
         assert meta.topics[0].error_code == UnknownTopicOrPartitionError.code
     assert [e.fields["topic"] for e in cluster.events("topic_deleted")] == ["t"]
     cluster.create_topic("t", partitions=1, replication_factor=2)  # the name is free again, empty

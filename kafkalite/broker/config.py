@@ -37,6 +37,10 @@ _SPECS: dict[str, tuple[str, str, Any, int | None]] = {
     "replica.socket.timeout.ms": ("replica_socket_timeout_ms", "int", 30000, 1),
     "unclean.leader.election.enable": ("unclean_leader_election_enable", "bool", False, None),
     "delete.topic.enable": ("delete_topic_enable", "bool", True, None),
+    # A Metadata request naming a missing topic creates it with these (KafkaApis + AutoTopicCreationManager).
+    "auto.create.topics.enable": ("auto_create_topics_enable", "bool", True, None),
+    "num.partitions": ("num_partitions", "int", 1, 1),
+    "default.replication.factor": ("default_replication_factor", "int", 1, 1),
     "controlled.shutdown.enable": ("controlled_shutdown_enable", "bool", True, None),
     "controlled.shutdown.max.retries": ("controlled_shutdown_max_retries", "int", 3, 0),
     "controlled.shutdown.retry.backoff.ms": ("controlled_shutdown_retry_backoff_ms", "int", 5000, 0),
@@ -147,6 +151,9 @@ class BrokerConfig:
     replica_socket_timeout_ms: int = 30000
     unclean_leader_election_enable: bool = False
     delete_topic_enable: bool = True
+    auto_create_topics_enable: bool = True
+    num_partitions: int = 1
+    default_replication_factor: int = 1
     controlled_shutdown_enable: bool = True
     controlled_shutdown_max_retries: int = 3
     controlled_shutdown_retry_backoff_ms: int = 5000

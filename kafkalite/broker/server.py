@@ -43,10 +43,13 @@ from kafkalite.errors import (
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
     InvalidGroupIdError,
+    InvalidReplicationFactorError,
     InvalidTopicError,
     KafkaError,
     LeaderNotAvailableError,
+    NotControllerError,
     StaleControllerEpochError,
+    TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
 from kafkalite.net.sim import BaseNode
@@ -155,11 +158,13 @@ class MetadataCache:
         self.partitions: dict[TopicPartition, UpdateMetadataPartitionState] = {}
         self.live_brokers: dict[int, BrokerEndpoint] = {}
         self.controller_id: int = -1
+        self._names: set[str] | None = None  # the topics of ``partitions``, rebuilt after a change
 
     def update(self, req: UpdateMetadataRequest) -> list[TopicPartition]:
         """Apply an UpdateMetadata; returns the partitions it deleted (leader -2: their topic is going)."""
         self.controller_id = req.controller_id
         self.live_brokers = {b.node_id: b for b in req.live_brokers}
+        self._names = None
         deleted = []
         for st in req.partition_states:
             if st.leader == LEADER_DURING_DELETE:
@@ -171,9 +176,18 @@ class MetadataCache:
 
     def remove(self, tp: TopicPartition) -> None:
         self.partitions.pop(tp, None)
+        self._names = None
 
     def topics(self) -> list[str]:
-        return sorted({tp.topic for tp in self.partitions})
+        return sorted(self._topic_names())
+
+    def has_topic(self, name: str) -> bool:
+        return name in self._topic_names()
+
+    def _topic_names(self) -> set[str]:
+        if self._names is None:
+            self._names = {tp.topic for tp in self.partitions}
+        return self._names
 
     def metadata(self, req: MetadataRequest) -> MetadataResponse:
         names = self.topics() if req.topics is None else list(req.topics)
@@ -274,6 +288,8 @@ class KafkaBroker(BaseNode):
         self.group_manager: GroupMetadataManager | None = None
         self._incarnation = 0
         self._internal_topic_creation: dict[str, int | None] = {}
+        self._auto_creating: dict[str, int] = {}
+        self._auto_create_failed: dict[str, int] = {}
         self.txn_coordinator: TransactionCoordinator | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.authorizer: Any = None  # an AclAuthorizer when authorizer.class.name is set
@@ -340,6 +356,8 @@ class KafkaBroker(BaseNode):
         """A fresh coordinator per incarnation: groups come back by loading ``__consumer_offsets``."""
         self._incarnation += 1
         self._internal_topic_creation = {}
+        self._auto_creating: dict[str, int] = {}  # topic -> correlation id of its CreateTopics
+        self._auto_create_failed: dict[str, int] = {}  # topic -> error of its last attempt
         seed = self.net.node_rng(f"{self.node_id!r}/group-coordinator/{self._incarnation}").getrandbits(64)
         self.group_coordinator = GroupCoordinator(
             self.net.clock,
@@ -592,7 +610,7 @@ class KafkaBroker(BaseNode):
             assert self.controller is not None
             self.controller.handle_request(src, msg)
         elif isinstance(req, MetadataRequest):
-            self.send(src, msg.reply(self.cache.metadata(req)))
+            self.send(src, msg.reply(self._metadata(req)))
         elif isinstance(req, DescribeClusterRequest):
             self.send(src, msg.reply(self.cache.describe_cluster()))
         elif isinstance(req, DeleteGroupsRequest):
@@ -619,6 +637,75 @@ class KafkaBroker(BaseNode):
                 self.log("unsupported_request", api=type(req).__name__, src=src)
                 return
             getattr(self.rm, handler)(msg, src)
+
+    # --------------------------------------------------------------------- metadata, auto-creation
+
+    def _metadata(self, req: MetadataRequest) -> MetadataResponse:
+        """The cache's answer; with ``auto.create.topics.enable`` and the request's
+        ``allow_auto_topic_creation``, each missing topic it names is created (Kafka's
+        AutoTopicCreationManager, ZooKeeper mode): LEADER_NOT_AVAILABLE while that is under way, the
+        creation's error if it failed (then it is tried again on the next request)."""
+        resp = self.cache.metadata(req)
+        if req.topics is None or not (
+            req.allow_auto_topic_creation and self.config.auto_create_topics_enable
+        ):
+            return resp
+        missing = UnknownTopicOrPartitionError.code
+        if not any(t.error_code == missing for t in resp.topics):
+            return resp
+        topics = tuple(
+            TopicMetadata(
+                name=t.name, error_code=self._auto_create(t.name), is_internal=t.name in INTERNAL_TOPICS
+            )
+            if t.error_code == missing
+            else t
+            for t in resp.topics
+        )
+        return MetadataResponse(
+            brokers=resp.brokers, cluster_id=resp.cluster_id, controller_id=resp.controller_id, topics=topics
+        )
+
+    def _auto_create(self, name: str) -> int:
+        """Start creating a missing (valid) topic, at most once at a time; the code Metadata answers."""
+        failed = self._auto_create_failed.pop(name, None)
+        if failed is not None:
+            return failed
+        if name in INTERNAL_TOPICS:
+            if name == OFFSETS_TOPIC:
+                spec, rf = offsets_topic(self.config), self.config.offsets_topic_replication_factor
+            else:
+                spec, rf = (
+                    transaction_state_topic(self.config),
+                    self.config.transaction_state_log_replication_factor,
+                )
+            if len(self.cache.live_brokers) < rf:
+                self._create_internal_topic(spec, rf)  # logs why not
+                return InvalidReplicationFactorError.code
+            self._create_internal_topic(spec, rf)
+            return LeaderNotAvailableError.code
+        if name in self._auto_creating:
+            return LeaderNotAvailableError.code
+        controller = self.controller_id()
+        if controller is None:
+            return LeaderNotAvailableError.code
+        spec = CreatableTopic(
+            name=name,
+            num_partitions=self.config.num_partitions,
+            replication_factor=self.config.default_replication_factor,
+        )
+        self.log(
+            "auto_create_topic",
+            topic=name,
+            partitions=spec.num_partitions,
+            replication_factor=spec.replication_factor,
+        )
+        self._auto_creating[name] = self.rm._send_request(
+            controller,
+            CreateTopicsRequest(topics=(spec,)),
+            _AutoTopicCreation(self, name),
+            self.config.controller_socket_timeout_ms,
+        )
+        return LeaderNotAvailableError.code
 
     # ----------------------------------------------------------------------------- producer ids
 
@@ -924,6 +1011,37 @@ class _InternalTopicCreation:
             b._internal_topic_creation[self.topic] = None  # the next FindCoordinator asks again if needed
             event = "offsets_topic" if self.topic == OFFSETS_TOPIC else "transaction_state_topic"
             b.log(f"{event}_create_result", error_code=code)
+
+
+class _AutoTopicCreation:
+    """Answer (or timeout) of the CreateTopics a Metadata request started; a failure other than a
+    concurrent creation is kept for the next Metadata to report (bounded, oldest dropped first)."""
+
+    KEEP_FAILURES = 1000
+
+    def __init__(self, broker: KafkaBroker, topic: str) -> None:
+        self.broker = broker
+        self.topic = topic
+
+    def on_response(self, cid: int, _request: Any, response: Any) -> None:
+        result = response.topics[0] if getattr(response, "topics", ()) else None
+        self._done(cid, UNKNOWN_SERVER_ERROR if result is None else result.error_code)
+
+    def on_timeout(self, cid: int, _request: Any) -> None:
+        self._done(cid, 0)  # nothing known: the next Metadata asks again
+
+    def _done(self, cid: int, code: int) -> None:
+        b = self.broker
+        if b._auto_creating.get(self.topic) != cid:
+            return  # a previous incarnation's request
+        del b._auto_creating[self.topic]
+        if code in (0, TopicAlreadyExistsError.code, NotControllerError.code):
+            return
+        b.log("auto_create_topic_failed", topic=self.topic, error_code=code)
+        failed = b._auto_create_failed
+        failed[self.topic] = code
+        if len(failed) > self.KEEP_FAILURES:
+            del failed[next(iter(failed))]
 
 
 class _ControlledShutdown:

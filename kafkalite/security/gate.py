@@ -59,8 +59,18 @@ def _appender(field: str, extra: list[dict]) -> Merge:
     return merge
 
 
-def check(api_key: int, body: dict, ok: Authorize, any_topic_write: Callable[[], bool]) -> Verdict:
-    """See the module docstring. ``ok(op, type, name)`` asks the authorizer for this connection's principal."""
+def check(
+    api_key: int,
+    body: dict,
+    ok: Authorize,
+    any_topic_write: Callable[[], bool],
+    would_create: Callable[[str], bool] = lambda _topic: False,
+) -> Verdict:
+    """See the module docstring. ``ok(op, type, name)`` asks the authorizer for this connection's principal;
+    ``would_create(topic)``: the broker would auto-create this topic (it is missing and
+    ``auto.create.topics.enable`` is on), so a Metadata naming it needs CREATE."""
+    if api_key == 3:
+        return _metadata(body, ok, would_create)
     fn = _RULES.get(api_key)
     if fn is None:
         return body, None, None
@@ -112,8 +122,7 @@ def _list_offsets(body: dict, ok: Authorize, _any: Any) -> Verdict:
     return _forward_or_answer(body, "topics", allowed, _appender("topics", extra))
 
 
-def _metadata(body: dict, ok: Authorize, _any: Any) -> Verdict:
-    may_create = ok(Op.CREATE, C, CLUSTER_NAME)
+def _metadata(body: dict, ok: Authorize, would_create: Callable[[str], bool]) -> Verdict:
     topics = body.get("topics")
     if topics is None:  # every topic: show only those this principal may describe
 
@@ -122,12 +131,14 @@ def _metadata(body: dict, ok: Authorize, _any: Any) -> Verdict:
 
         return body, hide, None
     allowed, denied = _split(topics, "name", _topic_ok(ok, Op.DESCRIBE))
-    create = body.get("allow_auto_topic_creation", False) and (
-        may_create or all(ok(Op.CREATE, T, t["name"]) for t in allowed)
-    )
+    if body.get("allow_auto_topic_creation") and not ok(Op.CREATE, C, CLUSTER_NAME):
+        # Kafka: a missing topic the principal may not create is TOPIC_AUTHORIZATION_FAILED, not created
+        refused = [t for t in allowed if would_create(t["name"]) and not ok(Op.CREATE, T, t["name"])]
+        allowed = [t for t in allowed if t not in refused]
+        denied += refused
     extra = [{"name": t["name"], "error_code": TOPIC_DENIED, "is_internal": False, "partitions": []}
              for t in denied]  # fmt: skip
-    forward = {**body, "topics": allowed, "allow_auto_topic_creation": create}
+    forward = {**body, "topics": allowed}
     return forward, (_appender("topics", extra) if extra else None), None
 
 
@@ -336,7 +347,6 @@ _RULES: dict[int, Callable[[dict, Authorize, Any], Verdict]] = {
     0: _produce,
     1: _fetch,
     2: _list_offsets,
-    3: _metadata,
     8: _offset_commit,
     9: _offset_fetch,
     10: _find_coordinator,

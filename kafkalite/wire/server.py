@@ -248,8 +248,10 @@ class ClientConnection(BaseNode):
             self._finish(slot, encode_response(key, version, corr, answer))
             return
         if authz is not None:
+            broker = self.server.broker_node(self.broker_id)
             fwd, merge, whole = gate.check(key, body, self._may(authz), lambda: authz.may_write_some_topic(
-                self.principal, self.client_host))  # fmt: skip
+                self.principal, self.client_host), lambda t: broker.config.auto_create_topics_enable
+                and not broker.cache.has_topic(t))  # fmt: skip
             if whole is not None:
                 quiet = key == PRODUCE_KEY and body.get("acks") == 0
                 self._finish(slot, None if quiet else encode_response(key, version, corr, whole))
