@@ -198,3 +198,48 @@ def test_without_create_permission_kafka_python_is_refused(secure) -> None:
             p.send("alices-too", b"v").get(timeout=20)
     finally:
         p.close()
+
+
+def test_against_server_start_both_clients_produce_to_new_topics(tmp_path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from confluent_kafka import Producer
+    from kafka import KafkaProducer
+
+    from kafkalite.wire.processes import free_port
+
+    port = free_port()
+    cmd = [
+        sys.executable,
+        "-m",
+        "kafkalite.cli",
+        "server",
+        "start",
+        "--port",
+        str(port),
+        "--log-dir",
+        str(tmp_path),
+    ]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and "broker(s) on" not in (
+            proc.stderr.readline() or "broker(s) on"
+        ):
+            pass
+        bootstrap = f"127.0.0.1:{port}"
+        p = Producer({"bootstrap.servers": bootstrap, "message.timeout.ms": 20_000, "log_level": 0})
+        errors: list = []
+        p.produce("new-for-confluent", b"v", on_delivery=lambda e, m: errors.append(e))
+        assert p.flush(30) == 0 and errors == [None], errors
+        kp = KafkaProducer(bootstrap_servers=bootstrap)
+        try:
+            assert kp.send("new-for-kafka-python", b"v").get(timeout=20).offset == 0
+        finally:
+            kp.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
