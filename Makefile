@@ -5,8 +5,9 @@
 #
 # Set-up (runs once, guarded by $(STAMP)): a Python 3.11 venv in .venv from the pinned requirements.txt,
 # kafkalite installed editable, a Java 17 runtime via apt if `java` is missing, Debian's ZooKeeper (for
-# the tests on a real ensemble) via apt if missing, and the book's browser
-# assets (MathJax, RequireJS, the ipywidgets embedder) in _vendor/ via npm.
+# the tests on a real ensemble) via apt if missing, a CJK font (Debian's fonts-wqy-microhei) via apt if
+# missing, and the book's browser assets (MathJax, RequireJS, the ipywidgets embedder) in _vendor/ via npm,
+# with a web font of the Chinese characters the book uses (tools/cjk_font.py).
 
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -60,15 +61,17 @@ help:
 setup .venv: $(STAMP)
 
 $(STAMP): requirements.txt pyproject.toml tools/vendor.sha256 tools/vendor_assets.sh tools/ensure_java.sh \
-		tools/ensure_zookeeper.sh
+		tools/ensure_zookeeper.sh tools/ensure_cjk_font.sh
 	@test -n "$(PYTHON311)" || { echo "Python 3.11 is needed (as python3.11, or as python3)" >&2; exit 1; }
 	tools/ensure_java.sh
 	tools/ensure_zookeeper.sh
+	tools/ensure_cjk_font.sh
 	test -x $(PY) || $(PYTHON311) -m venv $(VENV)
 	$(PIP) install --quiet pip==$(PIP_VERSION)
 	$(PIP) install --quiet -r requirements.txt
 	$(PIP) install --quiet --no-deps -e .
 	tools/vendor_assets.sh
+	$(PY) tools/cjk_font.py
 	touch $@
 
 # ----------------------------------------------------------------------------------------------- book
