@@ -11,6 +11,7 @@ import jupytext
 import nbformat
 import pytest
 import yaml
+from jupytext.config import load_jupytext_config
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -74,7 +75,8 @@ def test_pairing_in_sync(chapter: str) -> None:
     nb_path = notebook_of(chapter)
     if not nb_path.is_file():
         pytest.fail(f"notebooks/{chapter}.ipynb missing: run make sync")
-    regenerated = jupytext.writes(jupytext.read(nb_path), fmt="md:myst")
+    config = load_jupytext_config(str(ROOT))  # as `jupytext --sync` reads it (the metadata filter)
+    regenerated = jupytext.writes(jupytext.read(nb_path), fmt="md:myst", config=config)
     actual = (ROOT / "book" / f"{chapter}.md").read_text(encoding="utf-8")
     assert regenerated == actual, f"book/{chapter}.md and notebooks/{chapter}.ipynb differ: run make sync"
 

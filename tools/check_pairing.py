@@ -15,13 +15,19 @@ import sys
 from pathlib import Path
 
 import jupytext
+from jupytext.config import load_jupytext_config
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def regenerated_markdown(notebook: Path) -> str:
-    """The MyST markdown jupytext writes for ``notebook`` (outputs are not part of it)."""
-    return jupytext.writes(jupytext.read(notebook), fmt="md:myst")
+    """The MyST markdown jupytext writes for ``notebook`` (outputs are not part of it).
+
+    With the repository's jupytext.toml, as `jupytext --sync` uses it: its metadata filter keeps the
+    chapters' ``kafkalite:`` key in the markdown header.
+    """
+    config = load_jupytext_config(str(ROOT))
+    return jupytext.writes(jupytext.read(notebook), fmt="md:myst", config=config)
 
 
 def problems(root: Path = ROOT) -> list[str]:
