@@ -94,3 +94,47 @@ def test_notebook_has_one_parameters_cell_and_stored_outputs(chapter: str) -> No
     assert not unexecuted, f"{chapter}: code cells {unexecuted} never executed: run make execute"
     errors = [i for i, c in enumerate(code) for o in c.outputs if o.output_type == "error"]
     assert not errors, f"{chapter}: code cells {errors} stored an error"
+
+
+CODE_COLUMNS = 88  # a book page shows this many columns of code without a scroll bar
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_chapter_code_fits_the_page(chapter: str) -> None:
+    """Every line of every code cell of book/<chapter>.md is at most CODE_COLUMNS characters long."""
+    nb = jupytext.read(ROOT / "book" / f"{chapter}.md")
+    long = [
+        f"cell {index} line {number}: {len(line)} columns: {line.strip()[:60]}"
+        for index, cell in enumerate(nb.cells)
+        if cell.cell_type == "code"
+        for number, line in enumerate(cell.source.splitlines(), 1)
+        if len(line) > CODE_COLUMNS
+    ]
+    assert not long, f"book/{chapter}.md has code wider than {CODE_COLUMNS} columns:\n" + "\n".join(long)
+
+
+def test_glossary_chapter_defines_every_term_of_the_csv() -> None:
+    """The stored glossary output has one {glossary} entry per row of data/glossary.csv, by English name."""
+    import csv
+
+    with (ROOT / "data" / "glossary.csv").open(encoding="utf-8") as f:
+        terms = [row["english"] for row in csv.DictReader(f)]
+    nb = nbformat.read(notebook_of("glossary"), as_version=4)
+    glossaries = [
+        output["data"]["text/markdown"]
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for output in cell.outputs
+        if "{glossary}" in output.get("data", {}).get("text/markdown", "")
+    ]
+    assert len(glossaries) == 1, (
+        f"want one glossary output in notebooks/glossary.ipynb, found {len(glossaries)}"
+    )
+    # Terms are the unindented lines between the directive's options and its closing fence.
+    lines = glossaries[0].splitlines()
+    defined = [line for line in lines[3:-1] if line and not line.startswith((" ", ":"))]
+    missing = [term for term in terms if term not in defined]
+    assert not missing, f"glossary entries missing (re-execute the chapter): {missing}"
+    for term in terms:
+        short = term[term.rfind("(") + 1 : -1] if term.endswith(")") else None
+        assert short is None or short in defined, f"{term}: its short form {short!r} is not a term"
