@@ -13,10 +13,12 @@ import sys
 import time
 from pathlib import Path
 
+import kernel_wait
 import nbformat
 from nbclient import NotebookClient
 
 TIMEOUT_S = 600  # per cell, as in _config.yml
+kernel_wait.install()  # as the book build does: a lost wake-up never makes a cell wait out its timeout
 
 
 def execute(path: Path) -> float:
@@ -30,6 +32,7 @@ def execute(path: Path) -> float:
         resources={"metadata": {"path": str(path.parent.resolve())}},
         record_timing=False,
         store_widget_state=True,
+        coalesce_streams=True,  # one stdout output per cell, however the kernel flushed it
     )
     client.execute()
     nbformat.write(nb, path)

@@ -8,8 +8,8 @@ jupytext carries the key into notebooks/X.ipynb's metadata (jupytext.toml keeps 
     kafkalite:
       papermill:
       - SEED: 3
-      - SEED: 5
-        NUM_RECORDS: 500
+      - NUM_RECORDS: 500
+        SEED: 5
 
 Each set runs as its own papermill process, in notebooks/ like nbval and the book build, with the cell
 timeout of _config.yml, into _build/papermill/X-1.ipynb, X-2.ipynb, ... The defaults are not run here:
@@ -117,7 +117,8 @@ def execute(run: Run) -> Result:
     """One papermill process for one set; the error says which cell failed and how."""
     run.output.parent.mkdir(parents=True, exist_ok=True)
     command = [
-        sys.executable, "-m", "papermill", str(run.notebook), str(run.output),
+        sys.executable, str(ROOT / "tools" / "kernel_wait.py"), "papermill",  # papermill, fixed as the build
+        str(run.notebook), str(run.output),
         "--parameters_yaml", yaml.safe_dump(run.params, default_flow_style=True).strip(),
         "--cwd", str(run.notebook.parent),
         "--execution-timeout", str(CELL_TIMEOUT_S),
