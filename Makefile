@@ -112,7 +112,9 @@ lab: $(STAMP)
 	jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/book \
 	    $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
+# jupytext keeps a notebook's own metadata on sync: first copy the papermill sets from the markdown.
 sync: $(STAMP)
+	python tools/papermill_matrix.py --write-sets
 	jupytext --sync $(CHAPTERS)
 
 # Execute in place so notebooks/ carries the outputs nbval compares against.

@@ -72,3 +72,20 @@ def test_only_must_name_notebooks(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert (
         "--only names no notebook" in capsys.readouterr().err and "nope" in capsys.readouterr().err + "nope"
     )
+
+
+def test_the_markdown_sets_win_and_write_sets_copies_them(tmp_path: Path) -> None:
+    """jupytext keeps a paired notebook's own metadata: the sets edited in book/X.md must be copied."""
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "book").mkdir()
+    path = notebook(tmp_path / "notebooks", "chapter", [{"SEED": 2}, {"SEED": 3}])
+    (tmp_path / "book" / "chapter.md").write_text(
+        "---\nkafkalite:\n  papermill:\n  - SEED: 5\n  - SIZE: 20\n    SEED: 6\n---\n\n# Chapter\n",
+        encoding="utf-8",
+    )
+    runs, problems = papermill_matrix.plan([path], tmp_path / "out")
+    assert [r.params for r in runs] == [{"SEED": 5}, {"SIZE": 20, "SEED": 6}] and not problems
+    assert papermill_matrix.write_sets([path]) == ["chapter"]
+    stored = nbformat.read(path, as_version=4).metadata["kafkalite"]["papermill"]
+    assert stored == [{"SEED": 5}, {"SEED": 6, "SIZE": 20}]
+    assert papermill_matrix.write_sets([path]) == [], "nothing to copy the second time"

@@ -1,6 +1,6 @@
 """Run every chapter under papermill with the parameter sets it declares, two at a time.
 
-Usage: python tools/papermill_matrix.py [--only NAME[,NAME...]] [--jobs N] [--list]
+Usage: python tools/papermill_matrix.py [--only NAME[,NAME...]] [--jobs N] [--list | --write-sets]
 
 A chapter declares its sets in the front matter of book/X.md, beside ``jupytext:`` and ``kernelspec:``;
 jupytext carries the key into notebooks/X.ipynb's metadata (jupytext.toml keeps it), where this reads it::
@@ -10,6 +10,10 @@ jupytext carries the key into notebooks/X.ipynb's metadata (jupytext.toml keeps 
       - SEED: 3
       - NUM_RECORDS: 500
         SEED: 5
+
+jupytext takes a paired notebook's metadata from the .ipynb, so `jupytext --sync` would put the old sets
+back into the markdown after an edit there: ``--write-sets`` (run by `make sync` first) copies each
+chapter's sets from its markdown into its notebook, and the runs take them from the markdown too.
 
 Each set runs as its own papermill process, in notebooks/ like nbval and the book build, with the cell
 timeout of _config.yml, into _build/papermill/X-1.ipynb, X-2.ipynb, ... The defaults are not run here:
@@ -138,11 +142,45 @@ def execute(run: Run) -> Result:
     return Result(run, seconds, cell)
 
 
+def markdown_sets(notebook: Path) -> list[Any] | None:
+    """The sets in the front matter of the notebook's chapter (book/X.md), None if it has none."""
+    chapter = notebook.parent.parent / "book" / f"{notebook.stem}.md"
+    if not chapter.is_file():
+        return None
+    text = chapter.read_text(encoding="utf-8")
+    if not text.startswith("---\n"):
+        return None
+    header = yaml.safe_load(text[4 : text.index("\n---", 4)]) or {}
+    return header.get(META_KEY, {}).get("papermill")
+
+
+def read_notebook(notebook: Path) -> nbformat.NotebookNode:
+    """The notebook, with the parameter sets of its chapter's markdown where that has them."""
+    nb = nbformat.read(notebook, as_version=4)
+    sets = markdown_sets(notebook)
+    if sets is not None:
+        nb.metadata.setdefault(META_KEY, {})["papermill"] = sets
+    return nb
+
+
+def write_sets(notebooks: list[Path]) -> list[str]:
+    """Copy each chapter's sets from its markdown into its notebook's metadata; the notebooks changed."""
+    changed = []
+    for notebook in notebooks:
+        sets = markdown_sets(notebook)
+        nb = nbformat.read(notebook, as_version=4)
+        if sets is not None and nb.metadata.get(META_KEY, {}).get("papermill") != sets:
+            nb.metadata.setdefault(META_KEY, {})["papermill"] = sets
+            nbformat.write(nb, notebook)
+            changed.append(notebook.stem)
+    return changed
+
+
 def plan(notebooks: list[Path], out: Path) -> tuple[list[Run], list[str]]:
     """Every run of every notebook, and the problems that fail the matrix before anything runs."""
     runs, problems = [], []
     for notebook in notebooks:
-        sets, wrong = parameter_sets(nbformat.read(notebook, as_version=4))
+        sets, wrong = parameter_sets(read_notebook(notebook))
         problems += [f"{notebook.stem}: {message}" for message in wrong]
         for number, params in enumerate(sets, 1):
             if params is None:
@@ -158,6 +196,11 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--jobs", type=int, default=2, help="papermill processes at once (default 2)")
     parser.add_argument("--list", action="store_true", help="print the runs and the problems, run nothing")
+    parser.add_argument(
+        "--write-sets",
+        action="store_true",
+        help="copy the sets from book/X.md into notebooks/X.ipynb, run nothing",
+    )
     parser.add_argument("--notebooks", type=Path, default=ROOT / "notebooks", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=ROOT / "_build" / "papermill", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -171,6 +214,10 @@ def main(argv: list[str]) -> int:
     if only:
         notebooks = [nb for nb in notebooks if nb.stem in only]
 
+    if args.write_sets:
+        changed = write_sets(notebooks)
+        print(f"papermill sets copied into: {', '.join(changed) or 'no notebook (all up to date)'}")
+        return 0
     runs, problems = plan(notebooks, args.out)
     if args.list:
         for run in runs:
