@@ -6,8 +6,8 @@
 # Set-up (runs once, guarded by $(STAMP)): a Python 3.11 venv in .venv from the pinned requirements.txt,
 # kafkalite installed editable, a Java 17 runtime via apt if `java` is missing, Debian's ZooKeeper (for
 # the tests on a real ensemble) via apt if missing, a CJK font (Debian's fonts-wqy-microhei) via apt if
-# missing, and the book's browser assets (MathJax, RequireJS, the ipywidgets embedder) in _vendor/ via npm,
-# with a web font of the Chinese characters the book uses (tools/cjk_font.py).
+# missing, and the book's browser assets (MathJax) in _vendor/ via npm, with a web font of the Chinese
+# characters the book uses (tools/cjk_font.py).
 
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c

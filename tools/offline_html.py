@@ -1,10 +1,13 @@
-"""Sphinx extension: keep the built pages free of CDN references the book does not use.
+"""Sphinx extension: keep the built pages free of CDN references the book does not use, and quiet.
 
 Jupyter Book always loads sphinx-thebe, which writes the address of the thebe bundle on a public CDN
 into every page, to be fetched when a reader presses a "launch thebe" button. This book turns those
 buttons off (launch_buttons.thebe: false in _config.yml), so the address and the thebe loader script
 are dead weight that an offline check would rightly flag; this drops both from each page.
-MathJax and the widget embedder are served from _vendor/ instead (see _config.yml).
+MathJax is served from _vendor/ instead (see _config.yml).
+
+It also names the theme's colour mode: pydata-sphinx-theme leaves it empty, and then logs "Got invalid
+theme mode" as an error on every page a browser opens for the first time. "auto" is what it falls back to.
 """
 
 from __future__ import annotations
@@ -25,6 +28,12 @@ def drop_thebe(app: Any, pagename: str, templatename: str, context: dict, doctre
         context["script_files"] = [s for s in context["script_files"] if not _is_thebe(s)]
 
 
+def default_colour_mode(app: Any, config: Any) -> None:
+    # pydata-sphinx-theme reads it from html_context, not from html_theme_options.
+    config.html_context.setdefault("default_mode", "auto")
+
+
 def setup(app: Any) -> dict[str, Any]:
+    app.connect("config-inited", default_colour_mode)
     app.connect("html-page-context", drop_thebe, priority=900)  # after the extensions that add scripts
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
 # Put the browser assets the built book needs into _vendor/ (git-ignored), so that the HTML renders maths
-# and widgets without reaching a CDN when it is read:
+# without reaching a CDN when it is read:
 #   _vendor/mathjax/es5/tex-mml-chtml.js          <- mathjax_path in _config.yml
-#   _vendor/requirejs/require.js                  <- nb_ipywidgets_js (the widget embedder is an AMD module)
-#   _vendor/html-manager/dist/embed-amd.js        <- nb_ipywidgets_js
+# (No ipywidgets embedder: the chapters' controls are precomputed explorers, kafkalite.viz.explore.)
 # The tarballs come from the npm registry through `npm pack` and are checked against tools/vendor.sha256.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-PACKAGES=(mathjax@3.2.2 requirejs@2.3.8 @jupyter-widgets/html-manager@1.0.15)
+PACKAGES=(mathjax@3.2.2)
 
 if ! command -v npm >/dev/null 2>&1; then
     echo "npm not found: installing it with apt-get" >&2
@@ -31,14 +30,8 @@ unpack() {  # unpack <tarball> <folder>: npm tarballs keep everything under pack
     tar -xzf "$work/$1" -C "$new/$2" --strip-components=1 --no-same-owner
 }
 unpack mathjax-3.2.2.tgz mathjax
-unpack requirejs-2.3.8.tgz requirejs
-unpack jupyter-widgets-html-manager-1.0.15.tgz html-manager
 
-# Sphinx copies all of _vendor into _build/html/_static: drop what no page loads.
-rm -rf "$new/requirejs/bin" "$new/html-manager/lib" "$new/html-manager/src"
-rm -f "$new/html-manager/dist/embed.js" "$new/html-manager/dist/libembed-amd.js" "$new/html-manager/dist/"*.map
-
-for f in mathjax/es5/tex-mml-chtml.js requirejs/require.js html-manager/dist/embed-amd.js; do
+for f in mathjax/es5/tex-mml-chtml.js; do
     test -s "$new/$f" || { echo "vendor_assets: $f missing after unpacking" >&2; exit 1; }
 done
 
