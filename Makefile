@@ -2,12 +2,13 @@
 #
 #   make book   set up once, then build the book (every chapter executed) into _build/html
 #   make test   set up once, then pytest, nbval, the book/notebooks pairing check, papermill, strict book build
+#   make live   serve the built book with a local Jupyter server behind its "Live code" buttons
 #
 # Set-up (runs once, guarded by $(STAMP)): a Python 3.11 venv in .venv from the pinned requirements.txt,
 # kafkalite installed editable, a Java 17 runtime via apt if `java` is missing, Debian's ZooKeeper (for
 # the tests on a real ensemble) via apt if missing, a CJK font (Debian's fonts-wqy-microhei) via apt if
-# missing, and the book's browser assets (MathJax) in _vendor/ via npm, with a web font of the Chinese
-# characters the book uses (tools/cjk_font.py).
+# missing, and the book's browser assets (MathJax, thebe) in _vendor/ via npm, with a web font of the
+# Chinese characters the book uses (tools/cjk_font.py).
 
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -43,12 +44,17 @@ NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.
 PM_NOTEBOOK ?= notebooks/glossary.ipynb
 PM_PARAMS ?= -p TOPIC storage
 
-.PHONY: help setup .venv book test test-unit test-nbval check-sync test-papermill test-book lab sync execute \
-        papermill-example bench-peer lint format clean distclean
+# `make live`: where the book and the Jupyter server behind its "Live code" buttons listen (127.0.0.1).
+LIVE_BOOK_PORT ?= 8000
+LIVE_PORT ?= 8888
+
+.PHONY: help setup .venv book test test-unit test-nbval check-sync test-papermill test-book live lab sync \
+        execute papermill-example bench-peer lint format clean distclean
 
 help:
 	@echo "make book               build the book into _build/html (executes every chapter)"
 	@echo "make test               pytest + nbval + pairing check + papermill + strict book build"
+	@echo "make live               serve _build/html with live code on 127.0.0.1 (LIVE_BOOK_PORT, LIVE_PORT)"
 	@echo "make lab                JupyterLab on the repository (open book/*.md or notebooks/*.ipynb)"
 	@echo "make sync               jupytext --sync book/*.md -> notebooks/*.ipynb"
 	@echo "make execute            execute notebooks/*.ipynb in place (stores outputs for nbval)"
@@ -107,6 +113,12 @@ test-book: $(STAMP)
 	python tools/build_book.py --strict
 
 # ------------------------------------------------------------------------------------------ authoring
+# The built book (built first if there is none) and a Jupyter server, both on 127.0.0.1 only; prints the
+# book's address, with which each chapter's Launch > Live Code runs its cells on that server.
+live: $(STAMP)
+	test -f _build/html/index.html || $(MAKE) book
+	python tools/live.py --book-port $(LIVE_BOOK_PORT) --jupyter-port $(LIVE_PORT)
+
 # Root is the repository, so that jupytext can write both halves of a pair (book/ and notebooks/).
 lab: $(STAMP)
 	jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/book \
