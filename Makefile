@@ -1,14 +1,16 @@
 # kafkalite: build the book, run the tests. GNU make + bash. See README.md.
 #
 #   make book   set up once, then build the book (every chapter executed) into _build/html
-#   make test   set up once, then pytest, nbval, the book/notebooks pairing check, papermill, strict book build
+#   make test   set up once, then pytest, nbval, the book/notebooks pairing check, papermill, strict book build,
+#               and the built book in a real browser (chromium driven by selenium)
 #   make live   serve the built book with a local Jupyter server behind its "Live code" buttons
 #
 # Set-up (runs once, guarded by $(STAMP)): a Python 3.11 venv in .venv from the pinned requirements.txt,
 # kafkalite installed editable, a Java 17 runtime via apt if `java` is missing, Debian's ZooKeeper (for
 # the tests on a real ensemble) via apt if missing, a CJK font (Debian's fonts-wqy-microhei) via apt if
-# missing, and the book's browser assets (MathJax, thebe) in _vendor/ via npm, with a web font of the
-# Chinese characters the book uses (tools/cjk_font.py).
+# missing, Debian's chromium and chromedriver (for the browser test) via apt if missing, and the book's
+# browser assets (MathJax, thebe) in _vendor/ via npm, with a web font of the Chinese characters the book
+# uses (tools/cjk_font.py).
 
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -48,12 +50,13 @@ PM_PARAMS ?= -p TOPIC storage
 LIVE_BOOK_PORT ?= 8000
 LIVE_PORT ?= 8888
 
-.PHONY: help setup .venv book test test-unit test-nbval check-sync test-papermill test-book live lab sync \
-        execute papermill-example bench-peer lint format clean distclean
+.PHONY: help setup .venv book test test-unit test-nbval check-sync test-papermill test-book test-browser live \
+        lab sync execute papermill-example bench-peer lint format clean distclean
 
 help:
 	@echo "make book               build the book into _build/html (executes every chapter)"
-	@echo "make test               pytest + nbval + pairing check + papermill + strict book build"
+	@echo "make test               pytest + nbval + pairing check + papermill + strict book build + browser test"
+	@echo "make test-browser       the built book in chromium: explorers respond, no console error or 404, live code"
 	@echo "make live               serve _build/html with live code on 127.0.0.1 (LIVE_BOOK_PORT, LIVE_PORT)"
 	@echo "make lab                JupyterLab on the repository (open book/*.md or notebooks/*.ipynb)"
 	@echo "make sync               jupytext --sync book/*.md -> notebooks/*.ipynb"
@@ -67,11 +70,12 @@ help:
 setup .venv: $(STAMP)
 
 $(STAMP): requirements.txt pyproject.toml tools/vendor.sha256 tools/vendor_assets.sh tools/ensure_java.sh \
-		tools/ensure_zookeeper.sh tools/ensure_cjk_font.sh
+		tools/ensure_zookeeper.sh tools/ensure_cjk_font.sh tools/ensure_chromium.sh
 	@test -n "$(PYTHON311)" || { echo "Python 3.11 is needed (as python3.11, or as python3)" >&2; exit 1; }
 	tools/ensure_java.sh
 	tools/ensure_zookeeper.sh
 	tools/ensure_cjk_font.sh
+	tools/ensure_chromium.sh
 	test -x $(PY) || $(PYTHON311) -m venv $(VENV)
 	$(PIP) install --quiet pip==$(PIP_VERSION)
 	$(PIP) install --quiet -r requirements.txt
@@ -88,7 +92,7 @@ book: $(STAMP)
 
 # ---------------------------------------------------------------------------------------------- tests
 test: $(STAMP)
-	$(MAKE) --keep-going test-unit test-nbval check-sync test-papermill test-book
+	$(MAKE) --keep-going test-unit test-nbval check-sync test-papermill test-book test-browser
 	@echo "make test: all passed"
 
 test-unit: $(STAMP)
@@ -111,6 +115,13 @@ test-papermill: $(STAMP)
 # Strict build: any Sphinx warning (broken reference, failing cell, missing file) fails the test.
 test-book: $(STAMP)
 	python tools/build_book.py --strict
+
+# The book as its readers get it, in Debian's chromium (headless, through selenium), on the pages
+# test-book just built: every explorer's controls switch its figure, no page logs a console error or a
+# failed request (404), and `make live`'s Live code runs a cell. Outside `pytest tests/` (it needs
+# _build/html): the tests skip unless KAFKALITE_BROWSER_TESTS=1.
+test-browser: $(STAMP)
+	KAFKALITE_BROWSER_TESTS=1 python -m pytest tests/browser/
 
 # ------------------------------------------------------------------------------------------ authoring
 # The built book (built first if there is none) and a Jupyter server, both on 127.0.0.1 only; prints the
