@@ -30,6 +30,7 @@ from kafkalite.net.sim import BaseNode, Event, SimNetwork
 from kafkalite.protocol import (
     CreatableTopic,
     CreateTopicsRequest,
+    ReplicaAssignment,
     RequestEnvelope,
     TopicPartition,
 )
@@ -147,17 +148,33 @@ class Cluster:
         replication_factor: int = 1,
         config: Mapping[str, Any] | None = None,
         *,
+        replica_assignment: Mapping[int, Iterable[int]] | None = None,
         timeout_ms: int = 30_000,
     ) -> dict[int, tuple[int, ...]]:
         """Create a topic through the controller and wait until every partition has a working leader.
-        Returns the assignment; raises the Kafka error (e.g. INVALID_REPLICATION_FACTOR) on failure."""
+
+        ``replica_assignment`` (partition -> broker ids, the first one preferred) places the replicas by
+        hand, as ``kafka-topics.sh --replica-assignment`` does; ``partitions`` and
+        ``replication_factor`` must then agree with it. Returns the assignment; raises the Kafka error
+        (e.g. INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT) on failure."""
         merged = {**self.topic_defaults, **(config or {})}
-        topic = CreatableTopic(
-            name=name,
-            num_partitions=partitions,
-            replication_factor=replication_factor,
-            configs=tuple((k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in merged.items()),
-        )
+        configs = tuple((k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in merged.items())
+        if replica_assignment is None:
+            topic = CreatableTopic(
+                name=name, num_partitions=partitions, replication_factor=replication_factor, configs=configs
+            )
+        else:
+            plan = {p: tuple(ids) for p, ids in replica_assignment.items()}
+            if len(plan) != partitions or any(len(ids) != replication_factor for ids in plan.values()):
+                raise ValueError(
+                    f"replica_assignment {plan} does not give {partitions} partitions "
+                    f"{replication_factor} replicas each"
+                )
+            topic = CreatableTopic(
+                name=name,
+                assignments=tuple(ReplicaAssignment(partition=p, broker_ids=ids) for p, ids in plan.items()),
+                configs=configs,
+            )
         resp = self.request(self.controller(), CreateTopicsRequest(topics=(topic,)), timeout_ms)
         result = resp.topics[0]
         if result.error_code:

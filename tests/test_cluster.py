@@ -6,7 +6,7 @@ import pytest
 
 from kafkalite.checker import check_history
 from kafkalite.cluster import Cluster
-from kafkalite.errors import InvalidReplicationFactorError
+from kafkalite.errors import InvalidReplicaAssignmentError, InvalidReplicationFactorError
 
 
 @pytest.fixture
@@ -78,3 +78,18 @@ def test_same_seed_same_controller_timeline() -> None:
     first = _run(3)
     assert first == _run(3)
     assert "leader_elected" in first and "broker_failure" in first
+
+
+def test_create_topic_with_a_replica_assignment(cluster: Cluster) -> None:
+    """Replicas placed by hand, first broker preferred, as kafka-topics.sh --replica-assignment does."""
+    assignment = cluster.create_topic("placed", 2, 2, replica_assignment={0: (3, 2), 1: (2, 3)})
+    assert assignment == {0: (3, 2), 1: (2, 3)}
+    assert cluster.leader("placed", 0) == 3 and cluster.leader("placed", 1) == 2
+    assert cluster.isr("placed", 0) == (3, 2)
+
+
+def test_create_topic_refuses_an_assignment_that_disagrees(cluster: Cluster) -> None:
+    with pytest.raises(ValueError, match="does not give 1 partitions 3 replicas each"):
+        cluster.create_topic("bad", 1, 3, replica_assignment={0: (1, 2)})
+    with pytest.raises(InvalidReplicaAssignmentError):
+        cluster.create_topic("bad", 1, 2, replica_assignment={0: (1, 1)})
