@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import networkx as nx
+from matplotlib.patches import Patch, Rectangle
 
 from kafkalite.coordination import paths
 
@@ -95,28 +96,61 @@ def timeline_points(
     return points
 
 
-def plot_timeline(ax: Any, points: Sequence[Mapping[str, Any]], brokers: Sequence[int]) -> None:
-    """Draw timeline points: one row per broker plus one for ZooKeeper, time on x. Points of one kind at
-    the same time and row become one marker with their count beside it; different kinds at the same time
-    and row are spread a little vertically so that each stays visible."""
+def plot_timeline(
+    ax: Any,
+    points: Sequence[Mapping[str, Any]],
+    brokers: Sequence[int],
+    *,
+    counts: bool = True,
+    dx: float = 0.0,
+) -> None:
+    """Draw timeline points: one row per broker plus one for ZooKeeper, time on x.
+
+    Points of one kind at the same time and row become one marker; with ``counts`` a number beside
+    it says how many (``x7``). Different kinds at the same time and row are moved apart so that each
+    stays visible: vertically by default, or by ``dx`` along the time axis (for a zoom on a few
+    milliseconds, where the rows are too close for that)."""
     rows = ["zk", *brokers]
     y_of = {r: i for i, r in enumerate(rows)}
     groups: Counter = Counter((pt["t"], pt["row"], pt["kind"]) for pt in points)
-    slot: Counter = Counter()
+    order = list(TIMELINE_STYLE)
+    kinds_at: dict[tuple, list[str]] = {}
+    for t, row, kind in groups:
+        kinds_at.setdefault((t, row), []).append(kind)
     used = set()
-    for (t, row, kind), n in groups.items():
-        marker, colour, label = TIMELINE_STYLE[kind]
-        k = slot[(t, row)]
-        slot[(t, row)] += 1
-        y = y_of[row] + (0.0, 0.22, -0.22, 0.44)[k % 4]
-        ax.scatter(t, y, marker=marker, s=90, color=colour, zorder=3, label=None if kind in used else label)
-        if n > 1:
-            ax.annotate(f"x{n}", (t, y), xytext=(6, -3), textcoords="offset points", fontsize=7, color=colour)
-        used.add(kind)
+    for (t, row), kinds in sorted(kinds_at.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
+        kinds.sort(key=order.index)
+        for k, kind in enumerate(kinds):
+            marker, colour, label = TIMELINE_STYLE[kind]
+            x, y = t, y_of[row]
+            if dx:  # side by side, centred on the true time
+                x += (k - (len(kinds) - 1) / 2) * dx
+            else:
+                y += (0.0, -0.3, 0.3, -0.45)[k % 4]
+            ax.scatter(
+                x,
+                y,
+                marker=marker,
+                s=90,
+                color=colour,
+                zorder=3,
+                label=None if kind in used else label,
+            )
+            n = groups[t, row, kind]
+            if counts and n > 1:
+                ax.annotate(
+                    f"x{n}",
+                    (x, y),
+                    xytext=(7, 5),
+                    textcoords="offset points",
+                    fontsize=9,
+                    color=colour,
+                )
+            used.add(kind)
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels(["ZooKeeper", *[f"broker {b}" for b in brokers]])
-    ax.set_ylim(-0.6, len(rows) - 0.4)
-    ax.grid(axis="y", lw=0.3)
+    ax.set_ylim(len(rows) - 0.4, -0.7)  # ZooKeeper on top
+    ax.grid(axis="y", lw=0.4, color="#dddddd")
 
 
 def cluster_graph(
@@ -147,53 +181,72 @@ def cluster_graph(
 
 
 def draw_cluster(ax: Any, g: nx.Graph, title: str) -> None:
-    """Brokers in a row at the bottom (controller gold, dead grey), partitions above; red edges lead,
-    dashed edges follow, dotted grey edges are replicas out of the ISR."""
+    """The replica map as a grid: one row per broker, one column per partition.
+
+    A cell holds ``L`` for the partition's leader (red), ``F`` for a follower in the ISR (blue),
+    ``x`` for a replica out of the ISR (grey), and nothing where the broker has no replica. The
+    controller's row label is gold and says so; a dead broker's row is shaded grey. A grid keeps
+    every replica visible however many partitions there are, where a node-and-edge drawing
+    turns into a tangle."""
     brokers = sorted((n for n, d in g.nodes(data=True) if d["kind"] == "broker"), key=lambda n: int(n[1:]))
     parts = [n for n, d in g.nodes(data=True) if d["kind"] == "partition"]
-    spread = max(len(parts) - 1, 1) / max(len(brokers) - 1, 1)
-    pos = {n: (i * spread, 0) for i, n in enumerate(brokers)}
-    pos.update({n: (i, 1) for i, n in enumerate(parts)})
-
-    def colour(n: str) -> str:
-        d = g.nodes[n]
-        if d["dead"]:
-            return "#bbbbbb"
-        return "#f1c40f" if d["controller"] else "#6f9fd8"
-
-    nx.draw_networkx_nodes(
-        g,
-        pos,
-        nodelist=brokers,
-        node_shape="s",
-        node_size=950,
-        node_color=[colour(n) for n in brokers],
-        ax=ax,
-    )
-    nx.draw_networkx_nodes(
-        g,
-        pos,
-        nodelist=parts,
-        node_size=650,
-        node_color=["#e74c3c" if g.nodes[n]["offline"] else "#f6c85f" for n in parts],
-        ax=ax,
-    )
-    nx.draw_networkx_labels(g, pos, font_size=8, ax=ax)
-    styles = {
-        "leader": {"width": 2.5, "edge_color": "#c0392b", "style": "solid"},
-        "follower": {"width": 1.0, "edge_color": "black", "style": "dashed"},
-        "out of ISR": {"width": 1.0, "edge_color": "#aaaaaa", "style": "dotted"},
+    cell = {
+        "leader": ("L", "#c0392b", "white"),
+        "follower": ("F", "#6f9fd8", "white"),
+        "out of ISR": ("x", "#d5d5d5", "#555555"),
     }
-    for role, style in styles.items():
-        edges = [(u, v) for u, v, d in g.edges(data=True) if d["role"] == role]
-        nx.draw_networkx_edges(g, pos, edgelist=edges, ax=ax, **style)
-    ax.set_title(title, fontsize=10)
-    ax.set_axis_off()
+    for row, b in enumerate(brokers):
+        if g.nodes[b]["dead"]:
+            ax.add_patch(Rectangle((-0.5, row - 0.5), len(parts), 1, color="#eeeeee", zorder=0))
+        for col, p in enumerate(parts):
+            if not g.has_edge(p, b):
+                continue
+            text, face, ink = cell[g.edges[p, b]["role"]]
+            ax.add_patch(Rectangle((col - 0.4, row - 0.4), 0.8, 0.8, color=face, zorder=1))
+            ax.text(col, row, text, ha="center", va="center", color=ink, fontsize=10, zorder=2)
+    labels = []
+    for b in brokers:
+        d = g.nodes[b]
+        labels.append(
+            f"broker {b[1:]}"
+            + (" (controller)" if d["controller"] else "")
+            + (" (dead)" if d["dead"] else "")
+        )
+    ax.set_yticks(range(len(brokers)), labels)
+    for tick, b in zip(ax.get_yticklabels(), brokers, strict=True):
+        if g.nodes[b]["controller"]:
+            tick.set_color("#b7950b")
+            tick.set_fontweight("bold")
+        elif g.nodes[b]["dead"]:
+            tick.set_color("#888888")
+    offline = {p for p in parts if g.nodes[p]["offline"]}
+    ax.set_xticks(range(len(parts)), [p + ("\noffline" if p in offline else "") for p in parts])
+    for tick, p in zip(ax.get_xticklabels(), parts, strict=True):
+        if p in offline:
+            tick.set_color("#c0392b")
+    ax.set_xlim(-0.5, len(parts) - 0.5)
+    ax.set_ylim(len(brokers) - 0.5, -0.5)
+    ax.xaxis.tick_top()
+    ax.tick_params(length=0)
+    for side in ax.spines.values():
+        side.set_visible(False)
+    ax.set_title(title, fontsize=10, pad=24)
+
+
+def cluster_legend(fig: Any, **kwargs: Any) -> None:
+    """The key to ``draw_cluster``'s cells, once per figure."""
+    handles = [
+        Patch(color="#c0392b", label="L: leader"),
+        Patch(color="#6f9fd8", label="F: follower in the ISR"),
+        Patch(color="#d5d5d5", label="x: replica out of the ISR"),
+    ]
+    fig.legend(handles=handles, loc="lower center", ncol=3, frameon=False, fontsize=9, **kwargs)
 
 
 __all__ = [
     "TIMELINE_STYLE",
     "cluster_graph",
+    "cluster_legend",
     "draw_cluster",
     "imbalance_ratios",
     "leader_counts",

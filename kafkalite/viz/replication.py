@@ -33,15 +33,28 @@ def offset_series(
     return out
 
 
-def plot_offsets(ax: Any, series: dict[str, list[tuple[int, int]]], end_ms: int) -> None:
-    """One step line per replica's LEO, and the HW as a thick black line."""
-    for name, points in series.items():
-        xs, ys = _step(points, end_ms)
-        if name == "HW":
-            ax.step(xs, ys, where="post", color="black", lw=2.5, label="high watermark")
-        else:
-            ax.step(xs, ys, where="post", lw=1.2, label=name)
-    ax.set_xlabel("virtual time (ms)")
+def plot_offsets(
+    ax: Any, series: dict[str, list[tuple[int, int]]], end_ms: int, leader: int | None = None
+) -> None:
+    """The committed range (below the HW) shaded, and one step line per replica's LEO.
+
+    Replicas that keep up have equal LEOs most of the time, so their lines would lie on top of each
+    other. Each is drawn thinner than the one before it, with its own dash pattern: where lines
+    coincide they show as nested stripes, and every replica stays visible."""
+    xs, ys = _step(series.get("HW", []), end_ms)
+    if xs:
+        ax.fill_between(xs, ys, step="post", color="#d9d9d9", lw=0, label="committed (below the HW)")
+        ax.step(xs, ys, where="post", color="black", lw=1.2, label="high watermark")
+    leos = [name for name in series if name != "HW"]
+    dashes = ["solid", (0, (6, 2)), (0, (2, 1.5)), (0, (8, 2, 2, 2))]
+    for i, name in enumerate(leos):
+        xs, ys = _step(series[name], end_ms)
+        label = f"{name} (leader)" if leader is not None and name == f"LEO {leader}" else name
+        width = 1.2 + 2.4 * (len(leos) - 1 - i)
+        style = dashes[i % len(dashes)] if i else "solid"
+        ax.step(xs, ys, where="post", lw=width, ls=style, color=f"C{i}", label=label, alpha=0.9)
+    if ax.get_subplotspec() is None or ax.get_subplotspec().is_last_row():
+        ax.set_xlabel("virtual time (ms)")
     ax.set_ylabel("offset")
     ax.legend(loc="upper left", fontsize=8)
 
