@@ -9,7 +9,7 @@ import pytest
 from matplotlib.collections import PathCollection
 
 from kafkalite.coordination.paths import PartitionState
-from kafkalite.viz.controller import cluster_graph, draw_cluster, plot_timeline
+from kafkalite.viz.controller import cluster_graph, cluster_legend, draw_cluster, plot_timeline
 from kafkalite.viz.replication import plot_offsets
 from kafkalite.viz.storage import plot_segments, segment_colours
 
@@ -93,3 +93,9 @@ def test_leo_lines_stay_visible_when_equal():
     assert set(lines) == {"high watermark", "LEO 1 (leader)", "LEO 2"}
     assert lines["LEO 1 (leader)"].get_linewidth() > lines["LEO 2"].get_linewidth()
     assert lines["LEO 1 (leader)"].get_linestyle() != lines["LEO 2"].get_linestyle()
+
+
+def test_legend_names_only_the_roles_shown():
+    fig, _ = plt.subplots()
+    cluster_legend(fig, roles=("leader", "follower"))
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["L: leader", "F: follower in the ISR"]

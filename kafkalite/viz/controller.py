@@ -233,14 +233,17 @@ def draw_cluster(ax: Any, g: nx.Graph, title: str) -> None:
     ax.set_title(title, fontsize=10, pad=24)
 
 
-def cluster_legend(fig: Any, **kwargs: Any) -> None:
-    """The key to ``draw_cluster``'s cells, once per figure."""
-    handles = [
-        Patch(color="#c0392b", label="L: leader"),
-        Patch(color="#6f9fd8", label="F: follower in the ISR"),
-        Patch(color="#d5d5d5", label="x: replica out of the ISR"),
-    ]
-    fig.legend(handles=handles, loc="lower center", ncol=3, frameon=False, fontsize=9, **kwargs)
+def cluster_legend(
+    fig: Any, roles: Sequence[str] = ("leader", "follower", "out of ISR"), **kwargs: Any
+) -> None:
+    """The key to ``draw_cluster``'s cells, once per figure, for the ``roles`` it shows."""
+    keys = {
+        "leader": Patch(color="#c0392b", label="L: leader"),
+        "follower": Patch(color="#6f9fd8", label="F: follower in the ISR"),
+        "out of ISR": Patch(color="#d5d5d5", label="x: replica out of the ISR"),
+    }
+    handles = [keys[r] for r in roles]
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False, fontsize=9, **kwargs)
 
 
 __all__ = [
