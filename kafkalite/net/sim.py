@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections import deque
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from functools import partial
@@ -198,7 +199,7 @@ class SimNetwork:
         self._tampers: dict[tuple[NodeId, NodeId], Callable[[Any], Any]] = {}
         self._log_traffic = log_messages == "all"
         self._log_drops = log_messages != "none"
-        self._events: list[Event] = []
+        self._events: list[Event] | deque[Event] = []
         #: False: a message to a node the network does not know raises KeyError (a typo in a test).
         #: True: it is dropped, as a packet to a closed connection (the TCP drivers, whose client
         #: connections join with ``add_node`` and leave with ``remove_node``).
@@ -562,6 +563,13 @@ class SimNetwork:
 
     def clear_log(self) -> None:
         self._events.clear()
+
+    def limit_log(self, max_events: int) -> None:
+        """Keep only the newest ``max_events`` events from now on. A long-running TCP broker logs
+        several events per batch for as long as it runs; unbounded, that log is a slow memory leak."""
+        if max_events < 1:
+            raise ValueError(f"max_events must be >= 1, got {max_events}")
+        self._events = deque(self._events, maxlen=max_events)
 
     # ------------------------------------------------------------------------------------- internals
 

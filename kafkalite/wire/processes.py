@@ -25,7 +25,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from kafkalite.wire.server import WireServer, drive, internal_topic_defaults, wall_ms
+from kafkalite.wire.server import (
+    EVENT_LOG_LIMIT,
+    WireServer,
+    drive,
+    internal_topic_defaults,
+    wall_ms,
+)
 
 BROKER_TICK_MS = 100
 ZK_TICK_MS = 100
@@ -68,6 +74,7 @@ class StoreProcess:
 
         self.dir.mkdir(parents=True, exist_ok=True)
         self.net = SimNetwork(0, latency_ms=0, log_messages="none", start_ms=wall_ms())
+        self.net.limit_log(EVENT_LOG_LIMIT)
         store = CoordinationStore(self.net.clock)
         keep_snapshot(store, self.dir)  # every acknowledged write is in store.snapshot first
         self.zk = self.net.add_node(ZK_NODE_ID, ZkNode(store), tick_ms=ZK_TICK_MS)
@@ -125,6 +132,7 @@ class BrokerProcess(WireServer):
         self.addresses = {self.broker_id: sock}
         self.net = SimNetwork(self.broker_id, latency_ms=0, log_messages="none", start_ms=wall_ms())
         self.net.drop_to_unknown = True  # answers to client connections that have closed
+        self.net.limit_log(EVENT_LOG_LIMIT)  # a broker process runs for weeks: only recent events
         self._wake_event = asyncio.Event()
         remotes = dict(self.peers) if self.zookeeper else {ZK_NODE_ID: self.store_address, **self.peers}
         self.bridge = NetBridge(self.net, [self.broker_id], remotes, wake=self.wake)

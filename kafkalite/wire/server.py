@@ -60,6 +60,7 @@ log = logging.getLogger("kafkalite.wire")
 
 SOCKET_REQUEST_MAX_BYTES = 104_857_600  # Kafka's socket.request.max.bytes default
 FAILED_AUTHENTICATION_DELAY_MS = 100  # Kafka's connection.failed.authentication.delay.ms default
+EVENT_LOG_LIMIT = 10_000  # events a TCP host keeps for `kafkalite` diagnostics; older ones are dropped
 UNSUPPORTED_VERSION = 35
 PRODUCE_KEY = 0
 SASL_HANDSHAKE_KEY, SASL_AUTHENTICATE_KEY = 17, 36
@@ -523,6 +524,7 @@ class WireServer:
         )
         self.net = self.cluster.net
         self.net.drop_to_unknown = True  # answers to connections that have closed
+        self.net.limit_log(EVENT_LOG_LIMIT)  # a server runs for weeks: keep only the recent events
         if self.exit_on_halt:
             for b, node in self.cluster.brokers.items():
                 node.halt_hook = partial(self._halt, b)
