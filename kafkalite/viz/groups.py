@@ -91,8 +91,8 @@ def draw_assignment(
     ax.set_xlim(-0.5, len(cols) - 0.5)
     ax.set_ylim(len(members) - 0.5, -0.5)
     ax.set_xticks(range(len(cols)), [f"{tp.topic}\n{tp.partition}" if tp.partition == 0 else str(tp.partition)
-                                     for tp in cols], fontsize=7)  # fmt: skip
-    ax.set_yticks(range(len(members)), [f"{m} ({len(assignment[m])})" for m in members], fontsize=8)
+                                     for tp in cols], fontsize=8)  # fmt: skip
+    ax.set_yticks(range(len(members)), [f"{m} ({len(assignment[m])})" for m in members], fontsize=9)
     boundaries = [index[TopicPartition(t, 0)] - 0.5 for t in list(partitions_per_topic)[1:]]
     for x in boundaries:
         ax.axvline(x, color="grey", lw=1)
@@ -126,7 +126,8 @@ def coordinator_rows(group_ids: Iterable[str], partitions: int = 50) -> list[dic
 
 
 def zk_offset_rows(store: Any, group: str | None = None) -> list[dict[str, Any]]:
-    """The pre-0.9 offsets tree: one row per ``/consumers/<group>/offsets/<topic>/<partition>`` znode."""
+    """The ZooKeeper offsets tree (Kafka up to 0.8.1): one row per
+    ``/consumers/<group>/offsets/<topic>/<partition>`` znode."""
     rows = []
     for path, (data, stat) in sorted(store.dump().items()):
         parts = path.split("/")
@@ -183,13 +184,13 @@ def plot_ownership(
     for t, label in marks:
         x = (t - t0) / 1000
         ax.axvline(x, color="black", lw=0.8, ls="--")
-        ax.text(x, -0.55, label, fontsize=7, rotation=0, ha="left", va="bottom")
+        ax.text(x, -0.7, f" {label}", fontsize=9, ha="left", va="center")
     ax.set_yticks(range(len(members)), list(members))
-    ax.set_ylim(len(members) - 0.5, -0.75)
+    ax.set_ylim(len(members) - 0.5, -1.0)
     ax.set_xlabel("virtual time (s)")
     handles = [_patch(colours[tp], short(tp)) for tp in tps]
     if handles:
-        ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+        ax.legend(handles=handles, fontsize=9, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
 
 
 def _patch(colour: str, label: str) -> Any:
@@ -210,4 +211,4 @@ def plot_lag(
     ax.fill_between(ts, lo, hi, color="#D55E00", alpha=0.25, label="lag")
     ax.set_xlabel("virtual time (s)")
     ax.set_ylabel("offset")
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=9, loc="upper left")
