@@ -5,6 +5,8 @@ These read files only (no kernel is started); nbval and the book build do the ex
 
 from __future__ import annotations
 
+import ast
+import re
 from pathlib import Path
 
 import jupytext
@@ -111,6 +113,40 @@ def test_chapter_code_fits_the_page(chapter: str) -> None:
         if len(line) > CODE_COLUMNS
     ]
     assert not long, f"book/{chapter}.md has code wider than {CODE_COLUMNS} columns:\n" + "\n".join(long)
+
+
+def chapter_code(chapter: str) -> list[str]:
+    """The code cells of book/<chapter>.md, with IPython magics and shell lines left out."""
+    nb = jupytext.read(ROOT / "book" / f"{chapter}.md")
+    return [
+        "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!")))
+        for cell in nb.cells
+        if cell.cell_type == "code"
+    ]
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_assert_in_a_chapter_says_what_failed(chapter: str) -> None:
+    """A reader whose papermill run trips an assert learns which claim failed, not a bare AssertionError."""
+    bare = [
+        f"cell {index} line {node.lineno}: {ast.get_source_segment(source, node)[:70]}"
+        for index, source in enumerate(chapter_code(chapter))
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Assert) and node.msg is None
+    ]
+    assert not bare, f"book/{chapter}.md has asserts without a message:\n" + "\n".join(bare)
+
+
+@pytest.mark.parametrize("chapter", [c for c in CHAPTERS if c != "glossary"])
+def test_chapter_checks_its_knobs_and_lists_its_sources(chapter: str) -> None:
+    """Each chapter range-checks its parameters (check_params names a bad knob and its range) and ends
+    with a Sources section. The glossary's only knob is a topic filter it checks itself."""
+    code = "\n".join(chapter_code(chapter))
+    assert "check_params(" in code, f"book/{chapter}.md never calls check_params on its knobs"
+    headings = re.findall(r"^## (.+)$", (ROOT / "book" / f"{chapter}.md").read_text("utf-8"), re.M)
+    assert headings and headings[-1].strip() == "Sources", (
+        f"book/{chapter}.md should end with a '## Sources' section; its last is {headings[-1:]}"
+    )
 
 
 def test_glossary_chapter_defines_every_term_of_the_csv() -> None:
