@@ -228,3 +228,48 @@ def test_real_clients_get_the_lso_while_a_transaction_is_open() -> None:
             }
             assert admin.list_offsets([KTP("t", 0)], LATEST_TIMESTAMP) == {KTP("t", 0): 6}
         p.commit_transaction(30)
+
+
+def test_a_new_leader_whose_hw_lags_its_epoch_start_answers_offset_not_available() -> None:
+    """Kafka's rule after a failover: until the new leader's HW reaches the offset its epoch started at,
+    a client's "latest" and a timestamp lookup it cannot answer get OFFSET_NOT_AVAILABLE (78, retriable);
+    "earliest" and a replica's request are answered. Once a follower fetches, the HW catches up."""
+    with Cluster(brokers=3, seed=1) as c:
+        c.create_topic("t", 1, 3)
+        producer = c.producer(acks="all", linger_ms=0)
+        sent = [producer.send("t", b"v", partition=0, timestamp=T + i) for i in range(10)]
+        # The followers learn the HW of 10 only from their next fetch response, which waits out
+        # replica.fetch.wait.max.ms: stop the leader the moment the records are acknowledged.
+        assert c.run_until(lambda: all(f.done() for f in sent), 10_000), "records not acknowledged"
+        old = c.leader("t", 0)
+        # Both followers stay in the ISR. Everything between them takes 2 s more (in order, so the
+        # controller's LeaderAndIsr still arrives first): the new leader hears no follower's fetch for 2 s.
+        a, b = (r for r in (1, 2, 3) if r != old)
+        c.net.delay(a, b, 2_000)
+        c.crash(old)
+        assert c.run_until(
+            lambda: any((r := c.replica(x, "t", 0)) is not None and r.is_leader for x in (a, b)), 30_000
+        ), "no new leader"
+        new = a if c.replica(a, "t", 0).is_leader else b
+        p = c.replica(new, "t", 0)
+        assert p.leader_epoch_start_offset == 10 and p.high_watermark < 10, (
+            p.leader_epoch_start_offset,
+            p.high_watermark,
+        )
+
+        def answer(timestamp: int, replica_id: int = -1):
+            req = ListOffsetsRequest(
+                replica_id=replica_id,
+                isolation_level=UNCOMMITTED,
+                partitions=(ListOffsetsPartition(tp=TP, timestamp=timestamp),),
+            )
+            (part,) = c.request(new, req).partitions
+            return part.error_code, part.offset
+
+        assert answer(LATEST_TIMESTAMP)[0] == 78, "latest while the HW lags the epoch start"
+        assert answer(T + 9)[0] == 78, "a lookup past the HW while the HW lags"
+        assert answer(EARLIEST_TIMESTAMP) == (0, 0), "earliest is always known"
+        assert answer(LATEST_TIMESTAMP, DEBUGGING_REPLICA_ID) == (0, 10), "a tool sees the whole log"
+        assert c.run_until(lambda: p.high_watermark >= 10, 30_000), "the HW never caught up"
+        assert answer(LATEST_TIMESTAMP) == (0, 10), "latest once the HW caught up"
+        assert answer(T + 9) == (0, 9), "the lookup once the HW caught up"

@@ -43,6 +43,7 @@ from kafkalite.errors import (
     NotEnoughReplicasAfterAppendError,
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
+    OffsetNotAvailableError,
     OffsetOutOfRangeError,
     PolicyViolationError,
     RequestTimedOutError,
@@ -924,8 +925,19 @@ class ReplicaManager:
                 bound = p.log.last_stable_offset(p.high_watermark)
             else:
                 bound = p.high_watermark
+            # A new leader whose HW is still below the start of its epoch does not yet know what its
+            # predecessor had committed: Kafka answers a client's "latest" (and a lookup it cannot answer
+            # below the bound) with the retriable OFFSET_NOT_AVAILABLE until the HW catches up.
+            lagging = req.replica_id == CONSUMER_REPLICA_ID and p.leader_epoch_start_offset > p.high_watermark
             if lp.timestamp == LATEST_TIMESTAMP:
-                out.append(ListOffsetsPartitionResponse(tp=lp.tp, offset=bound, leader_epoch=p.leader_epoch))
+                if lagging:
+                    out.append(
+                        ListOffsetsPartitionResponse(tp=lp.tp, error_code=OffsetNotAvailableError.code)
+                    )
+                else:
+                    out.append(
+                        ListOffsetsPartitionResponse(tp=lp.tp, offset=bound, leader_epoch=p.leader_epoch)
+                    )
                 continue
             if lp.timestamp == EARLIEST_TIMESTAMP:
                 off = p.log.log_start_offset
@@ -938,7 +950,8 @@ class ReplicaManager:
                 out.append(ListOffsetsPartitionResponse(tp=lp.tp, error_code=e.code))
                 continue
             if found is None or found[0] >= bound:  # a record not readable yet is not an answer
-                out.append(ListOffsetsPartitionResponse(tp=lp.tp))
+                code = OffsetNotAvailableError.code if lagging else NO_ERROR
+                out.append(ListOffsetsPartitionResponse(tp=lp.tp, error_code=code))
             else:
                 epoch = p.log.leader_epoch_cache.epoch_for_offset(found[0])
                 out.append(
