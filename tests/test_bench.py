@@ -56,6 +56,13 @@ def test_run_storage_bench_tiny(tmp_path):
     table = result.table()
     assert "Log.append" in table and "target >= 0.9" in table and "page-cache" in table
     assert "batch check + write" in table
+    # Two ceilings for Log.append, each with its ratio: a follower's (batch header check + write) and a
+    # leader's (also every record validated), the one Log.append as leader can reach.
+    lw = d["leader_write"]
+    assert lw["us_per_batch"] >= lw["validation_us_per_batch"] and lw["append_ratio"] > 0
+    assert d["checked_write"]["append_ratio"] > 0
+    assert result.leader_write_seconds > 0
+    assert "append/(e) follower ceiling" in table and "append/(f) leader ceiling" in table
     assert list(tmp_path.iterdir()) == []  # cleaned up after itself
 
 

@@ -44,7 +44,21 @@ def test_bench_runs_both_cases() -> None:
     assert "best of 3 runs per case, run alternately" in result.notes
     v = d["validation"]
     assert v["us_per_batch"] > 0 and v["records_per_batch"] >= 1 and 0 < v["share_of_single"] < 1
-    assert "leader record validation:" in result.table() and "% of (c)" in result.table()
+    assert "leader record validation, alone and hot" in result.table()
+    # In situ: timed inside each run, once per batch a leader appended (one leader per case).
+    for case in (result.single, result.replicated, result.idempotent):
+        assert case.validations >= case.batches and case.validation_seconds > 0
+        assert 0 < case.validation_share < 1 and case.validation_us > 0
+    assert set(d["validation_in_situ"]) == {
+        result.single.name,
+        result.replicated.name,
+        result.idempotent.name,
+    }
+    assert "leader record validation, in situ (timed inside each run): (a) " in result.table()
+    from kafkalite.storage import log
+    from kafkalite.storage.log_validator import validate_records
+
+    assert log.validate_records is validate_records, "the timing wrapper is taken out after each run"
 
 
 def test_bench_repeats_are_noted_and_validated() -> None:

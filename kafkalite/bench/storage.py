@@ -7,9 +7,15 @@ Timings over the same pre-built batches, in one run:
 (c) raw read of the resulting segment files in 1 MiB chunks;
 (d) ``Log.read`` + ``FileSlice.read`` over the whole log in 1 MiB fetches, as a consumer's fetches walk it.
 
-A fifth, to show where the gap between (a) and (b) lies: (e) the least a log that checks its input can
-do, the broker's batch check (CRC32C and header checks, as Kafka's broker does before an append) and
-one write per batch, with no offsets stamped and no index kept, timed like (a).
+Two more, to show where the gap between (a) and (b) lies, each timed like (a) with one write per batch
+and no offsets stamped, no index kept:
+(e) the least a log that checks its input can do, a follower's check: the batch header and CRC32C, as
+    Kafka's broker does before any append;
+(f) the least a leader can do: (e) plus the check of every record inside the batch (Kafka's
+    LogValidator, ``storage.log_validator``), which ``Log.append`` runs as leader. Its record check
+    remembers the batches' layout after the first batch, as it does for a producer that sends the same
+    layout over and over.
+(e) and (f) are ceilings for ``Log.append`` and the table gives its ratio to both.
 
 Each write timing starts once the previous run's files are deleted and the delete is committed (an
 fsync of their directory), so that no run pays for another's cleanup. Both write sides end with an
@@ -73,6 +79,7 @@ class StorageBenchResult(JsonResult):
     appended_equals_raw: bool
     segments: int
     checked_write_seconds: float = 0.0  # (e): batch check + one write per batch, open to fsync and close
+    leader_write_seconds: float = 0.0  # (f): (e) plus the leader's record validation
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -87,6 +94,16 @@ class StorageBenchResult(JsonResult):
     def checked_write_ratio(self) -> float:
         """(e) against the raw write: the ceiling for any log that checks each batch before writing it."""
         return self.raw_write.seconds / self.checked_write_seconds if self.checked_write_seconds else 0.0
+
+    @property
+    def append_to_follower_ceiling(self) -> float:
+        """Log.append against (e): how close it comes to a log that checks only batch headers."""
+        return self.checked_write_seconds / self.log_append.seconds if self.log_append.seconds else 0.0
+
+    @property
+    def append_to_leader_ceiling(self) -> float:
+        """Log.append against (f): how close it comes to a log that validates records as a leader must."""
+        return self.leader_write_seconds / self.log_append.seconds if self.log_append.seconds else 0.0
 
     def per_batch_us(self, seconds: float) -> float:
         return seconds / self.batches * 1e6 if self.batches else 0.0
@@ -104,6 +121,15 @@ class StorageBenchResult(JsonResult):
             "seconds": self.checked_write_seconds,
             "us_per_batch": self.per_batch_us(self.checked_write_seconds),
             "ratio": self.checked_write_ratio,
+            "append_ratio": self.append_to_follower_ceiling,
+        }
+        d["leader_write"] = {
+            "seconds": self.leader_write_seconds,
+            "us_per_batch": self.per_batch_us(self.leader_write_seconds),
+            "validation_us_per_batch": self.per_batch_us(
+                self.leader_write_seconds - self.checked_write_seconds
+            ),
+            "append_ratio": self.append_to_leader_ceiling,
         }
         return d
 
@@ -122,10 +148,17 @@ class StorageBenchResult(JsonResult):
             lines.append(f"{label:<17} {r:5.3f}  (target >= {TARGET_RATIO}: {verdict})")
         us = self.per_batch_us
         lines.append(
-            f"per batch: raw write {us(self.raw_write.seconds):.1f} us, batch check + write "
+            f"per batch: raw write {us(self.raw_write.seconds):.1f} us, (e) batch check + write "
             f"{us(self.checked_write_seconds):.1f} us (ratio {self.checked_write_ratio:.2f}x of raw: the most a "
-            f"log that checks CRCs can reach), Log.append {us(self.log_append.seconds):.1f} us"
+            f"log that checks CRCs can reach), (f) batch check + leader record validation + write "
+            f"{us(self.leader_write_seconds):.1f} us, Log.append {us(self.log_append.seconds):.1f} us"
         )
+        for label, r in (
+            ("append/(e) follower ceiling (header check + write)", self.append_to_follower_ceiling),
+            ("append/(f) leader ceiling (header + record validation + write)", self.append_to_leader_ceiling),
+        ):
+            verdict = "ok" if r >= TARGET_RATIO else "below target"
+            lines.append(f"{label:<62} {r:5.3f}  (target >= {TARGET_RATIO}: {verdict})")
         lines.append(
             f"log segments: {self.segments}; appended bytes == raw bytes: {self.appended_equals_raw}"
         )
@@ -182,6 +215,28 @@ def checked_write(path: Path, batches: list[bytes]) -> float:
         for b in batches:
             if valid_header_fields(b, 0) is None:
                 raise ValueError("benchmark batch failed validation")
+            os.write(fd, b)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return time.perf_counter() - t0
+
+
+def leader_checked_write(path: Path, batches: list[bytes]) -> float:
+    """(f) of the module docstring: as ``checked_write``, plus the record validation ``Log.append``
+    runs as leader (with a default topic config) before it writes a batch."""
+    from kafkalite.records.batch import valid_header_fields
+    from kafkalite.storage.log_validator import validate_records
+
+    name = path.name
+    t0 = time.perf_counter()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for b in batches:
+            f = valid_header_fields(b, 0)
+            if f is None:
+                raise ValueError("benchmark batch failed validation")
+            validate_records(b, 0, f, name)
             os.write(fd, b)
         os.fsync(fd)
     finally:
@@ -301,7 +356,7 @@ def run_storage_bench(
     try:
         raw_path = root / "raw.log"
         log_dir = root / "bench-0"
-        checked = float("inf")
+        checked = leader = float("inf")
         best = {
             "raw write": float("inf"),
             "Log.append": float("inf"),
@@ -319,6 +374,9 @@ def run_storage_bench(
             raw_path.unlink(missing_ok=True)
             _settle(root)
             checked = min(checked, checked_write(raw_path, batches))
+            raw_path.unlink(missing_ok=True)
+            _settle(root)
+            leader = min(leader, leader_checked_write(raw_path, batches))
         segs = segment_files(log_dir)
         appended = b"".join(p.read_bytes() for p in segs) if nbytes <= 64 * MiB else None
         equal = (appended == b"".join(batches)) if appended is not None else _same_bytes(segs, batches)
@@ -356,6 +414,7 @@ def run_storage_bench(
         appended_equals_raw=equal,
         segments=len(segs),
         checked_write_seconds=checked,
+        leader_write_seconds=leader,
         notes=notes,
     )
 
