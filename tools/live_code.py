@@ -17,7 +17,8 @@ STATIC = Path(__file__).resolve().parent / "static"
 
 
 def add_static(app: Any) -> None:
-    app.config.html_static_path.append(str(STATIC))
+    if str(STATIC) not in app.config.html_static_path:  # tools/page_style.py adds it too
+        app.config.html_static_path.append(str(STATIC))
 
 
 def setup(app: Any) -> dict[str, Any]:

@@ -181,6 +181,20 @@ def test_page_has_no_widget_that_needs_a_kernel(page: str) -> None:
     )
 
 
+CODE_OVERFLOW = """return Array.from(document.querySelectorAll('div.cell_input pre'))
+    .filter(p => p.scrollWidth > p.clientWidth + 1)
+    .map(p => p.textContent.split(String.fromCharCode(10)).reduce((a, b) => b.length > a.length ? b : a))"""
+
+
+@pytest.mark.parametrize("page", [p for p in pages() if p.startswith("book/")] if HTML.is_dir() else [])
+def test_chapter_code_fits_the_text_column(browser, book_url, page: str) -> None:
+    """Chapters' code is held to 88 columns (tests/test_book.py); at the test's window width the page's
+    CSS must show those columns whole, without a horizontal scroll bar."""
+    open_page(browser, f"{book_url}/{page}.html")
+    wide = browser.execute_script(CODE_OVERFLOW)
+    assert not wide, f"{page}.html: code cells scroll sideways; their longest lines: {wide}"
+
+
 def visible_view(explorer) -> tuple[str, str]:
     """(number, content) of the view an explorer shows, checked to be the only one displayed."""
     shown = [v for v in explorer.find_elements(By.CSS_SELECTOR, "[data-kl-view]") if v.is_displayed()]
