@@ -176,7 +176,7 @@ def _recv_exactly(sock: Any, n: int) -> bytes:
 
 def call(sock: Any, api_key: int, version: int, body: dict, corr: int = 1) -> dict:
     """One request on a raw socket, its decoded answer."""
-    from kafkalite.wire.header import decode_response, encode_request
+    from kafkalite.protocol.codec.header import decode_response, encode_request
 
     sock.sendall(encode_request(api_key, version, corr, "hostile", body))
     got, answer = decode_response(api_key, version, recv_frame(sock))

@@ -20,9 +20,9 @@ from kafkalite.protocol import (
     CreateTopicsRequest,
     TopicPartition,
 )
-from kafkalite.wire.adapter import supported_versions
-from kafkalite.wire.header import decode_response, encode_request
-from kafkalite.wire.messages import SPECS
+from kafkalite.protocol.codec.adapter import supported_versions
+from kafkalite.protocol.codec.header import decode_response, encode_request
+from kafkalite.protocol.codec.messages import SPECS
 
 PROBE = TopicPartition("probe", 0)  # a name the hostile strategies never draw
 _SETTINGS = dict(

@@ -18,7 +18,7 @@ from poison_helpers import poison_batches
 
 from kafkalite.cluster import Cluster
 from kafkalite.protocol import ProducePartition, ProduceRequest, TopicPartition
-from kafkalite.wire.header import decode_response, encode_request
+from kafkalite.protocol.codec.header import decode_response, encode_request
 from kafkalite.wire.server import BackgroundServer
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -23,9 +23,9 @@ from kafkalite.protocol import (
     TopicPartition,
     WriteTxnMarkersRequest,
 )
+from kafkalite.protocol.codec.adapter import to_body
 from kafkalite.protocol.error_response import UNKNOWN_SERVER_ERROR, error_response
 from kafkalite.records import build_batch
-from kafkalite.wire.adapter import to_body
 
 TP = TopicPartition("t", 0)
 
@@ -71,7 +71,7 @@ def _codes(obj: object) -> list[int]:
 def test_every_api_has_an_error_response_that_names_what_was_asked(cls) -> None:
     from hypothesis import HealthCheck, given, settings
 
-    from kafkalite.wire.adapter import RESPONSES
+    from kafkalite.protocol.codec.adapter import RESPONSES
 
     @settings(max_examples=20, suppress_health_check=list(HealthCheck), deadline=None)
     @given(hostile.message(cls))

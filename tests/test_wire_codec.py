@@ -11,16 +11,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkalite.wire.header import (
+from kafkalite.protocol.codec.header import (
     UnsupportedVersion,
     decode_request,
     decode_response,
     encode_request,
     encode_response,
 )
-from kafkalite.wire.messages import SPECS, supported_versions
-from kafkalite.wire.schema import Field, decode, encode
-from kafkalite.wire.types import Reader, WireFormatError, Writer
+from kafkalite.protocol.codec.messages import SPECS, supported_versions
+from kafkalite.protocol.codec.schema import Field, decode, encode
+from kafkalite.protocol.codec.types import Reader, WireFormatError, Writer
 
 # ------------------------------------------------------------------------------------- primitives
 

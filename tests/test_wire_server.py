@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from kafkalite.wire.header import decode_response, encode_request
+from kafkalite.protocol.codec.header import decode_response, encode_request
 from kafkalite.wire.server import BackgroundServer
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

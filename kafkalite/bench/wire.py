@@ -181,7 +181,7 @@ def fetch_serving(bootstrap: str, topic: str, rounds: int = 40, max_bytes: int =
     copy through fresh memory pays a fault per 4 KiB page, which is often most of the copy's cost."""
     import resource
 
-    from kafkalite.wire.header import encode_request
+    from kafkalite.protocol.codec.header import encode_request
 
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
     body = {"max_wait_ms": 0, "min_bytes": 1, "max_bytes": max_bytes, "topics": [

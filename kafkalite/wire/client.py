@@ -25,6 +25,8 @@ from kafkalite.protocol import (
     ListedGroup,
     TopicPartition,
 )
+from kafkalite.protocol.codec.header import decode_response, encode_request
+from kafkalite.protocol.codec.messages import SPECS
 from kafkalite.security.acl import (
     AclBinding,
     AclBindingFilter,
@@ -32,8 +34,6 @@ from kafkalite.security.acl import (
     binding_to_wire,
     filter_to_wire,
 )
-from kafkalite.wire.header import decode_response, encode_request
-from kafkalite.wire.messages import SPECS
 
 _SIZE = struct.Struct(">i")
 API_VERSIONS, METADATA, LIST_OFFSETS, FIND_COORDINATOR = 18, 3, 2, 10

@@ -32,6 +32,15 @@ from kafkalite.config import parse_int
 from kafkalite.errors import KafkaStorageError
 from kafkalite.net.sim import BaseNode
 from kafkalite.protocol import RequestEnvelope, ResponseEnvelope
+from kafkalite.protocol.codec.adapter import api_versions_body, to_body, to_request
+from kafkalite.protocol.codec.header import (
+    API_VERSIONS_KEY,
+    UnsupportedVersion,
+    decode_request,
+    encode_response,
+    encode_response_parts,
+)
+from kafkalite.protocol.codec.types import WireFormatError
 from kafkalite.protocol.error_response import UNKNOWN_SERVER_ERROR, error_response
 from kafkalite.security import admin as security_admin
 from kafkalite.security import gate
@@ -46,15 +55,6 @@ from kafkalite.security.listeners import (
     principal_from_certificate,
     server_ssl_context,
 )
-from kafkalite.wire.adapter import api_versions_body, to_body, to_request
-from kafkalite.wire.header import (
-    API_VERSIONS_KEY,
-    UnsupportedVersion,
-    decode_request,
-    encode_response,
-    encode_response_parts,
-)
-from kafkalite.wire.types import WireFormatError
 
 log = logging.getLogger("kafkalite.wire")
 

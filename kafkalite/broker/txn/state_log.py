@@ -14,8 +14,8 @@ from enum import IntEnum
 
 from kafkalite.errors import CorruptRecordError
 from kafkalite.protocol import TopicPartition
-from kafkalite.wire.schema import A, F, decode, encode
-from kafkalite.wire.types import WireFormatError
+from kafkalite.protocol.codec.schema import A, F, decode, encode
+from kafkalite.protocol.codec.types import WireFormatError
 
 _VERSION = struct.Struct(">h")
 _KEY = (F("transactional_id", "string", "0+"),)

@@ -1,4 +1,4 @@
-"""The messages kafkalite's TCP listener serves, declared in ``kafkalite.wire.schema``'s form, with the
+"""The messages kafkalite's TCP listener serves, declared in ``kafkalite.protocol.codec.schema``'s form, with the
 version ranges it advertises in ApiVersions. Field names, types, version ranges and tags follow Kafka's
 protocol (the fields of a version a client negotiates must be exactly Kafka's). The data-path and group
 APIs stop at the last version before they turned flexible (ApiVersions excepted: its flexible v3 is the
@@ -8,7 +8,7 @@ some of which (DescribeCluster, the reassignment APIs) exist only in flexible fo
 
 from __future__ import annotations
 
-from kafkalite.wire.schema import ANY, A, F, MessageSpec, S  # noqa: F401
+from kafkalite.protocol.codec.schema import ANY, A, F, MessageSpec, S  # noqa: F401
 
 _API_VERSIONS_REQUEST = (
     F("client_software_name", "string", "3+"),

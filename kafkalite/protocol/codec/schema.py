@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkalite.wire.types import Reader, WireFormatError, Writer
+from kafkalite.protocol.codec.types import Reader, WireFormatError, Writer
 
 ANY = 0x7FFF  # "and every later version"
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from kafkalite import protocol as P
 from kafkalite.protocol import TopicPartition
-from kafkalite.wire.messages import supported_versions
+from kafkalite.protocol.codec.messages import supported_versions
 
 
 def _by_topic(entries: Any, topic_key: str, parts_key: str, part: Callable[[Any], dict]) -> list[dict]:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from kafkalite.wire.messages import SPECS
-from kafkalite.wire.schema import MessageSpec, decode, encode, encode_into
-from kafkalite.wire.types import Reader, WireFormatError, Writer
+from kafkalite.protocol.codec.messages import SPECS
+from kafkalite.protocol.codec.schema import MessageSpec, decode, encode, encode_into
+from kafkalite.protocol.codec.types import Reader, WireFormatError, Writer
 
 API_VERSIONS_KEY = 18
 _SIZE = struct.Struct(">i")
