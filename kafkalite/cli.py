@@ -133,7 +133,7 @@ def consumer_groups(
         mode = chosen[0] if chosen else ""
         value = {"to_datetime": to_datetime, "shift_by": shift_by}.get(mode)
         if bootstrap_server is not None:
-            from kafkalite.wire.client import AdminClient
+            from kafkalite.host.admin_client import AdminClient
 
             live = AdminClient(bootstrap_server)
         if live is not None:
@@ -196,8 +196,8 @@ def topics(
 ) -> None:
     """Kafka's kafka-topics over Kafka's protocol: --list, --describe, --create, --delete."""
     from kafkalite.errors import KafkaError
+    from kafkalite.host.admin_client import AdminClient
     from kafkalite.tools.topics import format_describe
-    from kafkalite.wire.client import AdminClient
 
     if sum((do_list, describe, create, delete)) != 1:
         raise click.UsageError("give exactly one of --list, --describe, --create, --delete")
@@ -262,8 +262,8 @@ def acls(
 ) -> None:  # fmt: skip
     """Kafka's kafka-acls: add, remove and list ACLs (needs authorizer.class.name on the brokers)."""
     from kafkalite.errors import KafkaError
+    from kafkalite.host.admin_client import AdminClient
     from kafkalite.tools import security as tools
-    from kafkalite.wire.client import AdminClient
 
     if sum((add, remove, do_list)) != 1:
         raise click.UsageError("give exactly one of --add, --remove, --list")
@@ -303,8 +303,8 @@ def configs(
 ) -> None:  # fmt: skip
     """Kafka's kafka-configs for SCRAM users: the password is salted here, never sent."""
     from kafkalite.errors import KafkaError
+    from kafkalite.host.admin_client import AdminClient
     from kafkalite.tools import security as tools
-    from kafkalite.wire.client import AdminClient
 
     if alter == describe:
         raise click.UsageError("give --alter or --describe")
@@ -395,8 +395,8 @@ def server_start(
     min(2, BROKERS). --override or the config file can set them otherwise."""
     import asyncio
 
-    from kafkalite.wire.processes import BrokerProcess, parse_address, parse_peers, run_until_signalled
-    from kafkalite.wire.server import WireServer
+    from kafkalite.host.processes import BrokerProcess, parse_address, parse_peers, run_until_signalled
+    from kafkalite.host.server import WireServer
 
     config = _properties(config_file, overrides)
     if broker_id is not None and not store:
@@ -489,7 +489,7 @@ def zookeeper_start(host: str, port: int, data_dir: str) -> None:
     import asyncio
 
     from kafkalite.coordination.snapshot import StoreSnapshotError
-    from kafkalite.wire.processes import StoreProcess, run_until_signalled
+    from kafkalite.host.processes import StoreProcess, run_until_signalled
 
     click.echo(f"kafkalite: coordination store on {host}:{port}", err=True)
     try:
@@ -518,7 +518,7 @@ def cluster_start(
     brokers: int, directory: str, host: str, base_port: int, overrides: tuple[str, ...], zookeeper: str | None
 ) -> None:
     """Start the processes, wait until a controller is elected, print the bootstrap servers."""
-    from kafkalite.wire.processes import start_cluster
+    from kafkalite.host.processes import start_cluster
 
     try:
         state = start_cluster(
@@ -534,7 +534,7 @@ def cluster_start(
 @click.option("--dir", "directory", required=True, type=click.Path(exists=True, file_okay=False))
 def cluster_stop(directory: str) -> None:
     """SIGTERM every broker in turn (controlled shutdown), then the store."""
-    from kafkalite.wire.processes import stop_cluster
+    from kafkalite.host.processes import stop_cluster
 
     try:
         stopped = stop_cluster(directory)

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from kafkalite.checker import DUPLICATE, REORDERED, Anomaly, CheckReport, check_history
-from kafkalite.cluster import Cluster
 from kafkalite.coordination.zk_node import ZK_NODE_ID
+from kafkalite.host.cluster import Cluster
 from kafkalite.net.sim import Fault, FaultSchedule
 from kafkalite.protocol import TopicPartition
 from kafkalite.records import iter_batches

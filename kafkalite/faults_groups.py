@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkalite.checker import ConsumptionHistory, ConsumptionReport
-from kafkalite.cluster import Cluster
+from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import TopicPartition
 
 COMMIT_ORDERS = ("after", "before", "none")

@@ -15,9 +15,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkalite.cluster import Cluster
 from kafkalite.errors import KafkaError, ProducerFencedError
 from kafkalite.faults import BROKER_CONFIG, _bind, build_schedule, heal_everything
+from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import TopicPartition
 
 GROUP = "copy"

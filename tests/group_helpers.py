@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafkalite.client.consumer import Consumer
-from kafkalite.cluster import Cluster
+from kafkalite.host.cluster import Cluster
 
 
 def group_consumer(cluster: Cluster, name: str, group: str = "g", **cfg: Any) -> Consumer:

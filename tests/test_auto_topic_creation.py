@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalite.cluster import Cluster
 from kafkalite.coordination import paths
 from kafkalite.errors import (
     InvalidReplicationFactorError,
@@ -16,6 +15,7 @@ from kafkalite.errors import (
     LeaderNotAvailableError,
     UnknownTopicOrPartitionError,
 )
+from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import MetadataRequest
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -82,7 +82,7 @@ def test_a_consumer_creates_only_with_allow_auto_create_topics() -> None:
 
 @pytest.fixture(scope="module")
 def server():
-    from kafkalite.wire.server import BackgroundServer
+    from kafkalite.host.server import BackgroundServer
 
     with BackgroundServer(1) as srv:
         yield srv
@@ -126,7 +126,7 @@ def secure():
         ResourceType,
     )
 
-    from kafkalite.wire.server import BackgroundServer
+    from kafkalite.host.server import BackgroundServer
 
     config = {
         "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
@@ -209,7 +209,7 @@ def test_against_server_start_both_clients_produce_to_new_topics(tmp_path) -> No
     from confluent_kafka import Producer
     from kafka import KafkaProducer
 
-    from kafkalite.wire.processes import free_port
+    from kafkalite.host.processes import free_port
 
     port = free_port()
     cmd = [

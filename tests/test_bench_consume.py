@@ -18,7 +18,7 @@ from kafkalite.bench.consume import (
     run_consume_bench,
 )
 from kafkalite.cli import kafkalite
-from kafkalite.cluster import Cluster
+from kafkalite.host.cluster import Cluster
 
 
 def test_fill_deals_records_evenly_and_cases_read_all() -> None:

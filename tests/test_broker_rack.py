@@ -9,9 +9,9 @@ import pytest
 
 from kafkalite.broker.config import BrokerConfig
 from kafkalite.broker.placement import assign_new_partitions, assign_replicas
-from kafkalite.cluster import Cluster
 from kafkalite.coordination import paths
 from kafkalite.errors import InvalidReplicaAssignmentError
+from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import CreatableTopic, CreateTopicsRequest, ReplicaAssignment
 
 RACKS = ["a", "a", "b", "b", "c", "c"]

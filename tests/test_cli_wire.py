@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalite.cli import kafkalite
-from kafkalite.wire.server import BackgroundServer
+from kafkalite.host.server import BackgroundServer
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

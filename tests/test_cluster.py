@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kafkalite.checker import check_history
-from kafkalite.cluster import Cluster
 from kafkalite.errors import InvalidReplicaAssignmentError, InvalidReplicationFactorError
+from kafkalite.host.cluster import Cluster
 
 
 @pytest.fixture

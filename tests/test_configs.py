@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalite.cluster import Cluster
 from kafkalite.errors import InvalidConfigError, InvalidRequestError, UnknownTopicOrPartitionError
+from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import (
     AlterableConfig,
     AlterConfigOp,

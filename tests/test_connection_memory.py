@@ -56,7 +56,7 @@ def _fetch_frame(corr: int) -> bytes:
 
 
 def test_thousands_of_closed_connections_leave_nothing_on_the_network() -> None:
-    from kafkalite.wire.server import BackgroundServer, ClientConnection, ConnectionId
+    from kafkalite.host.server import BackgroundServer, ClientConnection, ConnectionId
 
     with BackgroundServer(1) as srv:
         srv.create_topic("probe", 1, 1)

@@ -11,8 +11,8 @@ from kafkalite.client.consumer import (
     OffsetAndTimestamp,
 )
 from kafkalite.client.consumer_config import ConsumerConfig
-from kafkalite.cluster import Cluster
 from kafkalite.errors import InvalidConfigError, OffsetOutOfRangeError
+from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import TopicPartition
 
 TP0 = TopicPartition("t", 0)

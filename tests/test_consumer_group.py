@@ -21,8 +21,8 @@ from kafkalite.client.consumer import (
 )
 from kafkalite.client.consumer_config import ConsumerConfig
 from kafkalite.client.consumer_coordinator import ConsumerCoordinator
-from kafkalite.cluster import Cluster
 from kafkalite.errors import InvalidConfigError, InvalidGroupIdError
+from kafkalite.host.cluster import Cluster
 from kafkalite.net.sim import BaseNode
 from kafkalite.protocol import TopicPartition
 from kafkalite.protocol.group import (

@@ -7,7 +7,7 @@ from group_helpers import group_consumer as consumer
 from group_helpers import produce as produce_to
 
 from kafkalite.client.consumer import CommitFailedError, Consumer, ConsumerRebalanceListener
-from kafkalite.cluster import Cluster
+from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import TopicPartition
 
 BROKER_CONFIG = {"offsets.topic.num.partitions": 3, "zookeeper.session.timeout.ms": 6000}

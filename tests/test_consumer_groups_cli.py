@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalite.cli import kafkalite
-from kafkalite.cluster import Cluster
+from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import TopicPartition
 from kafkalite.tools.consumer_groups import (
     GroupNotEmptyError,

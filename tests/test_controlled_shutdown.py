@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalite.cluster import Cluster
+from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import ControlledShutdownRequest
 
 CONFIG = {"zookeeper.session.timeout.ms": 6000, "offsets.topic.num.partitions": 3}

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite.cluster import Cluster
 from kafkalite.errors import CorruptRecordError
+from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import TopicPartition
 from kafkalite.records import build_batch, iter_batches
 from kafkalite.storage import Log
@@ -285,8 +285,8 @@ def test_server_start_keeps_serving_a_partition_with_a_corrupt_segment(tmp_path)
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_cluster_start_keeps_the_partition_and_serves_up_to_the_corrupt_batch(tmp_path):
     pytest.importorskip("confluent_kafka")
-    from kafkalite.wire.client import AdminClient
-    from kafkalite.wire.processes import start_cluster, stop_cluster
+    from kafkalite.host.admin_client import AdminClient
+    from kafkalite.host.processes import start_cluster, stop_cluster
 
     state = start_cluster(tmp_path, 1, config={"log.segment.bytes": "4096"})
     try:

@@ -6,12 +6,12 @@ import pytest
 from group_helpers import group_consumer
 
 from kafkalite.broker.placement import assign_new_partitions
-from kafkalite.cluster import Cluster
 from kafkalite.errors import (
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,
     UnknownTopicOrPartitionError,
 )
+from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import TopicPartition
 
 

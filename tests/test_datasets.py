@@ -8,7 +8,6 @@ from collections import Counter
 import pytest
 
 from kafkalite.client.partitioner import partition_for_key
-from kafkalite.cluster import Cluster
 from kafkalite.datasets import (
     FLIGHT_COUNT,
     FLIGHT_SCHEMA_DDL,
@@ -30,6 +29,7 @@ from kafkalite.datasets import (
 from kafkalite.datasets.flights import FLIGHT_COLUMNS, WEATHER_COLUMNS
 from kafkalite.datasets.generator import ORDER_STATUSES
 from kafkalite.errors import InvalidConfigError
+from kafkalite.host.cluster import Cluster
 from kafkalite.records.batch import iter_batches
 from kafkalite.records.compression import Compression
 from kafkalite.storage import Log

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalite.cluster import Cluster
 from kafkalite.errors import (
     NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
     PolicyViolationError,
     RequestTimedOutError,
 )
+from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import DeleteRecordsPartition, DeleteRecordsRequest, TopicPartition
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from group_helpers import group_consumer, produce
 
-from kafkalite.cluster import Cluster
 from kafkalite.coordination import paths
 from kafkalite.errors import TopicAlreadyExistsError, TopicDeletionDisabledError, UnknownTopicOrPartitionError
+from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import DeleteTopicsRequest, MetadataRequest, TopicPartition
 
 CONFIG = {"offsets.topic.num.partitions": 3, "zookeeper.session.timeout.ms": 6000}

@@ -15,7 +15,7 @@ JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_al
 
 
 def _server(delay_ms: int | None):
-    from kafkalite.wire.server import BackgroundServer
+    from kafkalite.host.server import BackgroundServer
 
     config = {"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", "sasl.jaas.config": JAAS}
     if delay_ms is not None:

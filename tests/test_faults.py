@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from kafkalite.bench.faults import format_summary, run_faults
-from kafkalite.cluster import Cluster
 from kafkalite.coordination.zk_node import ConnectionLossError, ZkLink, ZkNode
 from kafkalite.faults import run_schedule
+from kafkalite.host.cluster import Cluster
 from kafkalite.net.sim import BaseNode, Fault, FaultSchedule, SimNetwork
 from kafkalite.protocol import LeaderAndIsrRequest
 

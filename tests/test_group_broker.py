@@ -13,7 +13,6 @@ from kafkalite.broker.group.offsets_schema import (
     decode_value,
 )
 from kafkalite.broker.group.placement import coordinator_partition
-from kafkalite.cluster import Cluster
 from kafkalite.errors import (
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
@@ -23,6 +22,7 @@ from kafkalite.errors import (
     NotCoordinatorError,
     RequestTimedOutError,
 )
+from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import (
     AlterPartitionReassignmentsRequest,
     ElectLeadersRequest,

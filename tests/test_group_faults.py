@@ -13,8 +13,8 @@ from kafkalite.checker import (
     UNPROCESSED,
     ConsumptionHistory,
 )
-from kafkalite.cluster import Cluster
 from kafkalite.faults_groups import BROKER_CONFIG, GroupRun, run_group_faults
+from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import TopicPartition
 
 TP = TopicPartition("t", 0)

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from test_request_isolation import serves_produce_and_fetch
 
-from kafkalite.cluster import Cluster
+from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import (
     REQUESTS,
     ControlledShutdownRequest,
@@ -112,7 +112,7 @@ def _new_topic(name: str, configs: list | None = None) -> dict:
 
 @pytest.fixture(scope="module")
 def server():
-    from kafkalite.wire.server import BackgroundServer
+    from kafkalite.host.server import BackgroundServer
 
     with BackgroundServer(1) as srv:
         srv.create_topic(PROBE.topic, 1, 1)

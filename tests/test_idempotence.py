@@ -11,8 +11,8 @@ from kafkalite.broker.producer_id_manager import PRODUCER_ID_BLOCK_PATH, decode_
 from kafkalite.checker import check_history
 from kafkalite.client.accumulator import ProducerBatch
 from kafkalite.client.transaction_manager import TransactionManager
-from kafkalite.cluster import Cluster
 from kafkalite.faults import run_schedule
+from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import InitProducerIdRequest, TopicPartition
 from kafkalite.records import decode_batch_tuples
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkalite.cluster import Cluster
+from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import (
     DEBUGGING_REPLICA_ID,
     EARLIEST_TIMESTAMP,
@@ -174,8 +174,8 @@ def test_real_clients_get_the_lso_while_a_transaction_is_open() -> None:
 
     ck = pytest.importorskip("confluent_kafka")
     kafka = pytest.importorskip("kafka")
-    from kafkalite.wire.client import AdminClient
-    from kafkalite.wire.server import BackgroundServer
+    from kafkalite.host.admin_client import AdminClient
+    from kafkalite.host.server import BackgroundServer
 
     txn_on_one_broker = {"transaction.state.log.replication.factor": 1, "transaction.state.log.min.isr": 1}
     with BackgroundServer(1, config=txn_on_one_broker) as srv:

@@ -13,8 +13,8 @@ import errno
 
 import pytest
 
-from kafkalite.cluster import Cluster
 from kafkalite.errors import KafkaStorageError
+from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import TopicPartition
 from kafkalite.records import build_batch
 from kafkalite.storage import Log

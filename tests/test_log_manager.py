@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kafkalite.clock import ManualClock
-from kafkalite.cluster import Cluster
+from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import TopicPartition
 from kafkalite.records import build_batch
 from kafkalite.storage import Log, LogConfig

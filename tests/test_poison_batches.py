@@ -16,10 +16,10 @@ import time
 import pytest
 from poison_helpers import poison_batches
 
-from kafkalite.cluster import Cluster
+from kafkalite.host.cluster import Cluster
+from kafkalite.host.server import BackgroundServer
 from kafkalite.protocol import ProducePartition, ProduceRequest, TopicPartition
 from kafkalite.protocol.codec.header import decode_response, encode_request
-from kafkalite.wire.server import BackgroundServer
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalite.cli import _properties, kafkalite
-from kafkalite.wire.client import AdminClient
-from kafkalite.wire.processes import (
+from kafkalite.host.admin_client import AdminClient
+from kafkalite.host.processes import (
     _reap,
     parse_address,
     parse_peers,

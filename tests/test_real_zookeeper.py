@@ -20,7 +20,7 @@ import pytest
 
 from kafkalite.coordination import BadVersion, Check, Create, NodeExists, NoNode, SetData
 from kafkalite.coordination.kazoo_link import KazooZkLink
-from kafkalite.wire.processes import free_port, restart_broker, signal_broker, start_cluster, stop_cluster
+from kafkalite.host.processes import free_port, restart_broker, signal_broker, start_cluster, stop_cluster
 
 ck = pytest.importorskip("confluent_kafka")
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -145,7 +145,7 @@ def test_read_after_truncation_finds_the_new_batches(tmp_path):
 
 # ----- delayed produce -------------------------------------------------------------------------------------
 def test_acks_all_answers_in_order_once_the_isr_has_the_batches():
-    from kafkalite.cluster import Cluster
+    from kafkalite.host.cluster import Cluster
 
     with Cluster(brokers=3, seed=4) as cluster:
         cluster.create_topic("t", 1, 3, config={"min.insync.replicas": 2})

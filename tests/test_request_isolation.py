@@ -10,8 +10,8 @@ import time
 import hostile
 import pytest
 
-from kafkalite.cluster import Cluster
 from kafkalite.errors import InvalidRequestError
+from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import (
     REQUESTS,
     FetchPartition,
@@ -146,7 +146,7 @@ def test_a_timer_or_tick_that_raises_is_logged_and_the_broker_goes_on(cluster, c
 
 @pytest.fixture(scope="module")
 def server():
-    from kafkalite.wire.server import BackgroundServer
+    from kafkalite.host.server import BackgroundServer
 
     with BackgroundServer(1) as srv:
         srv.create_topic("probe", 1, 1)
@@ -187,7 +187,7 @@ def test_over_tcp_a_listener_failure_answers_the_error_and_the_connection_goes_o
 ) -> None:
     import socket
 
-    import kafkalite.wire.server as wire
+    import kafkalite.host.server as wire
 
     real = wire.to_request
     failures = iter([True])

@@ -181,7 +181,7 @@ def test_listener_parsing_errors() -> None:
     ls = parse_listeners("PLAINTEXT://:9092,CLIENTS://127.0.0.1:9093", "CLIENTS:SASL_SSL")
     assert [(x.name, x.host, x.port, x.protocol) for x in ls] == [
         ("PLAINTEXT", "127.0.0.1", 9092, "PLAINTEXT"), ("CLIENTS", "127.0.0.1", 9093, "SASL_SSL")]  # fmt: skip
-    from kafkalite.wire.server import WireServer
+    from kafkalite.host.server import WireServer
 
     with pytest.raises(ValueError, match="inter.broker.listener.name"):
         WireServer(1, config={"listeners": "PLAINTEXT://:0", "inter.broker.listener.name": "REPLICATION"})
@@ -208,8 +208,8 @@ def certs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def secure(certs):
+    from kafkalite.host.server import BackgroundServer
     from kafkalite.security.admin import add_scram_user
-    from kafkalite.wire.server import BackgroundServer
 
     config = {
         "listeners": "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0,SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
@@ -250,7 +250,7 @@ def test_sasl_mechanisms_succeed_with_the_right_secret_and_fail_with_a_wrong_one
     admin = cka.AdminClient(admin_conf(secure, certs))
     for f in admin.create_topics([cka.NewTopic("secured", 1, 1)]).values():
         f.result(20)
-    from kafkalite.wire.client import AdminClient as _  # noqa: F401 - the import is part of what is tested
+    from kafkalite.host.admin_client import AdminClient as _  # noqa: F401 - the import is part of what is tested
 
     cases = [
         ("PLAIN", "admin", "admin-secret", "SASL_SSL"),
@@ -501,9 +501,9 @@ def test_malformed_sasl_messages_get_an_error_never_a_crash(tokens, mechanism) -
 
 
 def test_acls_live_in_the_store_and_survive_a_broker_restart() -> None:
+    from kafkalite.host.admin_client import AdminClient
+    from kafkalite.host.server import BackgroundServer
     from kafkalite.security.acl import AclBindingFilter as Flt
-    from kafkalite.wire.client import AdminClient
-    from kafkalite.wire.server import BackgroundServer
 
     config = {"authorizer.class.name": "kafkalite", "super.users": "User:ANONYMOUS"}
     with BackgroundServer(1, config=config) as srv:
@@ -532,8 +532,8 @@ def test_acls_live_in_the_store_and_survive_a_broker_restart() -> None:
 
 
 def test_each_listener_advertises_its_own_addresses_for_every_broker() -> None:
-    from kafkalite.wire.client import AdminClient
-    from kafkalite.wire.server import BackgroundServer
+    from kafkalite.host.admin_client import AdminClient
+    from kafkalite.host.server import BackgroundServer
 
     config = {"listeners": "EXTERNAL://127.0.0.1:0,INTERNAL://127.0.0.1:0", "inter.broker.listener.name": "INTERNAL",
               "listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:SASL_PLAINTEXT",

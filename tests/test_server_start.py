@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from kafkalite.host.processes import free_port
 from kafkalite.records.batch import iter_batches
-from kafkalite.wire.processes import free_port
 
 ck = pytest.importorskip("confluent_kafka")
 cka = pytest.importorskip("confluent_kafka.admin")

@@ -343,7 +343,7 @@ def test_starting_timestamp_through_the_time_index(spark, logdir):
 
 def test_reads_committed_data_of_a_live_cluster(spark):
     """Cluster.dir: each partition from the replica with the highest checkpointed HW, up to that HW."""
-    from kafkalite.cluster import Cluster
+    from kafkalite.host.cluster import Cluster
 
     with Cluster(brokers=3, seed=4) as cluster:
         cluster.create_topic("live", partitions=2, replication_factor=3)

@@ -127,7 +127,7 @@ def test_restart_from_checkpoint_loses_nothing_and_counts_nothing_twice(spark, t
 
 
 def test_streaming_from_a_live_cluster_resumes_at_the_next_committed_offset(spark, tmp_path):
-    from kafkalite.cluster import Cluster
+    from kafkalite.host.cluster import Cluster
 
     with Cluster(brokers=3, seed=11) as cluster:
         cluster.create_topic("events", partitions=2, replication_factor=3)

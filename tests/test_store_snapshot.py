@@ -12,7 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafkalite.clock import ManualClock
-from kafkalite.cluster import Cluster
 from kafkalite.coordination.snapshot import (
     SNAPSHOT_FILE,
     StoreSnapshotError,
@@ -22,6 +21,7 @@ from kafkalite.coordination.snapshot import (
 )
 from kafkalite.coordination.store import CoordinationStore, NoNode
 from kafkalite.coordination.zk_node import ConnectionLossError
+from kafkalite.host.cluster import Cluster
 from kafkalite.records.batch import iter_batches
 
 

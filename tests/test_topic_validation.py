@@ -10,7 +10,6 @@ import errno
 import pytest
 from test_request_isolation import serves_produce_and_fetch
 
-from kafkalite.cluster import Cluster
 from kafkalite.coordination import paths
 from kafkalite.errors import (
     InvalidConfigError,
@@ -20,6 +19,7 @@ from kafkalite.errors import (
     RequestTimedOutError,
     UnknownTopicOrPartitionError,
 )
+from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import (
     ConfigResourceType,
     CreatableTopic,
@@ -148,7 +148,7 @@ def test_a_replica_whose_log_cannot_be_opened_fails_alone(monkeypatch) -> None:
 
 @pytest.fixture(scope="module")
 def three_brokers():
-    from kafkalite.wire.server import BackgroundServer
+    from kafkalite.host.server import BackgroundServer
 
     with BackgroundServer(3) as srv:
         srv.create_topic("probe", 1, 3)

@@ -13,7 +13,7 @@ from kafkalite.broker.txn.state_log import (
     encode_key,
     encode_value,
 )
-from kafkalite.cluster import Cluster
+from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import (
     AddPartitionsToTxnRequest,
     CoordinatorType,

@@ -7,8 +7,8 @@ import struct
 
 import pytest
 
-from kafkalite.cluster import Cluster
 from kafkalite.errors import InvalidProducerEpochError
+from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import (
     ProducePartition,
     ProduceRequest,

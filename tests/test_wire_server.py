@@ -9,8 +9,8 @@ import time
 
 import pytest
 
+from kafkalite.host.server import BackgroundServer
 from kafkalite.protocol.codec.header import decode_response, encode_request
-from kafkalite.wire.server import BackgroundServer
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -209,7 +209,7 @@ def test_sendfile_serving_takes_no_page_fault_per_page_served():
     """Zero copy moves the records from the page cache to the socket: the broker's process maps no new
     memory for them, whereas a copy needs a page of its own per 4 KiB (fresh or reused)."""
     from kafkalite.bench.wire import fetch_serving, produce_case
-    from kafkalite.wire.server import BackgroundServer
+    from kafkalite.host.server import BackgroundServer
 
     with BackgroundServer(1) as one:
         one.create_topic("t", 1, 1)

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kafkalite.host.server import BackgroundServer, ClientConnection, ServerStats, _FilePiece
 from kafkalite.protocol.codec.header import encode_response, encode_response_parts
 from kafkalite.protocol.codec.types import ZERO_COPY_MIN_BYTES
 from kafkalite.storage import FileSlice
-from kafkalite.wire.server import BackgroundServer, ClientConnection, ServerStats, _FilePiece
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

@@ -240,7 +240,7 @@ def run_consume_bench(
     group: bool = True,
 ) -> ConsumeBenchResult:
     """Fill a topic, then time the baseline, one consumer and (if available) a group of consumers."""
-    from kafkalite.cluster import Cluster
+    from kafkalite.host.cluster import Cluster
 
     if group_size < 1:
         raise ValueError("group_size must be >= 1")

@@ -93,7 +93,7 @@ def wait_until_answering(
 ) -> int:
     """Wait until ``bootstrap`` answers ApiVersions and Metadata with ``brokers`` brokers (at least one when
     ``brokers`` is 0) and a controller; return how many brokers it names."""
-    from kafkalite.wire.client import AdminClient
+    from kafkalite.host.admin_client import AdminClient
 
     deadline = time.monotonic() + timeout_s
     last = "no answer"
@@ -248,7 +248,7 @@ def _setup(target: Target, rf: int, configs: dict[str, str]) -> str:
 
 
 def _create_topic(bootstrap: str, topic: str, rf: int, configs: dict[str, str]) -> None:
-    from kafkalite.wire.client import AdminClient
+    from kafkalite.host.admin_client import AdminClient
 
     try:
         with AdminClient(bootstrap, timeout_s=30) as admin:
@@ -259,7 +259,7 @@ def _create_topic(bootstrap: str, topic: str, rf: int, configs: dict[str, str]) 
 
 
 def _wait_for_leader(bootstrap: str, topic: str, timeout_s: float = 30.0) -> None:
-    from kafkalite.wire.client import AdminClient
+    from kafkalite.host.admin_client import AdminClient
 
     deadline = time.monotonic() + timeout_s
     while True:
@@ -273,7 +273,7 @@ def _wait_for_leader(bootstrap: str, topic: str, timeout_s: float = 30.0) -> Non
 
 
 def _delete_topic(bootstrap: str, topic: str) -> None:
-    from kafkalite.wire.client import AdminClient
+    from kafkalite.host.admin_client import AdminClient
 
     try:
         with AdminClient(bootstrap, timeout_s=30) as admin:
@@ -608,7 +608,7 @@ def run_peer_bench(
         if tansu:
             procs.append(tansu_process(tmp, taken))
         else:
-            from kafkalite.wire.client import parse_bootstrap
+            from kafkalite.host.admin_client import parse_bootstrap
 
             try:
                 parse_bootstrap(against)

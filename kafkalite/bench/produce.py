@@ -299,7 +299,7 @@ def run_case(
     name: str | None = None,
 ) -> CaseResult:
     """Produce ``records`` records to a fresh cluster and time it until every one is acknowledged."""
-    from kafkalite.cluster import Cluster
+    from kafkalite.host.cluster import Cluster
     from kafkalite.protocol import TopicPartition
 
     if records < 1 or record_size < 0 or offer_per_ms < 1:

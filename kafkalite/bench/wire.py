@@ -272,7 +272,7 @@ def run_wire_bench(
 ) -> WireBenchResult:
     import tempfile
 
-    from kafkalite.wire.server import BackgroundServer
+    from kafkalite.host.server import BackgroundServer
 
     value = bytes(i & 0xFF for i in range(record_size))
     cases = []

@@ -44,7 +44,7 @@ _SAFE_BUILTINS = {
     "tuple", "list", "dict", "set", "frozenset", "bytes", "bytearray", "int", "float", "str", "bool",
     "complex", "slice", "range", "NoneType", "getattr",
 }  # fmt: skip
-_SAFE_MODULE_PREFIXES = ("kafkalite.protocol", "kafkalite.coordination", "kafkalite.wire.server")
+_SAFE_MODULE_PREFIXES = ("kafkalite.protocol", "kafkalite.coordination", "kafkalite.host.server")
 _SAFE_OTHER = {
     ("collections", "OrderedDict"),
     ("pathlib", "PosixPath"),

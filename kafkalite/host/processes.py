@@ -25,7 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from kafkalite.wire.server import (
+from kafkalite.host.server import (
     EVENT_LOG_LIMIT,
     WireServer,
     drive,
@@ -372,7 +372,7 @@ def _wait_port(host: str, port: int, timeout_s: float) -> None:
 def _wait_ready(bootstrap: str, brokers: int, timeout_s: float) -> None:
     """Wait until every broker, asked on its own, knows all ``brokers`` and the controller: a client that
     bootstraps from any of them then finds the controller at once."""
-    from kafkalite.wire.client import AdminClient
+    from kafkalite.host.admin_client import AdminClient
 
     deadline = time.monotonic() + timeout_s
     last: Exception | str | None = None

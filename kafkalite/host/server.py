@@ -56,7 +56,7 @@ from kafkalite.security.listeners import (
     server_ssl_context,
 )
 
-log = logging.getLogger("kafkalite.wire")
+log = logging.getLogger("kafkalite.host")
 
 SOCKET_REQUEST_MAX_BYTES = 104_857_600  # Kafka's socket.request.max.bytes default
 FAILED_AUTHENTICATION_DELAY_MS = 100  # Kafka's connection.failed.authentication.delay.ms default
@@ -505,7 +505,7 @@ class WireServer:
 
     async def start(self) -> None:
         """Bind the listeners, start the cluster on them and begin driving it."""
-        from kafkalite.cluster import Cluster
+        from kafkalite.host.cluster import Cluster
 
         socks = {}
         for b in range(1, self.brokers + 1):
@@ -538,7 +538,7 @@ class WireServer:
         net = self.net
         others = [b for b in self.cluster.brokers if b != broker_id and net.is_up(b)]
         if not others:
-            from kafkalite.wire.processes import halt_process
+            from kafkalite.host.processes import halt_process
 
             halt_process(reason)
         net.after(0, lambda: net.is_up(broker_id) and net.crash(broker_id))
