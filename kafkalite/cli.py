@@ -1,4 +1,4 @@
-"""The ``kafkalite`` command: thin click wrappers around ``kafkalite.tools`` and ``kafkalite.bench``."""
+"""The ``kafkalite`` command: thin click wrappers around ``kafkalite.tools`` and ``kafkalite.harness.bench``."""
 
 from __future__ import annotations
 
@@ -566,7 +566,7 @@ def bench_storage(
     as_json: bool,
 ) -> None:
     """Log.append / Log.read against raw sequential write / read of the same bytes."""
-    from kafkalite.bench.storage import run_storage_bench
+    from kafkalite.harness.bench.storage import run_storage_bench
 
     result = run_storage_bench(mb, record_size, batch_bytes, directory, repeats=repeats)
     click.echo(result.to_json() if as_json else result.table())
@@ -580,7 +580,7 @@ def bench_storage(
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def bench_produce(records: int, record_size: int, seed: int, repeats: int, as_json: bool) -> None:
     """One producer against a simulated cluster: 1 broker acks=1, and 3 brokers RF=3 acks=all."""
-    from kafkalite.bench.produce import run_produce_bench
+    from kafkalite.harness.bench.produce import run_produce_bench
 
     result = run_produce_bench(records, record_size, seed=seed, repeats=repeats)
     click.echo(result.to_json() if as_json else result.table())
@@ -622,7 +622,7 @@ def bench_wire(
     if against is None:
         if clients or cases:
             raise click.UsageError("--client and --case go with --against")
-        from kafkalite.bench.wire import run_wire_bench
+        from kafkalite.harness.bench.wire import run_wire_bench
 
         try:
             result = run_wire_bench(records or 500_000, record_size, security)
@@ -632,7 +632,7 @@ def bench_wire(
         return
     if security:
         raise click.UsageError("--security and --against do not go together")
-    from kafkalite.bench.peer import CLIENTS, PeerUnavailable, run_peer_bench
+    from kafkalite.harness.bench.peer import CLIENTS, PeerUnavailable, run_peer_bench
 
     try:
         result = run_peer_bench(
@@ -658,7 +658,7 @@ def bench_consume(
     records: int, record_size: int, partitions: int, group_size: int, no_group: bool, seed: int, as_json: bool
 ) -> None:
     """Records/s decoded by one consumer and by a consumer group, beside raw batch decoding."""
-    from kafkalite.bench.consume import run_consume_bench
+    from kafkalite.harness.bench.consume import run_consume_bench
 
     result = run_consume_bench(
         records, record_size, partitions=partitions, group_size=group_size, seed=seed, group=not no_group
@@ -674,7 +674,7 @@ def bench_consume(
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def bench_spark(records: int, value_size: int, repeats: int, cores: int, as_json: bool) -> None:
     """Spark reading a topic of 1, 2 and 4 partitions, beside the same rows from Parquet."""
-    from kafkalite.bench.spark import run_spark_bench
+    from kafkalite.harness.bench.spark import run_spark_bench
 
     result = run_spark_bench(records, value_size, repeats=repeats, cores=cores)
     click.echo(result.to_json() if as_json else result.table())
@@ -701,7 +701,7 @@ def bench_faults(
 ) -> None:
     """Random fault schedules against the cluster, checked by the history checker."""
     # Imported here: the CLI must work whatever state the faults module is in.
-    from kafkalite.bench.faults import format_summary, format_txn_summary, run_faults, run_txn_faults
+    from kafkalite.harness.bench.faults import format_summary, format_txn_summary, run_faults, run_txn_faults
 
     if transactional:
         result = run_txn_faults(seeds, start)
@@ -731,8 +731,8 @@ def bench_faults(
 )
 def bench_group_faults(seeds: int, start: int, protocols: tuple[str, ...]) -> None:
     """Consumer groups under crash / pause / coordinator-failover schedules, checked by the consumer checker."""
-    from kafkalite.checker import REPROCESSED
-    from kafkalite.faults_groups import run_group_faults
+    from kafkalite.harness.checker import REPROCESSED
+    from kafkalite.harness.faults_groups import run_group_faults
 
     bad = 0
     for protocol in protocols:

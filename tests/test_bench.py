@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalite.bench import storage as bench
+from kafkalite.harness.bench import storage as bench
 from kafkalite.records import iter_batches
 
 storage = pytest.importorskip("kafkalite.storage")

@@ -8,7 +8,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from kafkalite.bench.consume import (
+from kafkalite.cli import kafkalite
+from kafkalite.harness.bench.consume import (
     KAFKA_2014_RECORDS_PER_S,
     TOPIC,
     consume_single,
@@ -17,7 +18,6 @@ from kafkalite.bench.consume import (
     group_supported,
     run_consume_bench,
 )
-from kafkalite.cli import kafkalite
 from kafkalite.host.cluster import Cluster
 
 

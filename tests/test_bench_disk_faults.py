@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from kafkalite.bench.faults import format_summary, run_faults
 from kafkalite.cli import kafkalite
-from kafkalite.faults import run_schedule
+from kafkalite.harness.bench.faults import format_summary, run_faults
+from kafkalite.harness.faults import run_schedule
 
 
 @pytest.mark.parametrize("disk", ["enospc", "eio", "corrupt"])

@@ -9,8 +9,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from kafkalite.bench import peer
 from kafkalite.cli import kafkalite
+from kafkalite.harness.bench import peer
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

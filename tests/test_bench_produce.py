@@ -10,8 +10,8 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkalite.bench.produce import TARGET_RATIO, run_case, run_produce_bench
 from kafkalite.cli import kafkalite
+from kafkalite.harness.bench.produce import TARGET_RATIO, run_case, run_produce_bench
 from kafkalite.records import build_batch, decode_batch_tuples
 from kafkalite.records.record import encode_plain_records, encode_record
 

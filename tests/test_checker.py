@@ -1,4 +1,4 @@
-"""Tests for kafkalite.checker: each anomaly by hand, then random histories with injected faults."""
+"""Tests for kafkalite.harness.checker: each anomaly by hand, then random histories with injected faults."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkalite.checker import (
+from kafkalite.harness.checker import (
     ACKED,
     AMBIGUOUS,
     ANOMALY_KINDS,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalite.checker import check_history
 from kafkalite.errors import InvalidReplicaAssignmentError, InvalidReplicationFactorError
+from kafkalite.harness.checker import check_history
 from kafkalite.host.cluster import Cluster
 
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from kafkalite.bench.faults import format_summary, run_faults
 from kafkalite.coordination.zk_node import ConnectionLossError, ZkLink, ZkNode
-from kafkalite.faults import run_schedule
+from kafkalite.harness.bench.faults import format_summary, run_faults
+from kafkalite.harness.faults import run_schedule
 from kafkalite.host.cluster import Cluster
 from kafkalite.net.sim import BaseNode, Fault, FaultSchedule, SimNetwork
 from kafkalite.protocol import LeaderAndIsrRequest
@@ -197,7 +197,7 @@ def test_restarted_broker_ignores_controller_until_registered() -> None:
 def _bounce_leading_controller(delay_ms: int) -> bool:
     """Crash the controller (leading a partition of 10 acked records) losing its unflushed log, restart it
     ``delay_ms`` later, check no acked record is lost; True when it won the controller election again."""
-    from kafkalite.faults import BROKER_CONFIG
+    from kafkalite.harness.faults import BROKER_CONFIG
 
     c = Cluster(brokers=3, seed=0, config=BROKER_CONFIG)
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalite.checker import (
+from kafkalite.harness.checker import (
     COMMIT_AHEAD,
     REPROCESSED,
     SHARED_OWNERSHIP,
@@ -13,7 +13,7 @@ from kafkalite.checker import (
     UNPROCESSED,
     ConsumptionHistory,
 )
-from kafkalite.faults_groups import BROKER_CONFIG, GroupRun, run_group_faults
+from kafkalite.harness.faults_groups import BROKER_CONFIG, GroupRun, run_group_faults
 from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import TopicPartition
 

@@ -8,10 +8,10 @@ import json
 import pytest
 
 from kafkalite.broker.producer_id_manager import PRODUCER_ID_BLOCK_PATH, decode_block
-from kafkalite.checker import check_history
 from kafkalite.client.accumulator import ProducerBatch
 from kafkalite.client.transaction_manager import TransactionManager
-from kafkalite.faults import run_schedule
+from kafkalite.harness.checker import check_history
+from kafkalite.harness.faults import run_schedule
 from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import InitProducerIdRequest, TopicPartition
 from kafkalite.records import decode_batch_tuples

@@ -8,7 +8,7 @@ from __future__ import annotations
 from kafkalite.broker.partition import Partition
 from kafkalite.coordination.store import CoordinationStore
 from kafkalite.coordination.zk_node import ZK_NODE_ID, ConnectionLossError, ZkNode
-from kafkalite.faults import BROKER_CONFIG
+from kafkalite.harness.faults import BROKER_CONFIG
 from kafkalite.host.cluster import Cluster
 from kafkalite.net.sim import SimNetwork
 from kafkalite.protocol import AlterPartitionItem, AlterPartitionRequest, TopicPartition

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalite.checker import ACKED, FAILED, UNKNOWN, SendRecord, check_history
 from kafkalite.client.accumulator import NotCompletedError
 from kafkalite.client.config import ProducerConfig
 from kafkalite.client.partitioner import partition_for_key
@@ -15,6 +14,7 @@ from kafkalite.errors import (
     RecordListTooLargeError,
     RequestTimedOutError,
 )
+from kafkalite.harness.checker import ACKED, FAILED, UNKNOWN, SendRecord, check_history
 from kafkalite.net.sim import BaseNode, SimNetwork
 from kafkalite.protocol import (
     BrokerEndpoint,

@@ -369,7 +369,7 @@ def test_streaming_sink_commit_is_idempotent_per_micro_batch(tmp_path):
 
 
 def test_bench_spark_small_run(spark):
-    from kafkalite.bench.spark import run_spark_bench
+    from kafkalite.harness.bench.spark import run_spark_bench
 
     result = run_spark_bench(records=20_000, repeats=1, partitions=(1, 2))
     assert [c.partitions for c in result.kafkalite] == [1, 2]

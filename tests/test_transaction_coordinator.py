@@ -311,7 +311,7 @@ def committed_values_of(c: Cluster, topic: str) -> list[bytes]:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_the_transactional_copy_is_exactly_once_under_fault_schedules(seed):
-    from kafkalite.faults_txn import run_txn_schedule
+    from kafkalite.harness.faults_txn import run_txn_schedule
 
     r = run_txn_schedule(seed)
     assert r.ok, str(r)

@@ -190,7 +190,7 @@ def test_cli_server_start_serves_clients_and_stops_cleanly_on_sigterm(tmp_path):
 
 
 def test_bench_wire_reports_every_case_and_the_ceiling():
-    from kafkalite.bench.wire import run_wire_bench
+    from kafkalite.harness.bench.wire import run_wire_bench
 
     r = run_wire_bench(2000, 50, security="SASL_SSL")
     assert [c.name[:3] for c in r.cases] == ["(a)", "(c)", "(d)", "(e)", "(b)"]
@@ -208,7 +208,7 @@ def test_bench_wire_reports_every_case_and_the_ceiling():
 def test_sendfile_serving_takes_no_page_fault_per_page_served():
     """Zero copy moves the records from the page cache to the socket: the broker's process maps no new
     memory for them, whereas a copy needs a page of its own per 4 KiB (fresh or reused)."""
-    from kafkalite.bench.wire import fetch_serving, produce_case
+    from kafkalite.harness.bench.wire import fetch_serving, produce_case
     from kafkalite.host.server import BackgroundServer
 
     with BackgroundServer(1) as one:

@@ -24,7 +24,7 @@ call) it cannot block, so it fails at once: Kafka's I/O thread blocked in send()
 A failed send's callback gets ``RecordMetadata(topic, partition, -1, -1)``, partition -1 when none was
 chosen yet, as Kafka's client calls it.
 
-``history`` lists every send with its outcome as ``kafkalite.checker.SendRecord``: acknowledged (offset,
+``history`` lists every send with its outcome as ``kafkalite.client.send_history.SendRecord``: acknowledged (offset,
 acks), failed (error name; nothing was written), or unknown (no answer, or an answer after an attempt
 that may have been written). A send's id is its value, which is what the checker reads back by default.
 """
@@ -35,7 +35,6 @@ import random
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from kafkalite.checker import ACKED, FAILED, UNKNOWN, SendRecord
 from kafkalite.client.accumulator import (
     Callback,
     FutureRecordMetadata,
@@ -47,6 +46,7 @@ from kafkalite.client.accumulator import (
 from kafkalite.client.config import ProducerConfig
 from kafkalite.client.metadata import FATAL_TOPIC_ERRORS, ClusterMetadata
 from kafkalite.client.partitioner import DefaultPartitioner, create_partitioner
+from kafkalite.client.send_history import ACKED, FAILED, UNKNOWN, SendRecord
 from kafkalite.client.transaction_manager import (
     DUPLICATE_SEQUENCE_NUMBER,
     OUT_OF_ORDER_SEQUENCE_NUMBER,

@@ -21,7 +21,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kafkalite.bench._report import JsonResult, Throughput
+from kafkalite.harness.bench._report import JsonResult, Throughput
 
 TOPIC = "bench-consume"
 GROUP_ID = "bench-group"

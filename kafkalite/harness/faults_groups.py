@@ -1,5 +1,5 @@
 """Consumer groups under faults: a driver that runs several group members in virtual time, and seeded runs
-judged by the consumer-side checker (``kafkalite.checker.check_consumption``).
+judged by the consumer-side checker (``kafkalite.harness.checker.check_consumption``).
 
 ``GroupRun`` plays the application around each member: it polls every live member in turn, "processes"
 what ``poll`` returned (recording each record in a ``ConsumptionHistory``), commits per the chosen order,
@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkalite.checker import ConsumptionHistory, ConsumptionReport
+from kafkalite.harness.checker import ConsumptionHistory, ConsumptionReport
 from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import TopicPartition
 

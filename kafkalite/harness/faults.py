@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafkalite.checker import DUPLICATE, REORDERED, Anomaly, CheckReport, check_history
 from kafkalite.coordination.zk_node import ZK_NODE_ID
+from kafkalite.harness.checker import DUPLICATE, REORDERED, Anomaly, CheckReport, check_history
 from kafkalite.host.cluster import Cluster
 from kafkalite.net.sim import Fault, FaultSchedule
 from kafkalite.protocol import TopicPartition

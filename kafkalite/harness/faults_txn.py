@@ -1,7 +1,7 @@
 """The transactional copy workload under seeded fault schedules (what Kafka's own transactions system
 test does): an application reads ``in`` with ``isolation.level=read_committed`` and, per poll, writes the
 records to ``out`` and the group's offsets in one transaction. Brokers crash, pause and lose links
-meanwhile (``kafkalite.faults.build_schedule``). The application does what Kafka's documentation asks of
+meanwhile (``kafkalite.harness.faults.build_schedule``). The application does what Kafka's documentation asks of
 one: on a retriable failure it aborts and rewinds to the committed offsets; when fenced, it starts a new
 producer with the same transactional id.
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkalite.errors import KafkaError, ProducerFencedError
-from kafkalite.faults import BROKER_CONFIG, _bind, build_schedule, heal_everything
+from kafkalite.harness.faults import BROKER_CONFIG, _bind, build_schedule, heal_everything
 from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import TopicPartition
 

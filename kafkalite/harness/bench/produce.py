@@ -32,7 +32,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kafkalite.bench._report import JsonResult, Throughput, per_s
+from kafkalite.harness.bench._report import JsonResult, Throughput, per_s
 
 TARGET_RATIO = 0.6
 TARGET_IDEMPOTENT_RATIO = 0.9

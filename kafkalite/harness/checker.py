@@ -19,6 +19,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kafkalite.client.send_history import ACKED, FAILED, UNKNOWN, SendRecord
 from kafkalite.records import Record
 
 # Anomaly kinds. The strings are stable: benches print and aggregate counts keyed by them.
@@ -44,91 +45,9 @@ ANOMALY_KINDS: tuple[str, ...] = (
 # Only these break Kafka's guarantees; the other kinds are legal outcomes worth showing.
 VIOLATIONS: frozenset[str] = frozenset({LOST, DUPLICATE, OFFSET_REUSED, DIVERGENT})
 
-# Send outcomes.
-ACKED = "acked"
-FAILED = "failed"
-UNKNOWN = "unknown"
-OUTCOMES: tuple[str, ...] = (ACKED, FAILED, UNKNOWN)
-
 TopicPartition = tuple[str, int]
 
 _KIND_ORDER = {kind: i for i, kind in enumerate(ANOMALY_KINDS)}
-
-
-def _acks(level: int | str) -> int:
-    if level == "all":
-        return -1
-    if level not in (0, 1, -1):
-        raise ValueError(f"acks must be 0, 1, -1 or 'all', not {level!r}")
-    return int(level)
-
-
-@dataclass(frozen=True)
-class SendRecord:
-    """One producer send attempt and how it ended, as the client saw it.
-
-    ``seq`` orders sends of one producer; when left ``None`` the position in the input list is used.
-    """
-
-    id: Hashable
-    topic: str
-    partition: int
-    outcome: str
-    offset: int | None = None
-    acks: int = -1
-    error: str | None = None
-    producer: str = ""
-    seq: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.outcome not in OUTCOMES:
-            raise ValueError(f"outcome must be one of {OUTCOMES}, not {self.outcome!r}")
-        object.__setattr__(self, "acks", _acks(self.acks))
-        # acks=0 producers get offset -1 back from the client; it names no position in the log.
-        if self.offset is not None and self.offset < 0:
-            object.__setattr__(self, "offset", None)
-
-    @property
-    def tp(self) -> TopicPartition:
-        return (self.topic, self.partition)
-
-    @classmethod
-    def acked(
-        cls,
-        id: Hashable,
-        topic: str,
-        partition: int,
-        offset: int | None,
-        acks: int | str = -1,
-        producer: str = "",
-        seq: int | None = None,
-    ) -> SendRecord:
-        return cls(id, topic, partition, ACKED, offset, _acks(acks), None, producer, seq)
-
-    @classmethod
-    def failed(
-        cls,
-        id: Hashable,
-        topic: str,
-        partition: int,
-        error: str,
-        acks: int | str = -1,
-        producer: str = "",
-        seq: int | None = None,
-    ) -> SendRecord:
-        return cls(id, topic, partition, FAILED, None, _acks(acks), error, producer, seq)
-
-    @classmethod
-    def unknown(
-        cls,
-        id: Hashable,
-        topic: str,
-        partition: int,
-        acks: int | str = -1,
-        producer: str = "",
-        seq: int | None = None,
-    ) -> SendRecord:
-        return cls(id, topic, partition, UNKNOWN, None, _acks(acks), "timeout", producer, seq)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kafkalite.bench._report import JsonResult, Throughput
+from kafkalite.harness.bench._report import JsonResult, Throughput
 
 TARGET_PRODUCE = 300_000
 TARGET_CONSUME = 500_000

@@ -1,7 +1,7 @@
 """``kafkalite bench faults``: many seeded fault schedules, the checker's verdict summed over all of them.
 
-Each seed is one ``kafkalite.faults.run_schedule`` run. The summary counts anomalies per kind over every
-seed (``kafkalite.checker.total_counts``), the seeds that failed (replay one with ``run_schedule(seed)``)
+Each seed is one ``kafkalite.harness.faults.run_schedule`` run. The summary counts anomalies per kind over every
+seed (``kafkalite.harness.checker.total_counts``), the seeds that failed (replay one with ``run_schedule(seed)``)
 and the speed: seeds per second and simulated events per second (wall time via ``time.perf_counter``,
 outside the simulation).
 """
@@ -12,8 +12,8 @@ import argparse
 import time
 from typing import Any
 
-from kafkalite.checker import ANOMALY_KINDS, VIOLATIONS, total_counts
-from kafkalite.faults import run_schedule
+from kafkalite.harness.checker import ANOMALY_KINDS, VIOLATIONS, total_counts
+from kafkalite.harness.faults import run_schedule
 
 
 def run_faults(seeds: int, start: int = 0, **kw: Any) -> dict[str, Any]:
@@ -67,8 +67,8 @@ def run_faults(seeds: int, start: int = 0, **kw: Any) -> dict[str, Any]:
 
 
 def run_txn_faults(seeds: int, start: int = 0, **kw: Any) -> dict[str, Any]:
-    """The transactional copy workload (``kafkalite.faults_txn``) over seeds ``start .. start+seeds-1``."""
-    from kafkalite.faults_txn import run_txn_schedule
+    """The transactional copy workload (``kafkalite.harness.faults_txn``) over seeds ``start .. start+seeds-1``."""
+    from kafkalite.harness.faults_txn import run_txn_schedule
 
     failed, lines = [], []
     totals = dict.fromkeys(
@@ -142,7 +142,7 @@ def format_summary(summary: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m kafkalite.bench.faults", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m kafkalite.harness.bench.faults", description=__doc__)
     ap.add_argument("--seeds", type=int, default=100)
     ap.add_argument("--start", type=int, default=0)
     ap.add_argument("--acks", default="all")

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafkalite.bench._report import JsonResult
+from kafkalite.harness.bench._report import JsonResult
 
 CLIENTS = ("confluent-kafka", "aiokafka")
 REQUIREMENTS = "requirements-bench.txt"

@@ -36,7 +36,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from kafkalite.bench._report import JsonResult, per_s
+from kafkalite.harness.bench._report import JsonResult, per_s
 
 MiB = 1 << 20
 FETCH_BYTES = 1 << 20
