@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from kafkalite.broker.config import BrokerConfig
 from kafkalite.broker.placement import assign_new_partitions, assign_replicas
+from kafkalite.config.broker import BrokerConfig
 from kafkalite.coordination import paths
 from kafkalite.errors import InvalidReplicaAssignmentError
 from kafkalite.host.cluster import Cluster

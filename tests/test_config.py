@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalite.broker.config import BrokerConfig
-from kafkalite.client.config import ProducerConfig
-from kafkalite.config import parse_bool, parse_float, parse_int
+from kafkalite.config.base import parse_bool, parse_float, parse_int
+from kafkalite.config.broker import BrokerConfig
+from kafkalite.config.producer import ProducerConfig
 from kafkalite.errors import InvalidConfigError
 from kafkalite.storage import LogConfig
 

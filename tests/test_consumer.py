@@ -10,7 +10,7 @@ from kafkalite.client.consumer import (
     NoOffsetForPartitionError,
     OffsetAndTimestamp,
 )
-from kafkalite.client.consumer_config import ConsumerConfig
+from kafkalite.config.consumer import ConsumerConfig
 from kafkalite.errors import InvalidConfigError, OffsetOutOfRangeError
 from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import TopicPartition

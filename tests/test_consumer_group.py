@@ -19,8 +19,8 @@ from kafkalite.client.consumer import (
     IllegalStateError,
     OffsetAndMetadata,
 )
-from kafkalite.client.consumer_config import ConsumerConfig
 from kafkalite.client.consumer_coordinator import ConsumerCoordinator
+from kafkalite.config.consumer import ConsumerConfig
 from kafkalite.errors import InvalidConfigError, InvalidGroupIdError
 from kafkalite.host.cluster import Cluster
 from kafkalite.net.sim import BaseNode

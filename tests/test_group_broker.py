@@ -188,8 +188,8 @@ def test_load_in_progress_until_the_partition_is_read() -> None:
         def partition_or_none(self, tp):
             return FakePartition()
 
-    from kafkalite.broker.config import BrokerConfig
     from kafkalite.broker.group.coordinator import GroupCoordinator
+    from kafkalite.config.broker import BrokerConfig
 
     timers: list = []
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from kafkalite.client.accumulator import NotCompletedError
-from kafkalite.client.config import ProducerConfig
 from kafkalite.client.partitioner import partition_for_key
 from kafkalite.client.producer import Producer, ProducerClosedError
+from kafkalite.config.producer import ProducerConfig
 from kafkalite.errors import (
     InvalidConfigError,
     MessageTooLargeError,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite.broker.config import BrokerConfig
 from kafkalite.broker.replica_manager import HIGH_WATERMARK_CHECKPOINT, ReplicaManager
+from kafkalite.config.broker import BrokerConfig
 from kafkalite.errors import (
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,

@@ -236,7 +236,7 @@ def test_a_second_producer_with_the_same_id_fences_the_first(cluster):
 
 
 def test_transactional_config_rules():
-    from kafkalite.client.config import ProducerConfig
+    from kafkalite.config.producer import ProducerConfig
     from kafkalite.errors import InvalidConfigError
 
     assert ProducerConfig.from_props({"transactional.id": "t"}).idempotence

@@ -54,10 +54,10 @@ def api_name(member: str) -> str:
 @cache
 def config_keys() -> frozenset[str]:
     """Every configuration key kafkalite declares, and the keys the glossary names."""
-    from kafkalite.broker.config import TOPIC_KEY_SYNONYMS, BrokerConfig
-    from kafkalite.client.config import PRODUCER_DEFAULTS
-    from kafkalite.client.consumer_config import CONSUMER_DEFAULTS
-    from kafkalite.storage.config import LogConfig
+    from kafkalite.config.broker import TOPIC_KEY_SYNONYMS, BrokerConfig
+    from kafkalite.config.consumer import CONSUMER_DEFAULTS
+    from kafkalite.config.producer import PRODUCER_DEFAULTS
+    from kafkalite.config.topic import LogConfig
 
     keys = set(BrokerConfig.from_props({}).to_props()) | set(LogConfig.from_props({}).to_props())
     keys |= set(TOPIC_KEY_SYNONYMS) | set(TOPIC_KEY_SYNONYMS.values())

@@ -38,10 +38,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kafkalite.broker.config import BrokerConfig
 from kafkalite.broker.placement import assign_new_partitions, assign_replicas
 from kafkalite.broker.topic_deletion import TopicDeletionManager
 from kafkalite.broker.topic_validator import colliding_topics, validate_topic, validate_topic_configs
+from kafkalite.config.broker import BrokerConfig
 from kafkalite.coordination import paths
 from kafkalite.coordination.store import (
     BadVersion,

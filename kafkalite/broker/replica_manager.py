@@ -20,7 +20,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from kafkalite.broker.config import BrokerConfig
 from kafkalite.broker.delayed import (
     DelayedDeleteRecords,
     DelayedFetch,
@@ -31,6 +30,7 @@ from kafkalite.broker.fetcher import ReplicaFetcher
 from kafkalite.broker.log_manager import LogManager
 from kafkalite.broker.partition import Partition
 from kafkalite.broker.topic_deletion import LEADER_DURING_DELETE
+from kafkalite.config.broker import BrokerConfig
 from kafkalite.errors import (
     CorruptRecordError,
     FencedLeaderEpochError,

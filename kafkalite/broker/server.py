@@ -254,7 +254,7 @@ class KafkaBroker(BaseNode):
         endpoints: tuple[str, ...] | None = None,
         file_ops: FileOps = OS_FILE_OPS,
     ) -> None:
-        from kafkalite.broker.config import BrokerConfig
+        from kafkalite.config.broker import BrokerConfig
 
         self.broker_id = broker_id
         # One dir, or several (Kafka's log.dirs, JBOD): a failed dir goes offline, the others keep serving.

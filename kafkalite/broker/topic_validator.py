@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kafkalite.broker.config import TOPIC_KEY_SYNONYMS, BrokerConfig
+from kafkalite.config.broker import TOPIC_KEY_SYNONYMS, BrokerConfig
 from kafkalite.errors import InvalidConfigError, InvalidTopicError
 
 MAX_NAME_LENGTH = 249

@@ -42,7 +42,6 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
-from kafkalite.client.consumer_config import ConsumerConfig
 from kafkalite.client.consumer_coordinator import (
     CommitFailedError,
     ConsumerCoordinator,
@@ -52,6 +51,7 @@ from kafkalite.client.consumer_coordinator import (
 )
 from kafkalite.client.metadata import ClusterMetadata
 from kafkalite.client.wakeup import Wakeup
+from kafkalite.config.consumer import ConsumerConfig
 from kafkalite.errors import (
     CorruptRecordError,
     InvalidGroupIdError,

@@ -43,7 +43,6 @@ from kafkalite.client.accumulator import (
     RecordMetadata,
     batch_size_upper_bound,
 )
-from kafkalite.client.config import ProducerConfig
 from kafkalite.client.metadata import FATAL_TOPIC_ERRORS, ClusterMetadata
 from kafkalite.client.partitioner import DefaultPartitioner, create_partitioner
 from kafkalite.client.send_history import ACKED, FAILED, UNKNOWN, SendRecord
@@ -54,6 +53,7 @@ from kafkalite.client.transaction_manager import (
     TransactionManager,
 )
 from kafkalite.client.wakeup import Wakeup
+from kafkalite.config.producer import ProducerConfig
 from kafkalite.errors import (
     BufferExhaustedError,
     InvalidTxnStateError,

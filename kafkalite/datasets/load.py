@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from kafkalite.client.partitioner import partition_for_key
-from kafkalite.config import parse_choice
+from kafkalite.config.base import parse_choice
 from kafkalite.records.compression import Compression
 
 __all__ = [

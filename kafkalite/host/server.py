@@ -28,7 +28,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from kafkalite.config import parse_int
+from kafkalite.config.base import parse_int
 from kafkalite.errors import KafkaStorageError
 from kafkalite.net.sim import BaseNode
 from kafkalite.protocol import RequestEnvelope, ResponseEnvelope

@@ -6,7 +6,7 @@ producer batches after validating them without decoding records, reads whole bat
 ``cleaner.LogCleaner``, compacts.
 """
 
-from kafkalite.storage.config import LogConfig
+from kafkalite.config.topic import LogConfig
 from kafkalite.storage.file_slice import FileSlice
 from kafkalite.storage.log import FetchDataInfo, Log, LogAppendInfo, RecoveryReport
 from kafkalite.storage.offset_index import OffsetIndex

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalite.clock import Clock, SystemClock
+from kafkalite.config.topic import LONG_MAX, LogConfig
 from kafkalite.errors import (
     CorruptRecordError,
     InvalidProducerEpochError,
@@ -43,7 +44,6 @@ from kafkalite.records import (
 )
 from kafkalite.records.batch import CONTROL_BIT, TRANSACTIONAL_BIT
 from kafkalite.storage.checkpoint import LeaderEpochCheckpoint, OffsetCheckpoint
-from kafkalite.storage.config import LONG_MAX, LogConfig
 from kafkalite.storage.file_ops import OS_FILE_OPS, FileOps
 from kafkalite.storage.file_slice import FileSlice
 from kafkalite.storage.leader_epoch import LeaderEpochCache

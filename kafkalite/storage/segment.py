@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkalite.clock import Clock
+from kafkalite.config.topic import LogConfig
 from kafkalite.errors import CorruptRecordError, KafkaStorageError
 from kafkalite.records import BatchHeader, decode_batch_tuples, validate_batch
-from kafkalite.storage.config import LogConfig
 from kafkalite.storage.file_ops import OS_FILE_OPS, FileOps
 from kafkalite.storage.file_slice import FileSlice
 from kafkalite.storage.offset_index import OffsetIndex

@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkalite.config import parse_bool, parse_int
+from kafkalite.config.base import parse_bool, parse_int
+from kafkalite.config.topic import LogConfig
 from kafkalite.errors import InvalidConfigError
-from kafkalite.storage.config import LogConfig
 
 # Kafka name -> (field, kind, default, minimum); kind "str?" is a string that may be null.
 _SPECS: dict[str, tuple[str, str, Any, int | None]] = {

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkalite.config import merge_props, parse_bool, parse_choice, parse_int
+from kafkalite.config.base import merge_props, parse_bool, parse_choice, parse_int
 from kafkalite.errors import InvalidConfigError
 from kafkalite.records import Compression
 

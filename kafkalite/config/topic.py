@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from kafkalite.config import invalid, parse_float, parse_int
+from kafkalite.config.base import invalid, parse_float, parse_int
 from kafkalite.errors import InvalidConfigError
 
 LONG_MAX = (1 << 63) - 1

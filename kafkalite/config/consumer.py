@@ -17,11 +17,12 @@ string) of assignors by kafkalite name (``range``), Kafka class name
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkalite.config import merge_props, parse_bool, parse_choice, parse_int
+from kafkalite.config.base import merge_props, parse_bool, parse_choice, parse_int
 from kafkalite.errors import InvalidConfigError
 
 __all__ = ["CONSUMER_DEFAULTS", "ConsumerConfig"]
@@ -76,6 +77,11 @@ _JAVA_CLASSES = {
     "StickyAssignor": "sticky",
     "CooperativeStickyAssignor": "cooperative-sticky",
 }
+# Kafka's partition.assignment.strategy names classes the consumer instantiates by reflection; kafkalite's
+# built-in names resolve the same way, by name in the client's assignors module, so this config (a layer
+# below the client) never imports the client.
+_ASSIGNORS_MODULE = "kafkalite.client.assignors"
+_BUILT_IN_ASSIGNORS = {name: cls for cls, name in _JAVA_CLASSES.items()}
 _RESETS = ("earliest", "latest", "none")
 _ISOLATION = ("read_uncommitted", "read_committed")
 
@@ -171,8 +177,6 @@ class ConsumerConfig:
 
 def parse_assignors(value: Any) -> tuple[Any, ...]:
     """``partition.assignment.strategy`` -> assignor instances; a clear error names what is unknown."""
-    from kafkalite.client.assignors import ASSIGNORS
-
     key = "partition.assignment.strategy"
     items = [v.strip() for v in value.split(",")] if isinstance(value, str) else list(value or ())
     if isinstance(value, str) or not isinstance(value, (list, tuple)):
@@ -186,12 +190,13 @@ def parse_assignors(value: Any) -> tuple[Any, ...]:
             if name.startswith(_JAVA_PACKAGE):
                 name = _JAVA_CLASSES.get(name[len(_JAVA_PACKAGE) :], name)
             name = _JAVA_CLASSES.get(name, name)
-            cls = ASSIGNORS.get(name)
-            if cls is None:
+            cls_name = _BUILT_IN_ASSIGNORS.get(name)
+            if cls_name is None:
                 raise InvalidConfigError(
-                    f"{key}: unknown assignor {item!r}; valid: {', '.join(ASSIGNORS)} or their Kafka class names"
+                    f"{key}: unknown assignor {item!r}; valid: {', '.join(_BUILT_IN_ASSIGNORS)} "
+                    "or their Kafka class names"
                 )
-            out.append(cls())
+            out.append(getattr(importlib.import_module(_ASSIGNORS_MODULE), cls_name)())
         elif isinstance(item, type):
             if not hasattr(item, "assign") or not isinstance(getattr(item, "name", None), str):
                 raise InvalidConfigError(f"{key}: {item!r} is not an assignor class (needs name and assign)")
