@@ -12,7 +12,7 @@ from kafkalite.broker.group.offsets_schema import (
     decode_key,
     decode_value,
 )
-from kafkalite.broker.group.placement import coordinator_partition
+from kafkalite.common.utils import coordinator_partition
 from kafkalite.errors import (
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,

@@ -3,7 +3,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafkalite.broker.group.placement import coordinator_partition, java_string_hash, kafka_abs
+from kafkalite.common.utils import coordinator_partition, java_string_hash, kafka_abs
 
 INT_MIN = -(2**31)
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from kafkalite.broker.group.placement import java_string_hash
+from kafkalite.common.utils import java_string_hash
 from kafkalite.protocol import TopicPartition
 
 __all__ = [

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kafkalite.broker.group.placement import coordinator_partition, java_string_hash, kafka_abs
 from kafkalite.client.assignors import ASSIGNORS, Subscription
+from kafkalite.common.utils import coordinator_partition, java_string_hash, kafka_abs
 from kafkalite.coordination import paths
 from kafkalite.protocol import TopicPartition
 

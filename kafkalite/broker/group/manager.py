@@ -39,7 +39,7 @@ from kafkalite.broker.group.offsets_schema import (
     encode_offset_commit_key,
     encode_offset_commit_value,
 )
-from kafkalite.broker.group.placement import coordinator_partition
+from kafkalite.common.utils import coordinator_partition
 from kafkalite.errors import (
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,

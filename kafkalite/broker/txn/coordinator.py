@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kafkalite.broker.group.placement import coordinator_partition
 from kafkalite.broker.txn.state_log import (
     TransactionMetadata,
     TxnState,
@@ -31,6 +30,7 @@ from kafkalite.broker.txn.state_log import (
     encode_key,
     encode_value,
 )
+from kafkalite.common.utils import coordinator_partition
 from kafkalite.errors import (
     ConcurrentTransactionsError,
     CoordinatorLoadInProgressError,

@@ -1,4 +1,5 @@
-"""Which ``__consumer_offsets`` partition, hence which broker, coordinates a group.
+"""Shared algorithms (Kafka's ``common.utils``): Java's ``String.hashCode``, Kafka's ``Utils.abs``, and which
+``__consumer_offsets`` (or ``__transaction_state``) partition, hence which broker, coordinates a key.
 
 Kafka's ``GroupMetadataManager.partitionFor`` is ``Utils.abs(groupId.hashCode()) % groupMetadataTopicPartitionCount``;
 the leader of that partition is the group's coordinator. The hash must be Java's ``String.hashCode`` bit for bit,

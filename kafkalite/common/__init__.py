@@ -1,0 +1,2 @@
+"""Small algorithms both sides share, as Kafka's ``org.apache.kafka.common``: Java's string hash and the
+coordinator placement every client and broker must compute bit for bit alike."""
