@@ -6,12 +6,6 @@ from __future__ import annotations
 import pytest
 
 from kafkalite.broker.group.manager import OFFSETS_TOPIC, GroupMetadataManager, read_offsets_log
-from kafkalite.broker.group.offsets_schema import (
-    GroupMetadataKey,
-    OffsetCommitKey,
-    decode_key,
-    decode_value,
-)
 from kafkalite.common.utils import coordinator_partition
 from kafkalite.errors import (
     CoordinatorLoadInProgressError,
@@ -45,6 +39,12 @@ from kafkalite.protocol.group import (
     OffsetFetchRequest,
     SyncGroupAssignment,
     SyncGroupRequest,
+)
+from kafkalite.protocol.offsets_schema import (
+    GroupMetadataKey,
+    OffsetCommitKey,
+    decode_key,
+    decode_value,
 )
 from kafkalite.records import build_batch
 

@@ -6,7 +6,8 @@ import struct
 
 import pytest
 
-from kafkalite.broker.group.offsets_schema import (
+from kafkalite.errors import CorruptRecordError
+from kafkalite.protocol.offsets_schema import (
     GroupMetadataKey,
     GroupMetadataValue,
     MemberMetadataValue,
@@ -22,7 +23,6 @@ from kafkalite.broker.group.offsets_schema import (
     encode_offset_commit_value,
     format_record,
 )
-from kafkalite.errors import CorruptRecordError
 
 
 def test_offset_commit_key_bytes_by_hand() -> None:

@@ -6,13 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalite.broker.txn.state_log import (
-    TransactionMetadata,
-    TxnState,
-    decode_record,
-    encode_key,
-    encode_value,
-)
 from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import (
     AddPartitionsToTxnRequest,
@@ -23,6 +16,13 @@ from kafkalite.protocol import (
     ProducePartition,
     ProduceRequest,
     TopicPartition,
+)
+from kafkalite.protocol.txn_log_schema import (
+    TransactionMetadata,
+    TxnState,
+    decode_record,
+    encode_key,
+    encode_value,
 )
 from kafkalite.records import build_batch, set_producer_fields
 

@@ -278,7 +278,7 @@ class OffsetsDirectory:
         self._load()
 
     def _load(self) -> None:
-        from kafkalite.broker.group.offsets_schema import (
+        from kafkalite.protocol.offsets_schema import (
             GroupMetadataKey,
             OffsetCommitKey,
             decode_key,

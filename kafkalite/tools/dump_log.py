@@ -166,7 +166,7 @@ def _control_text(rec) -> str:
 
 
 def _offsets_text(rec) -> str:
-    from kafkalite.broker.group.offsets_schema import format_record
+    from kafkalite.protocol.offsets_schema import format_record
 
     try:
         return " " + format_record(rec.key, rec.value)

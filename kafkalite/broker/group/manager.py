@@ -26,19 +26,6 @@ from typing import Any
 
 from kafkalite.broker.group.coordinator import Done, GroupCoordinator
 from kafkalite.broker.group.member import GroupMetadata, GroupState, MemberMetadata, OffsetAndMetadata
-from kafkalite.broker.group.offsets_schema import (
-    GroupMetadataKey,
-    GroupMetadataValue,
-    MemberMetadataValue,
-    OffsetCommitKey,
-    OffsetCommitValue,
-    decode_key,
-    decode_value,
-    encode_group_metadata_key,
-    encode_group_metadata_value,
-    encode_offset_commit_key,
-    encode_offset_commit_value,
-)
 from kafkalite.common.utils import coordinator_partition
 from kafkalite.errors import (
     CoordinatorLoadInProgressError,
@@ -59,6 +46,19 @@ from kafkalite.errors import (
     UnknownTopicOrPartitionError,
 )
 from kafkalite.protocol import NO_ERROR, CreatableTopic, TopicPartition
+from kafkalite.protocol.offsets_schema import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    decode_key,
+    decode_value,
+    encode_group_metadata_key,
+    encode_group_metadata_value,
+    encode_offset_commit_key,
+    encode_offset_commit_value,
+)
 from kafkalite.records import build_batch, set_producer_fields
 
 OFFSETS_TOPIC = "__consumer_offsets"

@@ -23,13 +23,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kafkalite.broker.txn.state_log import (
-    TransactionMetadata,
-    TxnState,
-    decode_record,
-    encode_key,
-    encode_value,
-)
 from kafkalite.common.utils import coordinator_partition
 from kafkalite.errors import (
     ConcurrentTransactionsError,
@@ -57,6 +50,13 @@ from kafkalite.protocol import (
     TopicPartition,
     WritableTxnMarker,
     WriteTxnMarkersRequest,
+)
+from kafkalite.protocol.txn_log_schema import (
+    TransactionMetadata,
+    TxnState,
+    decode_record,
+    encode_key,
+    encode_value,
 )
 from kafkalite.records import build_batch
 
