@@ -22,7 +22,6 @@ from kafkalite.records import (  # noqa: E402
     iter_batches,
 )
 from kafkalite.spark.arrow_records import ARROW_SCHEMA, ARROW_SCHEMA_WITH_HEADERS, batches_to_arrow  # noqa: E402
-from kafkalite.spark.logdirs import layout_of, locate_partitions  # noqa: E402
 from kafkalite.spark.options import (  # noqa: E402
     OffsetSpec,
     parse_read_options,
@@ -32,6 +31,7 @@ from kafkalite.spark.source import OffsetRange, plan_ranges, read_range, split_r
 from kafkalite.spark.stream import offsets_from_json, offsets_to_json, rate_limit  # noqa: E402
 from kafkalite.storage import Log  # noqa: E402
 from kafkalite.storage.checkpoint import OffsetCheckpoint  # noqa: E402
+from kafkalite.storage.log_dirs import layout_of, locate_partitions  # noqa: E402
 
 T0 = 1_700_000_000_000
 

@@ -48,8 +48,8 @@ from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, St
 
 from kafkalite.client.partitioner import murmur2, to_positive
 from kafkalite.errors import InvalidConfigError, InvalidRecordError
-from kafkalite.spark.logdirs import layout_of
 from kafkalite.spark.options import WriteOptions, parse_write_options
+from kafkalite.storage.log_dirs import layout_of
 
 STAGING_DIR = ".kafkalite-staging"
 LOCK_FILE = ".kafkalite-sink.lock"

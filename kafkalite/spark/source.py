@@ -3,7 +3,7 @@
 ``spark.read.format("kafkalite").option("path", DIR).option("subscribe", "t1,t2").load()`` gives the same
 columns as ``format("kafka")`` (plus ``headers`` with ``includeHeaders``). Planning opens every chosen
 partition read-only and fixes an offset range ``[start, end)`` for it, ``end`` never beyond what is
-committed (see ``logdirs``); each Spark task then reads exactly its range, so a writer appending at the
+committed (see ``kafkalite.storage.log_dirs``); each Spark task then reads exactly its range, so a writer appending at the
 same time cannot change the answer of a query already planned, and a batch still being written (beyond
 the valid prefix a read-only open recovers) is never read.
 
@@ -26,8 +26,8 @@ from pyspark.sql.types import StructType
 from kafkalite.errors import InvalidConfigError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from kafkalite.spark.arrow_records import ARROW_SCHEMA, ARROW_SCHEMA_WITH_HEADERS, batches_to_arrow
 from kafkalite.spark.fetch import SegmentFetcher
-from kafkalite.spark.logdirs import PartitionLocation, describe, locate_partitions
 from kafkalite.spark.options import EARLIEST, LATEST, OffsetSpec, ReadOptions, parse_read_options
+from kafkalite.storage.log_dirs import PartitionLocation, describe, locate_partitions
 
 SCHEMA_DDL = (
     "key binary, value binary, topic string, partition int, offset long, "

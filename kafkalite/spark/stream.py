@@ -28,7 +28,6 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from kafkalite.errors import InvalidConfigError, OffsetOutOfRangeError
-from kafkalite.spark.logdirs import locate_partitions
 from kafkalite.spark.options import parse_read_options
 from kafkalite.spark.source import (
     KafkaliteInputPartition,
@@ -40,6 +39,7 @@ from kafkalite.spark.source import (
     select_partitions,
     split_ranges,
 )
+from kafkalite.storage.log_dirs import locate_partitions
 
 log = logging.getLogger("kafkalite.spark")
 

@@ -267,7 +267,7 @@ class OffsetsDirectory:
     """A stopped cluster's directory, read like a coordinator loading ``__consumer_offsets``."""
 
     def __init__(self, path: str | Path) -> None:
-        from kafkalite.spark.logdirs import locate_partitions
+        from kafkalite.storage.log_dirs import locate_partitions
 
         self.path = Path(path)
         if not self.path.is_dir():

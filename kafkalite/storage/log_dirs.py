@@ -1,4 +1,5 @@
-"""Where the Spark source finds partitions, and how far it may read each one.
+"""Reading a copy of log directories from outside the broker: where each partition lives, and how far it
+may be read. The Spark source and ``kafkalite consumer-groups`` use it.
 
 Option ``path`` names one of three layouts:
 
@@ -29,7 +30,7 @@ HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 _BROKER_DIR = re.compile(r"^broker-(?P<id>\d+)$")
 
-log = logging.getLogger("kafkalite.spark")
+log = logging.getLogger("kafkalite.spark")  # its warnings are about what a Spark read will see
 
 
 @dataclass(frozen=True)
