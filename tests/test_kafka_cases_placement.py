@@ -12,7 +12,7 @@ import pytest
 from test_partitioner import KAFKA_MURMUR2_VECTORS
 from test_placement import KAFKA_5_BROKERS_10_PARTITIONS_RF3
 
-from kafkalite.broker.controller import leader_imbalance_exceeded
+from kafkalite.broker.controller.controller import leader_imbalance_exceeded
 from kafkalite.broker.placement import assign_new_partitions, assign_replicas, rack_alternated_brokers
 from kafkalite.client.partitioner import BuiltInPartitioner, partition_for_key, to_positive
 from kafkalite.common.utils import coordinator_partition, java_string_hash, kafka_abs

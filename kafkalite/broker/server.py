@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalite.broker.admin_manager import CONFIG_CHANGE_PREFIX, AdminManager, decode_config_change
-from kafkalite.broker.controller import STALE_BROKER_EPOCH, Controller, decode_topic_config
+from kafkalite.broker.controller.controller import STALE_BROKER_EPOCH, Controller, decode_topic_config
 from kafkalite.broker.group.coordinator import GroupCoordinator
 from kafkalite.broker.group.manager import OFFSETS_TOPIC, GroupMetadataManager, offsets_topic
 from kafkalite.broker.producer_id_manager import ProducerIdManager
