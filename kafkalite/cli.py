@@ -50,119 +50,17 @@ def dump_log(
         sys.exit(1)
 
 
-@kafkalite.command("consumer-groups")
-@click.option(
-    "--cluster-dir", type=click.Path(exists=True, file_okay=False),
-    help="A stopped cluster's directory (Cluster.dir: broker-<id> log directories).",
-)  # fmt: skip
-@click.option("--bootstrap-server", help="HOST:PORT of a running kafkalite (or Kafka) cluster.")
-@click.option("--list", "do_list", is_flag=True, help="List the groups.")
-@click.option(
-    "--describe", is_flag=True, help="Per partition: current offset, log end offset, lag, member, host."
+@kafkalite.command(
+    "consumer-groups",
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    add_help_option=False,
 )
-@click.option(
-    "--reset-offsets", is_flag=True, help="Plan new committed offsets (a dry run from a directory)."
-)
-@click.option("--delete", is_flag=True, help="Delete an Empty group and its committed offsets.")
-@click.option("--group", help="The group to describe, reset or delete.")
-@click.option(
-    "--topic", "topics", multiple=True, help="Topics to reset (default: those the group committed)."
-)
-@click.option("--to-earliest", is_flag=True, help="Reset to the log start offset.")
-@click.option("--to-latest", is_flag=True, help="Reset to the high watermark.")
-@click.option("--to-datetime", help="Reset to the first offset at or after YYYY-MM-DDTHH:mm:SS.sss (UTC).")
-@click.option("--shift-by", type=int, help="Move the committed offset by N (may be negative).")
-@click.option("--execute", is_flag=True, help="Apply the reset (needs a live cluster; see below).")
 @click.pass_context
-def consumer_groups(
-    ctx: click.Context,
-    cluster_dir: str | None,
-    bootstrap_server: str | None,
-    do_list: bool,
-    describe: bool,
-    reset_offsets: bool,
-    delete: bool,
-    group: str | None,
-    topics: tuple[str, ...],
-    to_earliest: bool,
-    to_latest: bool,
-    to_datetime: str | None,
-    shift_by: int | None,
-    execute: bool,
-) -> None:
-    """Kafka's kafka-consumer-groups: --list, --describe, --reset-offsets, --delete.
+def consumer_groups(ctx: click.Context) -> None:
+    """Kafka's kafka-consumer-groups: --list, --describe, --reset-offsets, --delete."""
+    from kafkalite.tools import consumer_groups as cg  # deferred: keeps `kafkalite --help` fast
 
-    With --bootstrap-server it talks to running brokers over Kafka's protocol. With --cluster-dir it reads
-    what a stopped simulated cluster left on disk (__consumer_offsets replayed, high watermarks from the
-    checkpoints); resets are dry runs there. The same command line runs against a live in-process Cluster,
-    --execute included, with
-    kafkalite.tools.consumer_groups.run(cluster, "--reset-offsets --group G --to-earliest --execute").
-    """
-    from kafkalite.errors import KafkaError
-    from kafkalite.tools import consumer_groups as cg
-
-    live = ctx.obj  # a running Cluster when called through consumer_groups.run()
-    if sum(x is not None for x in (live, cluster_dir, bootstrap_server)) != 1:
-        raise click.UsageError(
-            "give one of --bootstrap-server, --cluster-dir (or call kafkalite.tools.consumer_groups.run on a "
-            "Cluster)"
-        )
-
-    actions = [do_list, describe, reset_offsets, delete]
-    if sum(actions) != 1:
-        raise click.UsageError("give exactly one of --list, --describe, --reset-offsets, --delete")
-    if (describe or reset_offsets or delete) and not group:
-        raise click.UsageError("--describe, --reset-offsets and --delete need --group")
-    if delete and cluster_dir is not None:
-        raise click.UsageError("--delete needs a running cluster (--bootstrap-server)")
-    modes = {"to_earliest": to_earliest, "to_latest": to_latest, "to_datetime": to_datetime is not None,
-             "shift_by": shift_by is not None}  # fmt: skip
-    chosen = [m for m, on in modes.items() if on]
-    if reset_offsets and len(chosen) != 1:
-        raise click.UsageError(
-            "--reset-offsets needs one of --to-earliest, --to-latest, --to-datetime, --shift-by"
-        )
-    if not reset_offsets and (chosen or execute):
-        raise click.UsageError("--to-*, --shift-by and --execute only go with --reset-offsets")
-    if execute and cluster_dir is not None:
-        raise click.UsageError(
-            "--execute needs a running cluster's group coordinator; a directory can only be read. In Python: "
-            'kafkalite.tools.consumer_groups.run(cluster, "--reset-offsets ... --execute")'
-        )
-    try:
-        mode = chosen[0] if chosen else ""
-        value = {"to_datetime": to_datetime, "shift_by": shift_by}.get(mode)
-        if bootstrap_server is not None:
-            from kafkalite.host.admin_client import AdminClient
-
-            live = AdminClient(bootstrap_server)
-        if live is not None:
-            if do_list:
-                click.echo("\n".join(cg.list_groups(live)))
-            elif delete:
-                live.delete_group(group)
-                click.echo(f"Deletion of requested consumer groups ('{group}') was successful.")
-            elif describe:
-                click.echo(cg.format_describe(*cg.describe_group(live, group)))  # type: ignore[arg-type]
-            else:
-                rows = cg.reset_offsets(live, group, list(topics) or None, mode, value, execute=execute)  # type: ignore[arg-type]
-                click.echo(cg.format_reset(rows, executed=execute))
-            return
-        found = cg.OffsetsDirectory(cluster_dir)  # type: ignore[arg-type]
-        if do_list:
-            for g in found.groups():
-                click.echo(g)
-        elif describe:
-            state, rows = found.describe(group)  # type: ignore[arg-type]
-            click.echo(cg.format_describe(state, rows))
-        else:
-            rows = found.plan_reset(group, list(topics) or None, mode, value)  # type: ignore[arg-type]
-            click.echo(cg.format_reset(rows, executed=False))
-    except (KafkaError, ValueError, OSError, cg.GroupNotEmptyError) as e:
-        raise click.ClickException(str(e) or type(e).__name__) from e
-    finally:
-        if bootstrap_server is not None and live is not None:
-            live.close()
+    cg.command.main(ctx.args, prog_name=ctx.command_path, obj=ctx.obj, standalone_mode=False)
 
 
 @kafkalite.command()

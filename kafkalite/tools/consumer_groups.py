@@ -23,15 +23,26 @@ members (state Empty or Dead); new offsets are clamped to ``[log start, high wat
 from __future__ import annotations
 
 import datetime as _dt
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import click
+from click.testing import CliRunner
+
+from kafkalite.client.consumer_protocol import ConsumerAssignment
+from kafkalite.errors import GroupIdNotFoundError, KafkaError
+from kafkalite.host.admin_client import AdminClient
 from kafkalite.protocol import LATEST_TIMESTAMP, TopicPartition
+from kafkalite.protocol.offsets_schema import GroupMetadataKey, OffsetCommitKey, decode_key, decode_value
+from kafkalite.storage.log import Log
+from kafkalite.storage.log_dirs import locate_partitions
 
 __all__ = [
     "GroupNotEmptyError",
+    "command",
     "OffsetsDirectory",
     "PartitionRow",
     "ResetRow",
@@ -91,8 +102,6 @@ def list_groups(cluster: Any) -> list[str]:
 
 
 def _members(described: Any) -> dict[TopicPartition, tuple[str, str, str]]:
-    from kafkalite.client.consumer_protocol import ConsumerAssignment
-
     out = {}
     for m in described.members:
         if not m.member_assignment:
@@ -109,8 +118,6 @@ def _end_offsets(cluster: Any, tps: Iterable[TopicPartition]) -> dict[TopicParti
 
 def describe_group(cluster: Any, group: str) -> tuple[str, list[PartitionRow]]:
     """The group's state and one row per partition it has committed or is assigned."""
-    from kafkalite.errors import GroupIdNotFoundError
-
     described = cluster.describe_group(group)
     if described.error_code:
         raise GroupIdNotFoundError(f"describe of group {group!r} failed with error {described.error_code}")
@@ -212,16 +219,8 @@ def reset_offsets(
 def run(cluster: Any, args: str | Sequence[str]) -> str:
     """Run ``kafkalite consumer-groups ARGS`` against the live ``cluster`` (no ``--cluster-dir``) and return
     what it prints; a usage or Kafka error raises ``click.ClickException`` with the tool's message."""
-    import shlex
-
-    from click.testing import CliRunner
-
-    from kafkalite.cli import consumer_groups
-
     argv = shlex.split(args) if isinstance(args, str) else list(args)
-    result = CliRunner().invoke(
-        consumer_groups, argv, obj=cluster, catch_exceptions=False, standalone_mode=False
-    )
+    result = CliRunner().invoke(command, argv, obj=cluster, catch_exceptions=False, standalone_mode=False)
     return result.output
 
 
@@ -267,8 +266,6 @@ class OffsetsDirectory:
     """A stopped cluster's directory, read like a coordinator loading ``__consumer_offsets``."""
 
     def __init__(self, path: str | Path) -> None:
-        from kafkalite.storage.log_dirs import locate_partitions
-
         self.path = Path(path)
         if not self.path.is_dir():
             raise FileNotFoundError(f"no such cluster directory: {self.path}")
@@ -278,14 +275,6 @@ class OffsetsDirectory:
         self._load()
 
     def _load(self) -> None:
-        from kafkalite.protocol.offsets_schema import (
-            GroupMetadataKey,
-            OffsetCommitKey,
-            decode_key,
-            decode_value,
-        )
-        from kafkalite.storage.log import Log
-
         for (topic, _p), loc in self.partitions.items():
             if topic != OFFSETS_TOPIC:
                 continue
@@ -319,8 +308,6 @@ class OffsetsDirectory:
         return None if loc is None else loc.high_watermark
 
     def bounds(self, tp: TopicPartition) -> tuple[int, int]:
-        from kafkalite.storage.log import Log
-
         loc = self.partitions.get((tp.topic, tp.partition))
         if loc is None:
             raise ValueError(f"no partition {tp.topic}-{tp.partition} under {self.path}")
@@ -332,9 +319,6 @@ class OffsetsDirectory:
             log.close()
 
     def describe(self, group: str) -> tuple[str, list[PartitionRow]]:
-        from kafkalite.client.consumer_protocol import ConsumerAssignment
-        from kafkalite.errors import GroupIdNotFoundError
-
         if group not in self.groups():
             raise GroupIdNotFoundError(f"Consumer group '{group}' does not exist.")
         meta = self.metadata.get(group)
@@ -370,8 +354,6 @@ class OffsetsDirectory:
         bounds = {tp: self.bounds(tp) for tp in tps}
         by_time = None
         if mode == "to_datetime":
-            from kafkalite.storage.log import Log
-
             ts = parse_datetime(value) if isinstance(value, str) else int(value)
             by_time = {}
             for tp in tps:
@@ -382,3 +364,119 @@ class OffsetsDirectory:
                     log.close()
                 by_time[tp] = None if hit is None or hit[0] >= bounds[tp][1] else hit[0]
         return plan_reset(group, {tp: committed.get(tp) for tp in tps}, bounds, mode, value, by_time)
+
+
+# ----------------------------------------------------------------------------------- the command line
+
+
+@click.command("consumer-groups")
+@click.option(
+    "--cluster-dir", type=click.Path(exists=True, file_okay=False),
+    help="A stopped cluster's directory (Cluster.dir: broker-<id> log directories).",
+)  # fmt: skip
+@click.option("--bootstrap-server", help="HOST:PORT of a running kafkalite (or Kafka) cluster.")
+@click.option("--list", "do_list", is_flag=True, help="List the groups.")
+@click.option(
+    "--describe", is_flag=True, help="Per partition: current offset, log end offset, lag, member, host."
+)
+@click.option(
+    "--reset-offsets",
+    "do_reset",
+    is_flag=True,
+    help="Plan new committed offsets (a dry run from a directory).",
+)
+@click.option("--delete", is_flag=True, help="Delete an Empty group and its committed offsets.")
+@click.option("--group", help="The group to describe, reset or delete.")
+@click.option(
+    "--topic", "topics", multiple=True, help="Topics to reset (default: those the group committed)."
+)
+@click.option("--to-earliest", is_flag=True, help="Reset to the log start offset.")
+@click.option("--to-latest", is_flag=True, help="Reset to the high watermark.")
+@click.option("--to-datetime", help="Reset to the first offset at or after YYYY-MM-DDTHH:mm:SS.sss (UTC).")
+@click.option("--shift-by", type=int, help="Move the committed offset by N (may be negative).")
+@click.option("--execute", is_flag=True, help="Apply the reset (needs a live cluster; see below).")
+@click.pass_context
+def command(
+    ctx: click.Context,
+    cluster_dir: str | None,
+    bootstrap_server: str | None,
+    do_list: bool,
+    describe: bool,
+    do_reset: bool,
+    delete: bool,
+    group: str | None,
+    topics: tuple[str, ...],
+    to_earliest: bool,
+    to_latest: bool,
+    to_datetime: str | None,
+    shift_by: int | None,
+    execute: bool,
+) -> None:
+    """Kafka's kafka-consumer-groups: --list, --describe, --reset-offsets, --delete.
+
+    With --bootstrap-server it talks to running brokers over Kafka's protocol. With --cluster-dir it reads
+    what a stopped simulated cluster left on disk (__consumer_offsets replayed, high watermarks from the
+    checkpoints); resets are dry runs there. The same command line runs against a live in-process Cluster,
+    --execute included, with
+    kafkalite.tools.consumer_groups.run(cluster, "--reset-offsets --group G --to-earliest --execute").
+    """
+    live = ctx.obj  # a running Cluster when called through run()
+    if sum(x is not None for x in (live, cluster_dir, bootstrap_server)) != 1:
+        raise click.UsageError(
+            "give one of --bootstrap-server, --cluster-dir (or call kafkalite.tools.consumer_groups.run on a "
+            "Cluster)"
+        )
+
+    actions = [do_list, describe, do_reset, delete]
+    if sum(actions) != 1:
+        raise click.UsageError("give exactly one of --list, --describe, --reset-offsets, --delete")
+    if (describe or do_reset or delete) and not group:
+        raise click.UsageError("--describe, --reset-offsets and --delete need --group")
+    if delete and cluster_dir is not None:
+        raise click.UsageError("--delete needs a running cluster (--bootstrap-server)")
+    modes = {"to_earliest": to_earliest, "to_latest": to_latest, "to_datetime": to_datetime is not None,
+             "shift_by": shift_by is not None}  # fmt: skip
+    chosen = [m for m, on in modes.items() if on]
+    if do_reset and len(chosen) != 1:
+        raise click.UsageError(
+            "--reset-offsets needs one of --to-earliest, --to-latest, --to-datetime, --shift-by"
+        )
+    if not do_reset and (chosen or execute):
+        raise click.UsageError("--to-*, --shift-by and --execute only go with --reset-offsets")
+    if execute and cluster_dir is not None:
+        raise click.UsageError(
+            "--execute needs a running cluster's group coordinator; a directory can only be read. In Python: "
+            'kafkalite.tools.consumer_groups.run(cluster, "--reset-offsets ... --execute")'
+        )
+    try:
+        mode = chosen[0] if chosen else ""
+        value = {"to_datetime": to_datetime, "shift_by": shift_by}.get(mode)
+        if bootstrap_server is not None:
+            live = AdminClient(bootstrap_server)
+        if live is not None:
+            if do_list:
+                click.echo("\n".join(list_groups(live)))
+            elif delete:
+                live.delete_group(group)
+                click.echo(f"Deletion of requested consumer groups ('{group}') was successful.")
+            elif describe:
+                click.echo(format_describe(*describe_group(live, group)))  # type: ignore[arg-type]
+            else:
+                rows = reset_offsets(live, group, list(topics) or None, mode, value, execute=execute)  # type: ignore[arg-type]
+                click.echo(format_reset(rows, executed=execute))
+            return
+        found = OffsetsDirectory(cluster_dir)  # type: ignore[arg-type]
+        if do_list:
+            for g in found.groups():
+                click.echo(g)
+        elif describe:
+            state, rows = found.describe(group)  # type: ignore[arg-type]
+            click.echo(format_describe(state, rows))
+        else:
+            rows = found.plan_reset(group, list(topics) or None, mode, value)  # type: ignore[arg-type]
+            click.echo(format_reset(rows, executed=False))
+    except (KafkaError, ValueError, OSError, GroupNotEmptyError) as e:
+        raise click.ClickException(str(e) or type(e).__name__) from e
+    finally:
+        if bootstrap_server is not None and live is not None:
+            live.close()
