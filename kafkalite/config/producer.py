@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkalite.common.compression_type import Compression
 from kafkalite.config.base import merge_props, parse_bool, parse_choice, parse_int
 from kafkalite.errors import InvalidConfigError
-from kafkalite.records import Compression
 
 __all__ = ["PRODUCER_DEFAULTS", "ProducerConfig"]
 

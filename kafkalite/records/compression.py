@@ -8,22 +8,11 @@ from __future__ import annotations
 
 import struct
 import zlib
-from enum import IntEnum
 
 import cramjam
 
+from kafkalite.common.compression_type import Compression
 from kafkalite.errors import CorruptRecordError, InvalidRecordError
-
-
-class Compression(IntEnum):
-    """Codec ids as stored in the low three attribute bits."""
-
-    NONE = 0
-    GZIP = 1
-    SNAPPY = 2
-    LZ4 = 3
-    ZSTD = 4
-
 
 # Java's snappy-java stream format ("xerial"): 8-byte magic, int32 version, int32 min compatible
 # version, then blocks of [int32 compressed length][raw snappy]. Kafka's Java client writes this.
