@@ -34,7 +34,7 @@ def dump_log(
 
     Exits with status 1 if any damage (bad CRC, torn tail, bad index entry) was found.
     """
-    from kafkalite.tools.dump_log import dump
+    from kafkalite.tools.dump_log import dump  # deferred: keeps `kafkalite --help` fast
 
     problems = 0
     for f in files:
@@ -93,7 +93,7 @@ def topics(
     configs: tuple[str, ...],
 ) -> None:
     """Kafka's kafka-topics over Kafka's protocol: --list, --describe, --create, --delete."""
-    from kafkalite.errors import KafkaError
+    from kafkalite.errors import KafkaError  # deferred: keeps `kafkalite --help` fast
     from kafkalite.host.admin_client import AdminClient
     from kafkalite.tools.topics import format_describe
 
@@ -159,7 +159,7 @@ def acls(
     txn_ids: tuple[str, ...], cluster: bool, resource_pattern_type: str, principal: str | None,
 ) -> None:  # fmt: skip
     """Kafka's kafka-acls: add, remove and list ACLs (needs authorizer.class.name on the brokers)."""
-    from kafkalite.errors import KafkaError
+    from kafkalite.errors import KafkaError  # deferred: keeps `kafkalite --help` fast
     from kafkalite.host.admin_client import AdminClient
     from kafkalite.tools import security as tools
 
@@ -200,7 +200,7 @@ def configs(
     describe: bool, add_config: str | None, delete_config: str | None,
 ) -> None:  # fmt: skip
     """Kafka's kafka-configs for SCRAM users: the password is salted here, never sent."""
-    from kafkalite.errors import KafkaError
+    from kafkalite.errors import KafkaError  # deferred: keeps `kafkalite --help` fast
     from kafkalite.host.admin_client import AdminClient
     from kafkalite.tools import security as tools
 
@@ -230,7 +230,7 @@ def configs(
               help="A client certificate to make (repeatable); its CN becomes the principal.")  # fmt: skip
 def certs(directory: str, clients: tuple[str, ...]) -> None:
     """Throw-away TLS certificates: a CA, a broker certificate for localhost, client certificates."""
-    from kafkalite.security.certs import make_certificates
+    from kafkalite.security.certs import make_certificates  # deferred: keeps `kafkalite --help` fast
 
     for name, path in make_certificates(directory, clients).items():
         click.echo(f"{name}\t{path}")
@@ -291,9 +291,14 @@ def server_start(
     than their replication factor): offsets.topic.replication.factor and
     transaction.state.log.replication.factor are min(3, BROKERS), transaction.state.log.min.isr is
     min(2, BROKERS). --override or the config file can set them otherwise."""
-    import asyncio
+    import asyncio  # deferred: keeps `kafkalite --help` fast
 
-    from kafkalite.host.processes import BrokerProcess, parse_address, parse_peers, run_until_signalled
+    from kafkalite.host.processes import (
+        BrokerProcess,
+        parse_address,
+        parse_peers,
+        run_until_signalled,
+    )  # deferred: keeps `kafkalite --help` fast
     from kafkalite.host.server import WireServer
 
     config = _properties(config_file, overrides)
@@ -304,7 +309,7 @@ def server_start(
     if (broker_id is None) != (store is None and zookeeper is None):
         raise click.UsageError("--broker-id goes with --store or --zookeeper (or zookeeper.connect)")
     if broker_id is not None:
-        from kafkalite.security.listeners import parse_listeners
+        from kafkalite.security.listeners import parse_listeners  # deferred: keeps `kafkalite --help` fast
 
         if not listeners:
             raise click.UsageError("give --listeners NAME://HOST:PORT[,NAME://HOST:PORT...]")
@@ -324,7 +329,7 @@ def server_start(
         asyncio.run(run_until_signalled(proc))
         return
 
-    from kafkalite.coordination.snapshot import StoreSnapshotError
+    from kafkalite.coordination.snapshot import StoreSnapshotError  # deferred: keeps `kafkalite --help` fast
     from kafkalite.errors import TopicAlreadyExistsError
 
     class _InProcess(WireServer):
@@ -384,9 +389,9 @@ def zookeeper() -> None:
 )
 def zookeeper_start(host: str, port: int, data_dir: str) -> None:
     """Serve the store until SIGINT/SIGTERM; its znodes survive a restart (store.snapshot)."""
-    import asyncio
+    import asyncio  # deferred: keeps `kafkalite --help` fast
 
-    from kafkalite.coordination.snapshot import StoreSnapshotError
+    from kafkalite.coordination.snapshot import StoreSnapshotError  # deferred: keeps `kafkalite --help` fast
     from kafkalite.host.processes import StoreProcess, run_until_signalled
 
     click.echo(f"kafkalite: coordination store on {host}:{port}", err=True)
@@ -416,7 +421,7 @@ def cluster_start(
     brokers: int, directory: str, host: str, base_port: int, overrides: tuple[str, ...], zookeeper: str | None
 ) -> None:
     """Start the processes, wait until a controller is elected, print the bootstrap servers."""
-    from kafkalite.host.processes import start_cluster
+    from kafkalite.host.processes import start_cluster  # deferred: keeps `kafkalite --help` fast
 
     try:
         state = start_cluster(
@@ -432,7 +437,7 @@ def cluster_start(
 @click.option("--dir", "directory", required=True, type=click.Path(exists=True, file_okay=False))
 def cluster_stop(directory: str) -> None:
     """SIGTERM every broker in turn (controlled shutdown), then the store."""
-    from kafkalite.host.processes import stop_cluster
+    from kafkalite.host.processes import stop_cluster  # deferred: keeps `kafkalite --help` fast
 
     try:
         stopped = stop_cluster(directory)
@@ -464,7 +469,7 @@ def bench_storage(
     as_json: bool,
 ) -> None:
     """Log.append / Log.read against raw sequential write / read of the same bytes."""
-    from kafkalite.harness.bench.storage import run_storage_bench
+    from kafkalite.harness.bench.storage import run_storage_bench  # deferred: keeps `kafkalite --help` fast
 
     result = run_storage_bench(mb, record_size, batch_bytes, directory, repeats=repeats)
     click.echo(result.to_json() if as_json else result.table())
@@ -478,7 +483,7 @@ def bench_storage(
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def bench_produce(records: int, record_size: int, seed: int, repeats: int, as_json: bool) -> None:
     """One producer against a simulated cluster: 1 broker acks=1, and 3 brokers RF=3 acks=all."""
-    from kafkalite.harness.bench.produce import run_produce_bench
+    from kafkalite.harness.bench.produce import run_produce_bench  # deferred: keeps `kafkalite --help` fast
 
     result = run_produce_bench(records, record_size, seed=seed, repeats=repeats)
     click.echo(result.to_json() if as_json else result.table())
@@ -520,7 +525,7 @@ def bench_wire(
     if against is None:
         if clients or cases:
             raise click.UsageError("--client and --case go with --against")
-        from kafkalite.harness.bench.wire import run_wire_bench
+        from kafkalite.harness.bench.wire import run_wire_bench  # deferred: keeps `kafkalite --help` fast
 
         try:
             result = run_wire_bench(records or 500_000, record_size, security)
@@ -530,7 +535,11 @@ def bench_wire(
         return
     if security:
         raise click.UsageError("--security and --against do not go together")
-    from kafkalite.harness.bench.peer import CLIENTS, PeerUnavailable, run_peer_bench
+    from kafkalite.harness.bench.peer import (
+        CLIENTS,
+        PeerUnavailable,
+        run_peer_bench,
+    )  # deferred: keeps `kafkalite --help` fast
 
     try:
         result = run_peer_bench(
@@ -556,7 +565,7 @@ def bench_consume(
     records: int, record_size: int, partitions: int, group_size: int, no_group: bool, seed: int, as_json: bool
 ) -> None:
     """Records/s decoded by one consumer and by a consumer group, beside raw batch decoding."""
-    from kafkalite.harness.bench.consume import run_consume_bench
+    from kafkalite.harness.bench.consume import run_consume_bench  # deferred: keeps `kafkalite --help` fast
 
     result = run_consume_bench(
         records, record_size, partitions=partitions, group_size=group_size, seed=seed, group=not no_group
@@ -572,7 +581,7 @@ def bench_consume(
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def bench_spark(records: int, value_size: int, repeats: int, cores: int, as_json: bool) -> None:
     """Spark reading a topic of 1, 2 and 4 partitions, beside the same rows from Parquet."""
-    from kafkalite.harness.bench.spark import run_spark_bench
+    from kafkalite.harness.bench.spark import run_spark_bench  # deferred: keeps `kafkalite --help` fast
 
     result = run_spark_bench(records, value_size, repeats=repeats, cores=cores)
     click.echo(result.to_json() if as_json else result.table())
@@ -629,7 +638,7 @@ def bench_faults(
 )
 def bench_group_faults(seeds: int, start: int, protocols: tuple[str, ...]) -> None:
     """Consumer groups under crash / pause / coordinator-failover schedules, checked by the consumer checker."""
-    from kafkalite.harness.checker import REPROCESSED
+    from kafkalite.harness.checker import REPROCESSED  # deferred: keeps `kafkalite --help` fast
     from kafkalite.harness.faults_groups import run_group_faults
 
     bad = 0

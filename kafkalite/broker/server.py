@@ -29,6 +29,7 @@ from kafkalite.broker.controller.controller import STALE_BROKER_EPOCH, Controlle
 from kafkalite.broker.group.coordinator import GroupCoordinator
 from kafkalite.broker.group.manager import OFFSETS_TOPIC, GroupMetadataManager, offsets_topic
 from kafkalite.broker.producer_id_manager import ProducerIdManager
+from kafkalite.broker.replica_manager import ReplicaManager
 from kafkalite.broker.topic_deletion import LEADER_DURING_DELETE
 from kafkalite.broker.topic_validator import is_valid_topic
 from kafkalite.broker.txn.coordinator import (
@@ -36,6 +37,7 @@ from kafkalite.broker.txn.coordinator import (
     TransactionCoordinator,
     transaction_state_topic,
 )
+from kafkalite.config.broker import BrokerConfig
 from kafkalite.coordination import paths
 from kafkalite.coordination.store import NodeExists, NoNode, SessionExpired
 from kafkalite.coordination.zk_node import ZK_NODE_ID, ConnectionLossError, ZkLink
@@ -122,6 +124,7 @@ from kafkalite.protocol import (
     UpdateMetadataResponse,
 )
 from kafkalite.protocol.error_response import UNKNOWN_SERVER_ERROR, error_response
+from kafkalite.security.authorizer import AclAuthorizer, enabled
 from kafkalite.storage.file_ops import OS_FILE_OPS, FileOps
 
 logger = logging.getLogger("kafkalite.broker")
@@ -231,8 +234,6 @@ class MetadataCache:
 
 
 def _default_replica_manager_factory(**kwargs: Any) -> Any:
-    from kafkalite.broker.replica_manager import ReplicaManager  # C1's module
-
     return ReplicaManager(**kwargs)
 
 
@@ -254,8 +255,6 @@ class KafkaBroker(BaseNode):
         endpoints: tuple[str, ...] | None = None,
         file_ops: FileOps = OS_FILE_OPS,
     ) -> None:
-        from kafkalite.config.broker import BrokerConfig
-
         self.broker_id = broker_id
         # One dir, or several (Kafka's log.dirs, JBOD): a failed dir goes offline, the others keep serving.
         dirs = [log_dir] if isinstance(log_dir, str | Path) else list(log_dir)
@@ -943,8 +942,6 @@ class KafkaBroker(BaseNode):
 
     def _start_authorizer(self) -> None:
         """With ``authorizer.class.name`` set, read the ACLs from the store and follow their changes."""
-        from kafkalite.security.authorizer import AclAuthorizer, enabled
-
         if not enabled(self.props):
             return
         if self.authorizer is None:

@@ -23,6 +23,7 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from kafkalite.client.assignors import _java_order
 from kafkalite.protocol import TopicPartition
 from kafkalite.protocol.types import Reader, Writer
 
@@ -198,8 +199,6 @@ class ConsumerAssignment:
 def encode_sticky_user_data(partitions: Iterable[TopicPartition], generation: int | None) -> bytes:
     """The eager sticky assignor's user data (its schema v1: the partitions held, by topic, then the
     generation). Topics come in Java ``HashMap`` order, as ``groupPartitionsByTopic`` leaves them."""
-    from kafkalite.client.assignors import _java_order
-
     by_topic = dict(_first_seen_groups(partitions))
     w = _Writer()
     w.topic_partitions([(t, by_topic[t]) for t in _java_order(by_topic)])

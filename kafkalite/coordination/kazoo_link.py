@@ -40,7 +40,7 @@ from kafkalite.coordination.zk_node import ConnectionLossError, ZkLink
 
 
 def _errors() -> dict[type, type[CoordinationError]]:
-    from kazoo import exceptions as k
+    from kazoo import exceptions as k  # optional: only a real ZooKeeper needs kazoo
 
     return {
         k.NoNodeError: NoNode,
@@ -77,7 +77,7 @@ class KazooZkLink(ZkLink):
         self, net: Any, owner: Any, *, hosts: str, wake: Callable[[], None] | None = None, **kwargs: Any
     ) -> None:
         super().__init__(net, owner, **kwargs)
-        from kazoo.client import KazooClient
+        from kazoo.client import KazooClient  # optional: only a real ZooKeeper needs kazoo
 
         self.hosts = hosts
         self._wake = wake or (lambda: None)
@@ -121,7 +121,7 @@ class KazooZkLink(ZkLink):
 
     def _make_chroot(self) -> None:
         """Create the connect string's chroot (``/kafka`` of ``h:2181/kafka``) if missing, as Kafka does."""
-        from kazoo.client import KazooClient
+        from kazoo.client import KazooClient  # optional: only a real ZooKeeper needs kazoo
 
         servers, slash, chroot = self.hosts.partition("/")
         if not slash or not chroot.strip("/"):
@@ -238,7 +238,7 @@ class KazooZkLink(ZkLink):
         """One ZooKeeper transaction; the first failing op's error carries its index. ZooKeeper's multi
         cannot create parents, so those of ``make_parents`` creates are made first (persistent, empty),
         as Kafka's own client does before such writes."""
-        from kazoo.exceptions import RolledBackError
+        from kazoo.exceptions import RolledBackError  # optional: only a real ZooKeeper needs kazoo
 
         for op in ops:
             if isinstance(op, Create) and op.make_parents:

@@ -24,6 +24,8 @@ from typing import Any
 
 from kafkalite.coordination import store as store_mod
 from kafkalite.coordination.store import CoordinationStore
+from kafkalite.coordination.zk_node import ConnectionLossError
+from kafkalite.net.bridge import loads
 
 SNAPSHOT_FILE = "store.snapshot"
 _MAGIC = b"kafkalite-store-snapshot"
@@ -100,8 +102,6 @@ def keep_snapshot(store: CoordinationStore, directory: Path) -> bool:
 
     A snapshot that cannot be written fails the write (the store rolls it back) with ZooKeeper's
     CONNECTIONLOSS, as a client of a server that cannot log a transaction sees: nothing was changed."""
-    from kafkalite.coordination.zk_node import ConnectionLossError
-
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / SNAPSHOT_FILE
@@ -120,8 +120,6 @@ def keep_snapshot(store: CoordinationStore, directory: Path) -> bool:
 def _decode(raw: bytes) -> dict:
     if not raw.startswith(_MAGIC):
         if raw[:1] == b"\x80":  # what kafkalite wrote before this format: a pickle of plain data
-            from kafkalite.net.bridge import loads
-
             try:
                 return _from_legacy(loads(raw))
             except Exception as e:  # noqa: BLE001 - any unpickling fault means the same: unreadable

@@ -22,8 +22,13 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from kafkalite.client.partitioner import partition_for_key
+from kafkalite.clock import ManualClock
 from kafkalite.config.base import parse_choice
+from kafkalite.coordination import paths
+from kafkalite.coordination.store import NoNode
+from kafkalite.records import build_batch
 from kafkalite.records.compression import Compression
+from kafkalite.storage import Log
 
 __all__ = [
     "PROGRESS_FROM",
@@ -78,7 +83,7 @@ class LoadReport:
 
 
 def _progress(total: int | None, progress: bool | None, desc: str) -> Any:
-    from tqdm.auto import tqdm
+    from tqdm.auto import tqdm  # deferred: only for a progress bar
 
     show = progress if progress is not None else (total or 0) >= PROGRESS_FROM
     return tqdm(total=total, desc=desc, unit="rec", unit_scale=True, disable=not show, mininterval=0.5)
@@ -168,9 +173,6 @@ def produce_events(
 
 
 def _partition_count(cluster: Any, topic: str) -> int:
-    from kafkalite.coordination import paths
-    from kafkalite.coordination.store import NoNode
-
     try:
         data, _ = cluster.store.get(paths.topic_path(topic))
     except NoNode:
@@ -205,10 +207,6 @@ def write_events(
     ``compression.type`` codec name (none, gzip, snappy, lz4, zstd) applied to every batch, as a producer
     with that setting would.
     """
-    from kafkalite.clock import ManualClock
-    from kafkalite.records import build_batch
-    from kafkalite.storage import Log
-
     _check_partitions(partitions)
     if records_per_batch < 1:
         raise DatasetError(f"records_per_batch must be >= 1, got {records_per_batch!r}")

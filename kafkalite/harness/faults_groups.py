@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkalite.client.consumer_coordinator import CommitFailedError
+from kafkalite.errors import KafkaError, RequestTimedOutError
 from kafkalite.harness.checker import ConsumptionHistory, ConsumptionReport
 from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import TopicPartition
@@ -232,9 +234,6 @@ class GroupRun:
             self._commit(m, nxt)
 
     def _commit(self, m: _Member, offsets: dict[TopicPartition, int]) -> None:
-        from kafkalite.client.consumer_coordinator import CommitFailedError
-        from kafkalite.errors import KafkaError, RequestTimedOutError
-
         if self.commit == "after":
             # Only what the member still owns: a partition given away is the new owner's to commit.
             owned = m.consumer.assignment()

@@ -11,8 +11,12 @@ in-process ``Cluster``'s, so one tool serves both.
 from __future__ import annotations
 
 import itertools
+import os
+import re
 import socket
+import ssl
 import struct
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -34,6 +38,7 @@ from kafkalite.security.acl import (
     binding_to_wire,
     filter_to_wire,
 )
+from kafkalite.security.scram import MECHANISM_TYPES, ScramClient, salted_password
 
 _SIZE = struct.Struct(">i")
 API_VERSIONS, METADATA, LIST_OFFSETS, FIND_COORDINATOR = 18, 3, 2, 10
@@ -57,8 +62,6 @@ class ClientSecurity:
     (PEM CA certificates), ``ssl.keystore.location`` (PEM key and certificate, for client authentication)."""
 
     def __init__(self, props: Mapping[str, str]) -> None:
-        import re
-
         self.protocol = str(props.get("security.protocol", "PLAINTEXT")).upper()
         if self.protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
             raise ValueError(
@@ -78,7 +81,6 @@ class ClientSecurity:
         self.keyfile = props.get("ssl.key.location")
 
     def ssl_context(self):  # noqa: ANN201
-        import ssl
 
         ctx = ssl.create_default_context(cafile=self.cafile)
         if self.keystore:
@@ -117,8 +119,6 @@ class _Connection:
 
     def _authenticate(self, sec: ClientSecurity) -> None:
         """SaslHandshake v1, then the mechanism's messages in SaslAuthenticate (KIP-152)."""
-        from kafkalite.security.scram import ScramClient
-
         resp = self.call(SASL_HANDSHAKE, 1, {"mechanism": sec.mechanism})
         _raise(resp["error_code"], f"SaslHandshake {sec.mechanism} (the broker offers {resp['mechanisms']})")
 
@@ -340,8 +340,6 @@ class AdminClient:
         for _ in range(50):
             resp = self._call("bootstrap", FIND_COORDINATOR, {"key": group, "key_type": 0})
             if resp["error_code"] in RETRIABLE:
-                import time
-
                 time.sleep(0.1)
                 continue
             _raise(resp["error_code"], f"FindCoordinator {group!r}", resp.get("error_message"))
@@ -436,9 +434,6 @@ class AdminClient:
     def alter_scram(self, user: str, mechanism: str, password: str | None, iterations: int = 4096) -> None:
         """Add (password given) or delete (None) a user's SCRAM credential; the password never leaves:
         the broker gets a random salt and the salted password, as Kafka's admin client sends (KIP-554)."""
-        import os
-
-        from kafkalite.security.scram import MECHANISM_TYPES, salted_password
 
         mech = MECHANISM_TYPES[mechanism]
         if password is None:
@@ -451,8 +446,6 @@ class AdminClient:
             _raise(r["error_code"], f"AlterUserScramCredentials {user!r}", r.get("error_message"))
 
     def describe_scram(self, users: Iterable[str] | None = None) -> dict[str, list[tuple[str, int]]]:
-        from kafkalite.security.scram import MECHANISM_TYPES
-
         names = {v: k for k, v in MECHANISM_TYPES.items()}
         body = {"users": None if users is None else [{"name": u} for u in users]}
         resp = self._call("bootstrap", DESCRIBE_USER_SCRAM, body)

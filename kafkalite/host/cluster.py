@@ -15,24 +15,54 @@ from pathlib import Path
 from typing import Any
 
 from kafkalite.broker.server import KafkaBroker
+from kafkalite.client.consumer import Consumer
+from kafkalite.client.producer import Producer
 from kafkalite.coordination import paths
 from kafkalite.coordination.snapshot import keep_snapshot
 from kafkalite.coordination.store import CoordinationStore, NoNode
 from kafkalite.coordination.zk_node import ZK_NODE_ID, ZkNode
 from kafkalite.errors import (
+    CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
     CorruptRecordError,
     KafkaError,
+    NotCoordinatorError,
     RequestTimedOutError,
     UnknownTopicOrPartitionError,
     error_for_code,
 )
 from kafkalite.net.sim import BaseNode, Event, SimNetwork
 from kafkalite.protocol import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    AlterableConfig,
+    AlterConfigOp,
+    AlterConfigsResource,
+    ConfigResourceType,
     CreatableTopic,
+    CreatePartitionsRequest,
+    CreatePartitionsTopic,
     CreateTopicsRequest,
+    DeleteRecordsPartition,
+    DeleteRecordsRequest,
+    DeleteTopicsRequest,
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+    IncrementalAlterConfigsRequest,
+    ListOffsetsPartition,
+    ListOffsetsRequest,
     ReplicaAssignment,
     RequestEnvelope,
     TopicPartition,
+)
+from kafkalite.protocol.group import (
+    DeleteGroupsRequest,
+    DescribeGroupsRequest,
+    FindCoordinatorRequest,
+    ListGroupsRequest,
+    OffsetCommitPartition,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
 )
 from kafkalite.storage.file_ops import OS_FILE_OPS, FileOps
 
@@ -199,8 +229,6 @@ class Cluster:
     ) -> dict[int, tuple[int, ...]]:
         """Grow ``name`` to ``count`` partitions (Kafka's CreatePartitions) and wait until every new one has
         a working leader. Returns the whole assignment; raises the Kafka error (e.g. INVALID_PARTITIONS)."""
-        from kafkalite.protocol import CreatePartitionsRequest, CreatePartitionsTopic
-
         plan = None if assignments is None else tuple(tuple(r) for r in assignments)
         req = CreatePartitionsRequest(
             topics=(CreatePartitionsTopic(name=name, count=count, assignments=plan),)
@@ -218,8 +246,6 @@ class Cluster:
     def delete_topic(self, name: str, *, timeout_ms: int = 30_000) -> None:
         """Kafka's DeleteTopics through the controller; waits until every replica has removed its log and
         the topic's znodes are gone (a topic of that name can then be created again)."""
-        from kafkalite.protocol import DeleteTopicsRequest
-
         resp = self.request(
             self.controller(), DeleteTopicsRequest(topic_names=(name,), timeout_ms=timeout_ms)
         )
@@ -237,8 +263,6 @@ class Cluster:
         """Kafka's DeleteRecords: move each partition's log start offset to ``offsets[p]`` (-1: its high
         watermark), sent to each partition's leader. Returns the per-partition answers (low watermark and
         error code)."""
-        from kafkalite.protocol import DeleteRecordsPartition, DeleteRecordsRequest
-
         out: dict[int, Any] = {}
         for p, off in offsets.items():
             tp = TopicPartition(topic, p)
@@ -250,8 +274,6 @@ class Cluster:
 
     def describe_configs(self, topic: str, *, synonyms: bool = False) -> dict[str, Any]:
         """Kafka's DescribeConfigs for one topic: key -> ``DescribedConfig`` (value, source, synonyms)."""
-        from kafkalite.protocol import ConfigResourceType, DescribeConfigsRequest, DescribeConfigsResource
-
         res = DescribeConfigsResource(resource_type=ConfigResourceType.TOPIC, resource_name=topic)
         req = DescribeConfigsRequest(resources=(res,), include_synonyms=synonyms)
         result = self.request(self._any_live_broker(), req).results[0]
@@ -269,14 +291,6 @@ class Cluster:
     ) -> None:
         """Kafka's IncrementalAlterConfigs on one topic (SET and DELETE), then run until every broker has
         handled the change notification. Raises the Kafka error (e.g. INVALID_CONFIG)."""
-        from kafkalite.protocol import (
-            AlterableConfig,
-            AlterConfigOp,
-            AlterConfigsResource,
-            ConfigResourceType,
-            IncrementalAlterConfigsRequest,
-        )
-
         ops = [
             AlterableConfig(name=k, value=str(v).lower() if isinstance(v, bool) else str(v))
             for k, v in (set or {}).items()
@@ -322,8 +336,6 @@ class Cluster:
     ):
         """A ``Producer`` on the network; config by Kafka names (``config={"acks": "all"}``) or keywords with
         underscores for dots (``linger_ms=0``)."""
-        from kafkalite.client.producer import Producer  # C3's module
-
         self._clients += 1
         cid = client_id or f"producer-{self._clients}"
         props = {**{k.replace("_", "."): v for k, v in kafka_config.items()}, **(config or {})}
@@ -334,8 +346,6 @@ class Cluster:
     ):
         """A ``Consumer`` on the network, configured like ``producer()``. Unlike a producer, its ``poll``
         (and offset lookups) run the simulation themselves, like a blocking KafkaConsumer.poll."""
-        from kafkalite.client.consumer import Consumer
-
         self._clients += 1
         cid = client_id or f"consumer-{self._clients}"
         props = {**{k.replace("_", "."): v for k, v in kafka_config.items()}, **(config or {})}
@@ -498,8 +508,6 @@ class Cluster:
         """The broker coordinating ``group_id``, by FindCoordinator (which creates ``__consumer_offsets`` the
         first time); retried every 100 ms while the answer is COORDINATOR_NOT_AVAILABLE or names a broker that
         is down (metadata not updated yet). None on timeout."""
-        from kafkalite.protocol.group import FindCoordinatorRequest
-
         deadline = self.net.now_ms() + timeout_ms
         while True:
             broker = self._any_live_broker()
@@ -516,12 +524,6 @@ class Cluster:
 
     def _group_request(self, group_id: str, req: Any, timeout_ms: int = 30_000) -> Any:
         """Send a group request to the group's coordinator, retrying while it moves or loads."""
-        from kafkalite.errors import (
-            CoordinatorLoadInProgressError,
-            CoordinatorNotAvailableError,
-            NotCoordinatorError,
-        )
-
         retriable = {
             NotCoordinatorError.code,
             CoordinatorLoadInProgressError.code,
@@ -549,8 +551,6 @@ class Cluster:
 
     def group_offsets(self, group_id: str) -> dict[TopicPartition, int]:
         """The group's committed offsets, as its coordinator answers OffsetFetch (all partitions)."""
-        from kafkalite.protocol.group import OffsetFetchRequest
-
         resp = self._group_request(group_id, OffsetFetchRequest(group_id=group_id))
         if resp.error_code:
             cls = error_for_code(resp.error_code) or KafkaError
@@ -559,16 +559,12 @@ class Cluster:
 
     def describe_group(self, group_id: str) -> Any:
         """DescribeGroups from the coordinator: a ``DescribedGroup`` (state, protocol, members)."""
-        from kafkalite.protocol.group import DescribeGroupsRequest
-
         resp = self._group_request(group_id, DescribeGroupsRequest(groups=(group_id,)))
         return resp.groups[0]
 
     def delete_group(self, group_id: str) -> None:
         """DeleteGroups at the coordinator: the Empty group and its offsets go; raises Kafka's error
         (NON_EMPTY_GROUP while it has members, GROUP_ID_NOT_FOUND for an unknown group)."""
-        from kafkalite.protocol.group import DeleteGroupsRequest
-
         code = self._group_request(group_id, DeleteGroupsRequest(groups=(group_id,))).results[0].error_code
         if code:
             raise (error_for_code(code) or KafkaError)(f"DeleteGroups for group {group_id!r}")
@@ -594,8 +590,6 @@ class Cluster:
         (-2 earliest, -1 the high watermark, else the first record at or after it); None where no record
         below the high watermark is that late. ``isolation_level=1`` (read_committed): the last stable
         offset takes the high watermark's place."""
-        from kafkalite.protocol import ListOffsetsPartition, ListOffsetsRequest
-
         out: dict[TopicPartition, int | None] = {}
         for tp in tps:
             leader = self.leader(tp.topic, tp.partition)
@@ -613,16 +607,12 @@ class Cluster:
 
     def offset_bounds(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
         """(log start offset, high watermark) of each partition, from its leader."""
-        from kafkalite.protocol import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
-
         tps = list(tps)
         start, end = self.list_offsets(tps, EARLIEST_TIMESTAMP), self.list_offsets(tps, LATEST_TIMESTAMP)
         return {tp: (start[tp] or 0, end[tp] or 0) for tp in tps}
 
     def commit_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
         """OffsetCommit as an admin tool sends it (no member): only an Empty group accepts it."""
-        from kafkalite.protocol.group import OffsetCommitPartition, OffsetCommitRequest
-
         req = OffsetCommitRequest(
             group_id=group_id,
             partitions=tuple(
@@ -637,8 +627,6 @@ class Cluster:
 
     def list_groups(self, states: Iterable[str] = ()) -> list[Any]:
         """ListGroups from every live broker (each lists the groups it coordinates), sorted by group id."""
-        from kafkalite.protocol.group import ListGroupsRequest
-
         out: dict[str, Any] = {}
         for b, node in sorted(self.brokers.items()):
             if not self.net.is_up(b) or not node.registered:

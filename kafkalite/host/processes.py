@@ -25,13 +25,23 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from kafkalite.broker.server import KafkaBroker
+from kafkalite.coordination.kazoo_link import KazooZkLink
+from kafkalite.coordination.remote import RemoteZkLink, StoreRpcServer
+from kafkalite.coordination.snapshot import keep_snapshot
+from kafkalite.coordination.store import CoordinationStore
+from kafkalite.coordination.zk_node import ZK_NODE_ID, ZkNode
+from kafkalite.host.admin_client import AdminClient
 from kafkalite.host.server import (
     EVENT_LOG_LIMIT,
     WireServer,
     drive,
+    halt_process,
     internal_topic_defaults,
     wall_ms,
 )
+from kafkalite.net.bridge import NetBridge
+from kafkalite.net.sim import SimNetwork
 
 BROKER_TICK_MS = 100
 ZK_TICK_MS = 100
@@ -65,13 +75,6 @@ class StoreProcess:
         self._running = False
 
     async def start(self) -> None:
-        from kafkalite.coordination.remote import StoreRpcServer
-        from kafkalite.coordination.snapshot import keep_snapshot
-        from kafkalite.coordination.store import CoordinationStore
-        from kafkalite.coordination.zk_node import ZK_NODE_ID, ZkNode
-        from kafkalite.net.bridge import NetBridge
-        from kafkalite.net.sim import SimNetwork
-
         self.dir.mkdir(parents=True, exist_ok=True)
         self.net = SimNetwork(0, latency_ms=0, log_messages="none", start_ms=wall_ms())
         self.net.limit_log(EVENT_LOG_LIMIT)
@@ -121,13 +124,6 @@ class BrokerProcess(WireServer):
         self.node: Any = None
 
     async def start(self) -> None:
-        from kafkalite.broker.server import KafkaBroker
-        from kafkalite.coordination.kazoo_link import KazooZkLink
-        from kafkalite.coordination.remote import RemoteZkLink
-        from kafkalite.coordination.zk_node import ZK_NODE_ID
-        from kafkalite.net.bridge import NetBridge
-        from kafkalite.net.sim import SimNetwork
-
         sock = await self._listen(self.broker_id, self.ports[self.broker_id])
         self.addresses = {self.broker_id: sock}
         self.net = SimNetwork(self.broker_id, latency_ms=0, log_messages="none", start_ms=wall_ms())
@@ -181,13 +177,6 @@ class BrokerProcess(WireServer):
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.bridge.close()
-
-
-def halt_process(reason: str) -> None:
-    """Kafka's ``Exit.halt(1)``: leave at once, exit status 1, writing nothing more (the broker's disk
-    failed; ``reason`` was logged at CRITICAL by the replica manager)."""
-    print(f"kafkalite: halting: {reason}", file=sys.stderr, flush=True)
-    os._exit(1)
 
 
 async def run_until_signalled(server: Any) -> None:
@@ -372,8 +361,6 @@ def _wait_port(host: str, port: int, timeout_s: float) -> None:
 def _wait_ready(bootstrap: str, brokers: int, timeout_s: float) -> None:
     """Wait until every broker, asked on its own, knows all ``brokers`` and the controller: a client that
     bootstraps from any of them then finds the controller at once."""
-    from kafkalite.host.admin_client import AdminClient
-
     deadline = time.monotonic() + timeout_s
     last: Exception | str | None = None
     pending = bootstrap.split(",")

@@ -19,7 +19,10 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import os
 import struct
+import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -30,6 +33,7 @@ from typing import Any, NamedTuple
 
 from kafkalite.config.base import parse_int
 from kafkalite.errors import KafkaStorageError
+from kafkalite.host.cluster import Cluster
 from kafkalite.net.sim import BaseNode
 from kafkalite.protocol import RequestEnvelope, ResponseEnvelope
 from kafkalite.protocol.codec.adapter import api_versions_body, to_body, to_request
@@ -108,6 +112,13 @@ async def drive(net: Any, wake: asyncio.Event, running: Callable[[], bool]) -> N
                 await asyncio.wait_for(wake.wait(), timeout=delay)
         else:
             await asyncio.sleep(0)
+
+
+def halt_process(reason: str) -> None:
+    """Kafka's ``Exit.halt(1)``: leave at once, exit status 1, writing nothing more (the broker's disk
+    failed; ``reason`` was logged at CRITICAL by the replica manager)."""
+    print(f"kafkalite: halting: {reason}", file=sys.stderr, flush=True)
+    os._exit(1)
 
 
 @dataclass
@@ -505,8 +516,6 @@ class WireServer:
 
     async def start(self) -> None:
         """Bind the listeners, start the cluster on them and begin driving it."""
-        from kafkalite.host.cluster import Cluster
-
         socks = {}
         for b in range(1, self.brokers + 1):
             socks[b] = await self._listen(b, self.ports.get(b, 0))
@@ -538,8 +547,6 @@ class WireServer:
         net = self.net
         others = [b for b in self.cluster.brokers if b != broker_id and net.is_up(b)]
         if not others:
-            from kafkalite.host.processes import halt_process
-
             halt_process(reason)
         net.after(0, lambda: net.is_up(broker_id) and net.crash(broker_id))
 
@@ -733,8 +740,6 @@ class BackgroundServer:
     where the caller's thread runs blocking Kafka clients. ``call`` runs a function on the loop."""
 
     def __init__(self, brokers: int = 1, **kwargs: Any) -> None:
-        import threading
-
         self.server = WireServer(brokers, **kwargs)
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="kafkalite-wire", daemon=True)

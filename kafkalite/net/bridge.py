@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import io
 import logging
 import pickle
@@ -32,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kafkalite.net.sim import BaseNode
+from kafkalite.storage.file_slice import FileSlice
 
 log = logging.getLogger(__name__)
 _SIZE = struct.Struct(">I")
@@ -74,8 +76,6 @@ def loads(data: bytes) -> Any:
 
 def _plain(obj: Any) -> Any:
     """Record slices become bytes before they leave the process (a file offset means nothing elsewhere)."""
-    from kafkalite.storage.file_slice import FileSlice
-
     if isinstance(obj, FileSlice | memoryview):
         return bytes(obj.read() if isinstance(obj, FileSlice) else obj)
     if isinstance(obj, tuple) and type(obj) is tuple:
@@ -89,8 +89,6 @@ def _plain(obj: Any) -> Any:
             if new is not value:
                 changed[name] = new
         if changed:
-            import dataclasses
-
             return dataclasses.replace(obj, **changed)
     return obj
 

@@ -118,7 +118,7 @@ def principal_from_certificate(der: bytes | None) -> str:
     default SSL principal builder names it; ANONYMOUS without a certificate."""
     if not der:
         return ANONYMOUS
-    from cryptography import x509
+    from cryptography import x509  # deferred: only a TLS client certificate needs it
 
     return "User:" + x509.load_der_x509_certificate(der).subject.rfc4514_string()
 

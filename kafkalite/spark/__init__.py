@@ -46,7 +46,7 @@ def session(app: str = "kafkalite", cores: int = 2, conf: Mapping[str, str] | No
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if _PACKAGE_ROOT not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join([_PACKAGE_ROOT, *paths])
-    from pyspark.sql import SparkSession
+    from pyspark.sql import SparkSession  # deferred: pyspark is heavy
 
     builder = (
         SparkSession.builder.master(f"local[{cores}]")

@@ -48,7 +48,9 @@ from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, St
 
 from kafkalite.client.partitioner import murmur2, to_positive
 from kafkalite.errors import InvalidConfigError, InvalidRecordError
+from kafkalite.records import build_batch
 from kafkalite.spark.options import WriteOptions, parse_write_options
+from kafkalite.storage import Log
 from kafkalite.storage.log_dirs import layout_of
 
 STAGING_DIR = ".kafkalite-staging"
@@ -137,8 +139,6 @@ class _Stager:
     """Groups a task's rows per target partition and writes encoded batches to one staging file."""
 
     def __init__(self, opts: WriteOptions, job: str, task: int, attempt: int) -> None:
-        from kafkalite.records import build_batch
-
         self._build = build_batch
         self.opts = opts
         self.root = Path(opts.path)
@@ -219,7 +219,7 @@ class _Stager:
 
 
 def _task_identity() -> tuple[int, int]:
-    from pyspark import TaskContext
+    from pyspark import TaskContext  # deferred: pyspark is heavy
 
     ctx = TaskContext.get()
     return (ctx.partitionId(), ctx.attemptNumber()) if ctx is not None else (0, 0)
@@ -254,8 +254,6 @@ def _staged_by_partition(messages: list) -> dict[tuple[str, int], list[bytes]]:
 
 def _append(root: Path, staged: dict[tuple[str, int], list[bytes]]) -> dict[tuple[str, int], int]:
     """Append staged batches to their logs (caller holds the lock); returns records appended per partition."""
-    from kafkalite.storage import Log
-
     done = {}
     for (topic, p), batches in sorted(staged.items()):
         log = Log.open(root / f"{topic}-{p}")
@@ -268,8 +266,6 @@ def _append(root: Path, staged: dict[tuple[str, int], list[bytes]]) -> dict[tupl
 
 
 def _log_end(root: Path, topic: str, p: int) -> int:
-    from kafkalite.storage import Log
-
     d = root / f"{topic}-{p}"
     if not d.is_dir():
         return 0
@@ -348,7 +344,6 @@ class KafkaliteStreamWriter(DataSourceStreamArrowWriter):
         return Path(self.opts.path) / STREAM_STATE_DIR / f"{name}.json"
 
     def commit(self, messages: list, batchId: int) -> None:  # noqa: N803 - Spark's name
-        from kafkalite.storage import Log
 
         root = Path(self.opts.path)
         state_path = self._state_file()

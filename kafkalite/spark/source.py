@@ -24,10 +24,14 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from kafkalite.errors import InvalidConfigError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
+from kafkalite.records import iter_batches, validate_batch
 from kafkalite.spark.arrow_records import ARROW_SCHEMA, ARROW_SCHEMA_WITH_HEADERS, batches_to_arrow
 from kafkalite.spark.fetch import SegmentFetcher
 from kafkalite.spark.options import EARLIEST, LATEST, OffsetSpec, ReadOptions, parse_read_options
+from kafkalite.spark.sink import KafkaliteStreamWriter, KafkaliteWriter
+from kafkalite.storage import Log
 from kafkalite.storage.log_dirs import PartitionLocation, describe, locate_partitions
+from kafkalite.storage.transaction_index import TXN_INDEX_SUFFIX, read_txn_index
 
 SCHEMA_DDL = (
     "key binary, value binary, topic string, partition int, offset long, "
@@ -142,8 +146,6 @@ class PartitionBounds:
 
 
 def _open(dir: str):
-    from kafkalite.storage import Log  # planning-only dependency
-
     return Log.open(dir, read_only=True)
 
 
@@ -279,8 +281,6 @@ def read_partition(partition: KafkaliteInputPartition) -> Iterator[pa.RecordBatc
 
 
 def _aborted_transactions(part_dir: Path) -> list:
-    from kafkalite.storage.transaction_index import TXN_INDEX_SUFFIX, read_txn_index
-
     return [e for p in sorted(part_dir.glob(f"*{TXN_INDEX_SUFFIX}")) for e in read_txn_index(p)]
 
 
@@ -309,8 +309,6 @@ def read_range(
     the batches of aborted transactions, found in the partition's ``.txnindex`` files; the range still
     ends at the high watermark, so read after the transactions of interest have completed.
     """
-    from kafkalite.records import iter_batches, validate_batch
-
     if rng.end <= rng.start:
         return
     part_dir = Path(rng.dir or str(Path(logdir) / rng.dirname))
@@ -392,17 +390,15 @@ class KafkaliteDataSource(DataSource):
         return KafkaliteReader(dict(self.options))
 
     def streamReader(self, schema: StructType):  # noqa: ANN201 - DataSourceStreamReader
-        from kafkalite.spark.stream import KafkaliteStreamReader
+        from kafkalite.spark.stream import KafkaliteStreamReader  # stream.py imports this module
 
         return KafkaliteStreamReader(dict(self.options))
 
     def writer(self, schema: StructType, overwrite: bool):  # noqa: ANN201 - DataSourceArrowWriter
-        from kafkalite.spark.sink import KafkaliteWriter
 
         return KafkaliteWriter(dict(self.options), schema, overwrite)
 
     def streamWriter(self, schema: StructType, overwrite: bool):  # noqa: ANN201
-        from kafkalite.spark.sink import KafkaliteStreamWriter
 
         return KafkaliteStreamWriter(dict(self.options), schema, overwrite)
 

@@ -54,6 +54,7 @@ from kafkalite.storage.producer_state import (
     ProducerStateManager,
     next_sequence,
 )
+from kafkalite.storage.retention import deletable_segments
 from kafkalite.storage.segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -1103,8 +1104,6 @@ class Log:
     @_handles_io_errors("deleting segments of")
     def delete_old_segments(self, *, high_watermark: int | None = None) -> list[int]:
         """Apply retention.ms, retention.bytes and the log start offset; returns deleted base offsets."""
-        from kafkalite.storage.retention import deletable_segments
-
         self._check_writable()
         with self._lock:
             self.run_scheduled_deletes()

@@ -18,6 +18,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kafkalite.errors import KafkaError
+from kafkalite.protocol.offsets_schema import format_record
+from kafkalite.records import BatchHeader, RecordBatch, parse_control_record, validate_batch
+from kafkalite.storage.producer_state import decode_snapshot
+from kafkalite.storage.transaction_index import ENTRY_SIZE, read_txn_index
 
 INT32_MAX = 2**31 - 1
 LOG_OVERHEAD = 12  # base offset int64 + batch length int32: the part of a batch outside batch_length
@@ -94,8 +98,6 @@ def dump(
 
 def dump_txn_index(path: str | Path, *, write: Write = print) -> int:
     """One line per aborted transaction of a ``.txnindex`` file, as Kafka's tool prints it."""
-    from kafkalite.storage.transaction_index import ENTRY_SIZE, read_txn_index
-
     path = Path(path)
     try:
         entries = read_txn_index(path)
@@ -116,8 +118,6 @@ def dump_txn_index(path: str | Path, *, write: Write = print) -> int:
 
 def dump_producer_snapshot(path: str | Path, *, write: Write = print) -> int:
     """One line per producer of a ``.snapshot`` file (producer state), as Kafka's tool prints it."""
-    from kafkalite.storage.producer_state import decode_snapshot
-
     path = Path(path)
     try:
         entries = decode_snapshot(path.read_bytes(), path.name)
@@ -156,8 +156,6 @@ def batch_line(pos: int, h, valid: bool) -> str:
 
 
 def _control_text(rec) -> str:
-    from kafkalite.records import parse_control_record
-
     try:
         marker = parse_control_record(rec.key, rec.value)
     except KafkaError as e:  # a damaged marker is worth showing, not worth a traceback
@@ -166,8 +164,6 @@ def _control_text(rec) -> str:
 
 
 def _offsets_text(rec) -> str:
-    from kafkalite.protocol.offsets_schema import format_record
-
     try:
         return " " + format_record(rec.key, rec.value)
     except KafkaError as e:  # not an offsets record (or damaged): say so and go on
@@ -207,8 +203,6 @@ def dump_log_segment(
     write: Write = print,
 ) -> int:
     """One line per batch; with ``deep_iteration``/``print_data_log``/``offsets_decoder`` one more per record."""
-    from kafkalite.records import BatchHeader, RecordBatch, validate_batch
-
     path = Path(path)
     deep = deep_iteration or print_data_log or offsets_decoder
     problems = 0
@@ -308,8 +302,6 @@ def dump_offset_index(path: str | Path, *, write: Write = print) -> int:
 
 
 def _batch_at(log_path: Path):
-    from kafkalite.records import BatchHeader
-
     data = log_path.read_bytes()
 
     def lookup(position: int) -> tuple[int, int] | None:

@@ -23,6 +23,7 @@ import html
 import io
 import itertools
 import json
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -82,7 +83,7 @@ def _initial_index(name: str, control: Control) -> int:
 
 
 def _figure_png(fig: Any) -> bytes:
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # deferred: matplotlib is heavy
     from PIL import Image
 
     buf = io.BytesIO()
@@ -126,7 +127,7 @@ def render_part(part: Any, alt: str) -> str:
 
 def _render_call(fn: Callable[..., Any], kwargs: dict[str, Any], alt: str) -> str:
     """Call ``fn(**kwargs)`` and render what it printed, then what it returned, in that order."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # deferred: matplotlib is heavy
 
     before = set(plt.get_fignums())
     out = io.StringIO()
@@ -234,8 +235,6 @@ class Explorer:
 
     def text(self, **values: Any) -> str:
         """The text (not the images) shown for one combination, for assertions in a chapter."""
-        import re
-
         shown = re.sub(r"<[^>]+>", "", self.view(**values))
         return html.unescape(shown).strip()
 

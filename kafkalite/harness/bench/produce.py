@@ -33,6 +33,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kafkalite.harness.bench._report import JsonResult, Throughput, per_s
+from kafkalite.host.cluster import Cluster
+from kafkalite.protocol import TopicPartition
+from kafkalite.records import build_batch, build_values_batch
+from kafkalite.records.batch import valid_header_fields
+from kafkalite.storage.log_validator import validate_records
 
 TARGET_RATIO = 0.6
 TARGET_IDEMPOTENT_RATIO = 0.9
@@ -152,17 +157,11 @@ def measure_validation(
     record_size: int, records_per_batch: int, *, number: int = 500, repeat: int = 5
 ) -> ValidationCost:
     """Best-of-``repeat`` time of ``validate_records`` on a producer-built batch, in µs per batch."""
-    from kafkalite.records import build_values_batch
-    from kafkalite.records.batch import valid_header_fields
-    from kafkalite.storage.log_validator import validate_records
-
     n = max(1, records_per_batch)
     value = bytes(i & 0xFF for i in range(record_size))
     now = 1_700_000_000_000
     batch = build_values_batch([value] * n, [now + i // 50 for i in range(n)])
     if batch is None:  # values too large for the fast encoder
-        from kafkalite.records import build_batch
-
         batch = build_batch([(None, value)] * n, timestamp=now)
     fields = valid_header_fields(batch)
     best = float("inf")
@@ -299,9 +298,6 @@ def run_case(
     name: str | None = None,
 ) -> CaseResult:
     """Produce ``records`` records to a fresh cluster and time it until every one is acknowledged."""
-    from kafkalite.host.cluster import Cluster
-    from kafkalite.protocol import TopicPartition
-
     if records < 1 or record_size < 0 or offer_per_ms < 1:
         raise ValueError("records and offer_per_ms must be >= 1, record_size >= 0")
     cfg = {**PRODUCER_CONFIG, **(producer_config or {}), "acks": acks}

@@ -29,6 +29,9 @@ from pathlib import Path
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from kafkalite.records import build_batch
+from kafkalite.storage import Log
+
 TARGET_SCALING = 1.8
 TARGET_VS_PARQUET = 0.5
 BATCH_BYTES = 16_384
@@ -65,12 +68,12 @@ class _CeilingReader(DataSourceReader):
         self.path, self.topic = path, topic
 
     def partitions(self) -> list[InputPartition]:
-        from kafkalite.spark.source import plan_ranges
+        from kafkalite.spark.source import plan_ranges  # deferred: pyspark is heavy
 
         return [InputPartition(r) for r in plan_ranges({"path": self.path, "subscribe": self.topic})]
 
     def read(self, partition: InputPartition):  # noqa: ANN201
-        from kafkalite.spark.source import read_range
+        from kafkalite.spark.source import read_range  # deferred: pyspark is heavy
 
         rng = partition.value
         first = next(read_range(self.path, rng), None)
@@ -89,7 +92,7 @@ class CeilingSource(DataSource):
         return "kafkalite-ceiling"
 
     def schema(self) -> str:
-        from kafkalite.spark.source import SCHEMA_DDL
+        from kafkalite.spark.source import SCHEMA_DDL  # deferred: pyspark is heavy
 
         return SCHEMA_DDL
 
@@ -177,7 +180,7 @@ class SparkBenchResult:
 def _tree_cpu_seconds() -> float | None:
     """CPU seconds used so far by this process and its children (the JVM and its Python workers)."""
     try:
-        import psutil
+        import psutil  # optional
     except ImportError:
         return None
     me = psutil.Process()
@@ -193,9 +196,6 @@ def _tree_cpu_seconds() -> float | None:
 
 def write_topic(root: Path, topic: str, partitions: int, records: int, value_size: int) -> None:
     """``records`` records spread evenly (record i to partition i % n), in ~16 KiB batches."""
-    from kafkalite.records import build_batch
-    from kafkalite.storage import Log
-
     per_batch = max(1, BATCH_BYTES // (value_size + 20))
     filler = bytes(range(256)) * (value_size // 256 + 1)
     for p in range(partitions):
@@ -221,7 +221,7 @@ def run_spark_bench(
     ceiling: bool = True,
 ) -> SparkBenchResult:
     """Write the topics, start (or reuse) the shared session, time every case. See the module docstring."""
-    from kafkalite.spark import session
+    from kafkalite.spark import session  # deferred: pyspark is heavy
 
     tmp = None
     if directory is None:

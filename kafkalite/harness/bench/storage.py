@@ -37,6 +37,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kafkalite.harness.bench._report import JsonResult, per_s
+from kafkalite.records import build_batch, iter_batches, stamp_batch
+from kafkalite.records.batch import valid_header_fields
+from kafkalite.storage import Log
+from kafkalite.storage.checkpoint import fsync_dir
 
 MiB = 1 << 20
 FETCH_BYTES = 1 << 20
@@ -179,8 +183,6 @@ def build_batches(
     ``stamp_batch`` (the base offset sits outside the CRC), which builds 256 MiB in well under a second.
     Returns (batches, record count).
     """
-    from kafkalite.records import build_batch, stamp_batch
-
     if record_size < 0 or batch_bytes <= 0 or total_bytes <= 0:
         raise ValueError("total_bytes and batch_bytes must be > 0, record_size >= 0")
     value = (os.urandom(16) * (record_size // 16 + 1))[:record_size]
@@ -207,8 +209,6 @@ def build_batches(
 def checked_write(path: Path, batches: list[bytes]) -> float:
     """Seconds to check each batch as the broker does (CRC32C included) and write it into a new file at
     ``path``, then fsync and close: (e) of the module docstring."""
-    from kafkalite.records.batch import valid_header_fields
-
     t0 = time.perf_counter()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
@@ -247,8 +247,6 @@ def leader_checked_write(path: Path, batches: list[bytes]) -> float:
 def _settle(directory: Path) -> None:
     """Start a write timing from a quiet file system. The previous run's delete of its 256 MiB file is
     committed first (fsync of the directory that held it), or the next timing pays for it."""
-    from kafkalite.storage.checkpoint import fsync_dir
-
     fsync_dir(directory)
 
 
@@ -275,8 +273,6 @@ def raw_write(path: Path, batches: list[bytes]) -> float:
 
 def log_append(log_dir: Path, batches: list[bytes], *, config: dict | None = None) -> float:
     """Seconds to open a fresh log at ``log_dir``, append each batch and close it (close fsyncs)."""
-    from kafkalite.storage import Log
-
     t0 = time.perf_counter()
     log = Log.open(log_dir, config)
     try:
@@ -314,9 +310,6 @@ def log_read(log_dir: Path, fetch_bytes: int = FETCH_BYTES) -> tuple[float, int]
     the log (recovery scan) and the caller's walk over the batch headers of each fetch to learn the next
     fetch offset, which is consumer work.
     """
-    from kafkalite.records import iter_batches
-    from kafkalite.storage import Log
-
     log = Log.open(log_dir, read_only=True)
     total = 0
     elapsed = 0.0

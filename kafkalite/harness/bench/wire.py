@@ -20,13 +20,18 @@ can be faster than the bytes themselves.
 
 from __future__ import annotations
 
+import resource
 import socket
+import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kafkalite.harness.bench._report import JsonResult, Throughput
+from kafkalite.host.server import BackgroundServer
+from kafkalite.protocol.codec.header import encode_request
+from kafkalite.security.certs import make_certificates
 
 TARGET_PRODUCE = 300_000
 TARGET_CONSUME = 500_000
@@ -134,7 +139,7 @@ def loopback_mb_per_s(nbytes: int) -> float:
 def produce_case(bootstrap: str, topic: str, records: int, value: bytes, config: dict[str, Any]) -> WireCase:
     """Send ``records`` copies of ``value`` to ``topic`` with confluent-kafka (``config`` over the bench's
     batching settings) after one warm-up record, and time them until the last is acknowledged."""
-    from confluent_kafka import Producer
+    from confluent_kafka import Producer  # optional: only this bench's peer client
 
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 1_000_000, **config})
     errors = [0]
@@ -179,9 +184,6 @@ def fetch_serving(bootstrap: str, topic: str, rounds: int = 40, max_bytes: int =
     The faults are this process's (``getrusage``), so they are the broker's own only when it runs in
     this process (``BackgroundServer``); the client reads into one buffer and takes none per fetch. A
     copy through fresh memory pays a fault per 4 KiB page, which is often most of the copy's cost."""
-    import resource
-
-    from kafkalite.protocol.codec.header import encode_request
 
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
     body = {"max_wait_ms": 0, "min_bytes": 1, "max_bytes": max_bytes, "topics": [
@@ -216,7 +218,7 @@ def consume_case(
 ) -> WireCase:
     """Read ``records`` records of ``topic`` from offset 0 of each of its ``partitions`` with confluent-kafka,
     without a group, and time them; errors count what the consumer's positions do not confirm."""
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer, TopicPartition  # optional: only this bench's peer client
 
     c = Consumer(
         {
@@ -250,8 +252,6 @@ def consume_case(
 
 def _secured(protocol: str, directory: str) -> tuple[dict, dict]:
     """Broker settings for a second listener speaking ``protocol``, and a client's settings for it."""
-    from kafkalite.security.certs import make_certificates
-
     protocol = protocol.upper()
     if protocol not in ("SSL", "SASL_PLAINTEXT", "SASL_SSL"):
         raise ValueError(f"--security is SSL, SASL_PLAINTEXT or SASL_SSL, got {protocol!r}")
@@ -270,9 +270,6 @@ def _secured(protocol: str, directory: str) -> tuple[dict, dict]:
 def run_wire_bench(
     records: int = 500_000, record_size: int = 100, security: str | None = None
 ) -> WireBenchResult:
-    import tempfile
-
-    from kafkalite.host.server import BackgroundServer
 
     value = bytes(i & 0xFF for i in range(record_size))
     cases = []
