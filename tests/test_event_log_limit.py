@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
+from kafkalite.host.server import EVENT_LOG_LIMIT, WireServer
 from kafkalite.net.sim import SimNetwork
-from kafkalite.wire.server import EVENT_LOG_LIMIT, WireServer
 
 
 def test_limit_log_keeps_the_newest_events() -> None:
