@@ -37,6 +37,7 @@ from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import TopicPartition
 from kafkalite.records import build_batch, build_values_batch
 from kafkalite.records.batch import valid_header_fields
+from kafkalite.storage import log as storage_log
 from kafkalite.storage.log_validator import validate_records
 
 TARGET_RATIO = 0.6
@@ -120,9 +121,7 @@ class _ValidationClock:
         self.calls = 0
 
     def __enter__(self) -> _ValidationClock:
-        from kafkalite.storage import log
-
-        self._module, self._inner = log, log.validate_records
+        self._module, self._inner = storage_log, storage_log.validate_records
         inner, clock = self._inner, time.perf_counter
 
         def timed(*args, **kwargs):
@@ -133,7 +132,7 @@ class _ValidationClock:
                 self.seconds += clock() - t0
                 self.calls += 1
 
-        log.validate_records = timed
+        storage_log.validate_records = timed
         return self
 
     def __exit__(self, *exc) -> None:

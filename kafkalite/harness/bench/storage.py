@@ -41,6 +41,7 @@ from kafkalite.records import build_batch, iter_batches, stamp_batch
 from kafkalite.records.batch import valid_header_fields
 from kafkalite.storage import Log
 from kafkalite.storage.checkpoint import fsync_dir
+from kafkalite.storage.log_validator import validate_records
 
 MiB = 1 << 20
 FETCH_BYTES = 1 << 20
@@ -225,9 +226,6 @@ def checked_write(path: Path, batches: list[bytes]) -> float:
 def leader_checked_write(path: Path, batches: list[bytes]) -> float:
     """(f) of the module docstring: as ``checked_write``, plus the record validation ``Log.append``
     runs as leader (with a default topic config) before it writes a batch."""
-    from kafkalite.records.batch import valid_header_fields
-    from kafkalite.storage.log_validator import validate_records
-
     name = path.name
     t0 = time.perf_counter()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
