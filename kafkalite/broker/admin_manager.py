@@ -21,6 +21,7 @@ from kafkalite.broker.controller.controller import decode_topic_config, encode_t
 from kafkalite.broker.topic_validator import is_valid_topic, validate_topic, validate_topic_configs
 from kafkalite.config.broker import _SPECS as BROKER_SPECS
 from kafkalite.config.broker import TOPIC_KEY_SYNONYMS, BrokerConfig
+from kafkalite.config.topic import TOPIC_KEYS
 from kafkalite.coordination import paths
 from kafkalite.coordination.store import CoordinationError, Create, NoNode, SetData
 from kafkalite.errors import (
@@ -51,28 +52,8 @@ from kafkalite.protocol import (
 
 CONFIG_CHANGE_PREFIX = "config_change_"
 
-#: Value types of the topic keys kafkalite models, as Kafka's ``LogConfig`` declares them.
-TOPIC_CONFIG_TYPES: dict[str, ConfigType] = {
-    "cleanup.policy": ConfigType.LIST,
-    "delete.retention.ms": ConfigType.LONG,
-    "file.delete.delay.ms": ConfigType.LONG,
-    "flush.messages": ConfigType.LONG,
-    "flush.ms": ConfigType.LONG,
-    "index.interval.bytes": ConfigType.INT,
-    "max.message.bytes": ConfigType.INT,
-    "message.timestamp.after.max.ms": ConfigType.LONG,
-    "message.timestamp.before.max.ms": ConfigType.LONG,
-    "message.timestamp.type": ConfigType.STRING,
-    "min.cleanable.dirty.ratio": ConfigType.DOUBLE,
-    "min.compaction.lag.ms": ConfigType.LONG,
-    "min.insync.replicas": ConfigType.INT,
-    "retention.bytes": ConfigType.LONG,
-    "retention.ms": ConfigType.LONG,
-    "segment.bytes": ConfigType.INT,
-    "segment.index.bytes": ConfigType.INT,
-    "segment.ms": ConfigType.LONG,
-    "unclean.leader.election.enable": ConfigType.BOOLEAN,
-}
+#: Value types of every topic key, read from the declarations (``config.topic.TOPIC_KEYS``).
+TOPIC_CONFIG_TYPES: dict[str, ConfigType] = {name: ConfigType[k.type] for name, k in TOPIC_KEYS.items()}
 _KAFKA_DEFAULTS = BrokerConfig()
 
 
@@ -133,7 +114,7 @@ class AdminManager:
         for r in req.resources:
             try:
                 if r.resource_type == ConfigResourceType.TOPIC:
-                    configs = self._describe_topic(r, req.include_synonyms)
+                    configs = self._describe_topic(r, req.include_synonyms, req.include_documentation)
                 elif r.resource_type == ConfigResourceType.BROKER:
                     configs = self._describe_broker(r, req.include_synonyms)
                 else:
@@ -160,7 +141,9 @@ class AdminManager:
             return {}
         return decode_topic_config(data)
 
-    def _describe_topic(self, r: DescribeConfigsResource, synonyms: bool) -> list[DescribedConfig]:
+    def _describe_topic(
+        self, r: DescribeConfigsResource, synonyms: bool, documentation: bool = False
+    ) -> list[DescribedConfig]:
         validate_topic(r.resource_name)  # Kafka's DescribeConfigs: INVALID_TOPIC_EXCEPTION first
         overrides = self.topic_overrides(r.resource_name)
         explicit = self.config.log_props
@@ -173,29 +156,34 @@ class AdminManager:
                 chain.append(
                     ConfigSynonym(name=key, value=overrides[key], source=ConfigSource.DYNAMIC_TOPIC_CONFIG)
                 )
-            broker_key = TOPIC_KEY_SYNONYMS[key]
-            if key in explicit or self._broker_key_static(broker_key):
+            broker_key = TOPIC_KEY_SYNONYMS.get(key)
+            if broker_key is not None:
+                if key in explicit or self._broker_key_static(broker_key):
+                    chain.append(
+                        ConfigSynonym(
+                            name=broker_key,
+                            value=render(self._static_defaults[key]),
+                            source=ConfigSource.STATIC_BROKER_CONFIG,
+                        )
+                    )
                 chain.append(
                     ConfigSynonym(
                         name=broker_key,
-                        value=render(self._static_defaults[key]),
-                        source=ConfigSource.STATIC_BROKER_CONFIG,
+                        value=render(self._kafka_defaults[key]),
+                        source=ConfigSource.DEFAULT_CONFIG,
                     )
                 )
-            chain.append(
-                ConfigSynonym(
-                    name=broker_key,
-                    value=render(self._kafka_defaults[key]),
-                    source=ConfigSource.DEFAULT_CONFIG,
-                )
-            )
+            # A key with no broker synonym and no override is Kafka's default, with no synonyms to list.
+            value = chain[0].value if chain else render(self._kafka_defaults[key])
+            source = chain[0].source if chain else ConfigSource.DEFAULT_CONFIG
             out.append(
                 DescribedConfig(
                     name=key,
-                    value=chain[0].value,
-                    config_source=chain[0].source,
+                    value=value,
+                    config_source=source,
                     synonyms=tuple(chain) if synonyms else (),
                     config_type=TOPIC_CONFIG_TYPES[key],
+                    documentation=TOPIC_KEYS[key].doc if documentation else None,
                 )
             )
         return out

@@ -13,7 +13,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kafkalite.config.broker import TOPIC_KEY_SYNONYMS, BrokerConfig
+from kafkalite.config.broker import BrokerConfig
+from kafkalite.config.topic import TOPIC_KEYS
 from kafkalite.errors import InvalidConfigError, InvalidTopicError
 
 MAX_NAME_LENGTH = 249
@@ -53,13 +54,13 @@ def colliding_topics(name: str, existing: Iterable[str]) -> list[str]:
 
 
 def validate_topic_configs(broker: BrokerConfig, configs: Mapping[str, Any]) -> None:
-    """Raise INVALID_CONFIG for a null value, a key Kafka topics do not have (among those kafkalite
-    models) or a value out of its range; the message names the key."""
+    """Raise INVALID_CONFIG for a null value, a key Kafka topics do not have or a value out of its range;
+    the message names the key."""
     nulls = [k for k, v in configs.items() if v is None]
     if nulls:
         raise InvalidConfigError(f"Null value not supported for topic configs: {','.join(nulls)}")
     for key in configs:
-        if key not in TOPIC_KEY_SYNONYMS:
+        if key not in TOPIC_KEYS:
             raise InvalidConfigError(f"Unknown topic config name: {key}")
     broker.topic_config(configs)  # parses every value against its range
 

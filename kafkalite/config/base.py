@@ -8,8 +8,9 @@ and producer configurations all parse through these functions.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, ClassVar
 
 from kafkalite.errors import InvalidConfigError
 
@@ -95,3 +96,176 @@ def merge_props(
             raise InvalidConfigError(f"{kind} config {name!r} given twice ({key!r})")
         given[name] = value
     return {**defaults, **given}, given
+
+
+# ------------------------------------------------------------------------------------- declarations
+
+#: Kafka's ConfigDef types (DescribeConfigs v3+ reports them): how a value is parsed and shown.
+TYPES = ("BOOLEAN", "STRING", "INT", "SHORT", "LONG", "DOUBLE", "LIST", "CLASS", "PASSWORD")
+INT_MAX = (1 << 31) - 1
+LONG_MAX = (1 << 63) - 1
+_CONFIG_KEY = "kafkalite.config"
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """One setting, declared once: Kafka's name, type, default, valid values and a line of documentation.
+
+    ``low``/``high`` bound a number, ``choices`` list a string's values (for a LIST, each element's),
+    ``check`` parses what neither can say (it returns the canonical value or raises through ``invalid``).
+    ``acted_on=False`` marks a key kafkalite stores, validates and describes but does not act on.
+    ``attr`` is the Python attribute the declaring class gives it (filled in from the field's name).
+    """
+
+    name: str
+    type: str
+    default: Any
+    doc: str
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[str, ...] = ()
+    nullable: bool = False
+    acted_on: bool = True
+    check: Callable[[str, Any], Any] | None = None
+    valid: str | None = None
+    """What is allowed, in words, when ``check`` decides it."""
+    attr: str = ""
+
+    def allowed(self) -> str:
+        """What values are valid, in the words error messages and descriptions use."""
+        if self.valid is not None:
+            return self.valid
+        if self.choices:
+            return "one of " + ", ".join(repr(c) for c in self.choices)
+        if self.type == "BOOLEAN":
+            return "true or false"
+        if self.type in ("INT", "SHORT", "LONG", "DOUBLE"):
+            lo = "" if self.low is None else f">= {self.low}"
+            hi = "" if self.high is None else f"<= {self.high}"
+            what = "a number" if self.type == "DOUBLE" else "an integer"
+            return f"{what} {' and '.join(p for p in (lo, hi) if p)}".strip()
+        return "a string" + (" or null" if self.nullable else "")
+
+    def parse(self, value: Any) -> Any:
+        """``value`` (a string as a ``.properties`` file gives it, or a Python value) as this key's type."""
+        if value is None and (self.nullable or self.default is None):
+            return None
+        if self.check is not None:
+            return self.check(self.name, value)
+        if self.type == "BOOLEAN":
+            return parse_bool(self.name, value)
+        if self.type in ("INT", "SHORT", "LONG"):
+            return parse_int(self.name, value, low=self.low, high=self.high, allowed=self.allowed())
+        if self.type == "DOUBLE":
+            return parse_float(self.name, value, low=self.low, high=self.high, allowed=self.allowed())
+        if self.choices:
+            text = value.strip() if isinstance(value, str) else None
+            if text not in self.choices:
+                raise invalid(self.name, value, "not a recognised value", self.allowed())
+            return text
+        if not isinstance(value, str):
+            raise invalid(self.name, value, "expected a string", self.allowed())
+        return value
+
+    def render(self, value: Any) -> str | None:
+        """A value as Kafka prints it (``true``, ``1024``, a comma-separated list)."""
+        if value is None:
+            return None
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, (list, tuple)):
+            return ",".join(str(v) for v in value)
+        return str(value)
+
+
+def key(
+    name: str,
+    type: str,
+    default: Any,
+    doc: str,
+    **spec: Any,
+) -> Any:
+    """Declare a config class's attribute as the Kafka key ``name`` (see ``ConfigKey``)."""
+    if type not in TYPES:
+        raise ValueError(f"unknown config type {type!r} for {name!r}")
+    return field(default=default, metadata={_CONFIG_KEY: ConfigKey(name, type, default, doc, **spec)})
+
+
+def declared_keys(cls: type) -> dict[str, ConfigKey]:
+    """The keys a dataclass declares with ``key(...)``, by Kafka name, in declaration order."""
+    cached = cls.__dict__.get("_declared_keys")
+    if cached is None:
+        cached = {}
+        for f in fields(cls):
+            spec = f.metadata.get(_CONFIG_KEY)
+            if spec is not None:
+                cached[spec.name] = replace(spec, attr=f.name)
+        cls._declared_keys = cached  # type: ignore[attr-defined]
+    return cached
+
+
+class DeclaredConfig:
+    """The base of a dataclass whose fields are declared with ``key(...)``.
+
+    ``from_props`` parses Kafka-named keys (a field name works too), validates every value against its
+    declaration and refuses an unknown key; ``to_props`` gives every key under its Kafka name; values set
+    directly as keyword fields are parsed the same way, so a bad value never reaches a running component.
+    """
+
+    KIND: ClassVar[str] = "config"
+
+    def __post_init__(self) -> None:
+        for spec in declared_keys(type(self)).values():
+            object.__setattr__(self, spec.attr, spec.parse(getattr(self, spec.attr)))
+
+    @classmethod
+    def config_keys(cls) -> dict[str, ConfigKey]:
+        return declared_keys(cls)
+
+    @classmethod
+    def unknown(cls, name: str) -> InvalidConfigError:
+        return InvalidConfigError(
+            f"unknown {cls.KIND} config key {name!r}; valid keys are: {', '.join(sorted(cls.config_keys()))}"
+        )
+
+    @classmethod
+    def parse_props(cls, props: Mapping[str, Any] | None = None, **overrides: Any) -> dict[str, Any]:
+        """Keyword arguments for the class: each Kafka key parsed, an unknown key refused."""
+        keys = cls.config_keys()
+        by_attr = {spec.attr: spec for spec in keys.values()}
+        merged: dict[str, Any] = dict(props or {})
+        for name, value in overrides.items():
+            merged[by_attr[name].name if name in by_attr else name] = value
+        kwargs = {}
+        for name, value in merged.items():
+            spec = keys.get(name)
+            if spec is None:
+                raise cls.unknown(name)
+            kwargs[spec.attr] = spec.parse(value)
+        return kwargs
+
+    def to_props(self) -> dict[str, Any]:
+        """Every key under its Kafka name (``describe-configs`` style)."""
+        return {name: getattr(self, spec.attr) for name, spec in self.config_keys().items()}
+
+    def get(self, name: str) -> Any:
+        """One value by its Kafka key name."""
+        spec = self.config_keys().get(name)
+        if spec is None:
+            raise self.unknown(name)
+        return getattr(self, spec.attr)
+
+
+def describe_keys(keys: Mapping[str, ConfigKey]) -> list[dict[str, Any]]:
+    """One row per key (name, type, default, valid values, documentation, acted on): a config table."""
+    return [
+        {
+            "name": k.name,
+            "type": k.type,
+            "default": k.render(k.default),
+            "valid": k.allowed(),
+            "doc": k.doc,
+            "acted_on": k.acted_on,
+        }
+        for k in keys.values()
+    ]

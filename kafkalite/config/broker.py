@@ -120,7 +120,21 @@ TOPIC_KEY_SYNONYMS: dict[str, str] = {
     "file.delete.delay.ms": "log.segment.delete.delay.ms",
     "min.insync.replicas": "min.insync.replicas",
     "unclean.leader.election.enable": "unclean.leader.election.enable",
+    "segment.jitter.ms": "log.roll.jitter.ms",
+    "max.compaction.lag.ms": "log.cleaner.max.compaction.lag.ms",
+    "compression.type": "compression.type",
+    "compression.gzip.level": "compression.gzip.level",
+    "compression.lz4.level": "compression.lz4.level",
+    "compression.zstd.level": "compression.zstd.level",
+    "preallocate": "log.preallocate",
+    "message.format.version": "log.message.format.version",
+    "message.timestamp.difference.max.ms": "log.message.timestamp.difference.max.ms",
+    "message.downconversion.enable": "log.message.downconversion.enable",
+    "local.retention.ms": "log.local.retention.ms",
+    "local.retention.bytes": "log.local.retention.bytes",
 }
+# The throttled-replica lists and remote.storage.enable / remote.log.* have no broker-level synonym in Kafka:
+# a topic without an override has Kafka's default.
 _LOG_KEY_FOR_BROKER_KEY = {b: t for t, b in TOPIC_KEY_SYNONYMS.items() if t not in _TOPIC_KEYS}
 
 
