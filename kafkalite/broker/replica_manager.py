@@ -30,6 +30,8 @@ from kafkalite.broker.fetcher import ReplicaFetcher
 from kafkalite.broker.log_manager import LogManager
 from kafkalite.broker.partition import Partition
 from kafkalite.broker.topic_deletion import LEADER_DURING_DELETE
+from kafkalite.common.acks import Acks
+from kafkalite.common.isolation_level import IsolationLevel
 from kafkalite.config.broker import BrokerConfig
 from kafkalite.errors import (
     CorruptRecordError,
@@ -106,9 +108,6 @@ logger = logging.getLogger("kafkalite.broker")
 
 LeadershipListener = Callable[[list[TopicPartition], list[TopicPartition]], None]
 AppendCallback = Callable[[ProducePartitionResponse], None]
-
-
-READ_COMMITTED = 1  # FetchRequest.isolation_level
 
 
 class _LocalReply:
@@ -574,7 +573,7 @@ class ReplicaManager:
 
     def handle_produce(self, env: RequestEnvelope, src: Any) -> None:
         req: ProduceRequest = env.request  # type: ignore[assignment]
-        if req.acks not in (0, 1, -1):
+        if req.acks not in Acks.__members__.values():
             resp = ProduceResponse(
                 partitions=tuple(
                     ProducePartitionResponse(tp=pp.tp, error_code=InvalidRequiredAcksError.code)
@@ -596,7 +595,7 @@ class ReplicaManager:
                 if not p.is_leader:
                     raise NotLeaderOrFollowerError(f"broker {self.broker_id} is not the leader of {pp.tp}")
                 min_isr = min(self._min_isr(pp.tp.topic), len(p.replicas))  # effective (Kafka 3.7)
-                if req.acks == -1 and len(p.isr) < min_isr:
+                if req.acks == Acks.ALL and len(p.isr) < min_isr:
                     raise NotEnoughReplicasError(
                         f"{pp.tp}: ISR {list(p.isr)} is smaller than min.insync.replicas={min_isr}"
                     )
@@ -620,12 +619,12 @@ class ReplicaManager:
             )
             self._maybe_increment_hw(p)
             self._try_complete_fetches(pp.tp)
-        if req.acks == 0:
+        if req.acks == Acks.NONE:
             if isinstance(src, _LocalReply):  # an internal caller still learns the local outcome
                 self._reply(src, env, self._immediate_response(req, statuses, done))
             return
         op = DelayedProduce(env, src, statuses, done)
-        if req.acks == 1 or not statuses:
+        if req.acks == Acks.LEADER or not statuses:
             for s in statuses.values():
                 s.acks_pending = False
             self._complete_produce(op)
@@ -770,7 +769,7 @@ class ReplicaManager:
         log = p.log
         start = log.log_start_offset
         lso = log.last_stable_offset(hw)
-        committed_only = not follower and req.isolation_level == READ_COMMITTED
+        committed_only = not follower and req.isolation_level == IsolationLevel.READ_COMMITTED
         if follower and fp.last_fetched_epoch >= 0:
             # KIP-320: the follower's last epoch is not ours up to its fetch offset -> it diverged.
             epoch, end = log.leader_epoch_cache.end_offset_for(fp.last_fetched_epoch, log.log_end_offset)
@@ -921,7 +920,7 @@ class ReplicaManager:
             # LSO under read_committed, else the HW); a replica or a debugging tool sees the whole log.
             if req.replica_id != CONSUMER_REPLICA_ID:
                 bound = p.log_end_offset
-            elif req.isolation_level == READ_COMMITTED:
+            elif req.isolation_level == IsolationLevel.READ_COMMITTED:
                 bound = p.log.last_stable_offset(p.high_watermark)
             else:
                 bound = p.high_watermark

@@ -809,15 +809,11 @@ class Consumer(BaseNode):
             max_wait_ms=cfg.fetch_max_wait_ms,
             min_bytes=cfg.fetch_min_bytes,
             max_bytes=cfg.fetch_max_bytes,
-            isolation_level=self._isolation_level,
+            isolation_level=self.config.isolation_level,
             partitions=tuple(parts),
         )
         if self._send(node, req, "fetch", now, tps=sent):
             self._metrics["fetch-total"] += 1
-
-    @property
-    def _isolation_level(self) -> int:
-        return 1 if self.config["isolation.level"] == "read_committed" else 0
 
     def _send_list_offsets(
         self, node: int, items: list[tuple[TopicPartition, int]], now: int, lookup: _Lookup | None
@@ -833,7 +829,7 @@ class Consumer(BaseNode):
             tps = {tp: None for tp, _ts in items}
             kind = "lookup"
         # the consumer's isolation level bounds the answers too: under read_committed "latest" is the LSO
-        req = ListOffsetsRequest(isolation_level=self._isolation_level, partitions=parts)
+        req = ListOffsetsRequest(isolation_level=self.config.isolation_level, partitions=parts)
         if not self._send(node, req, kind, now, tps=tps, lookup=lookup):
             return
         self._metrics["list-offsets-total"] += 1

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Hashable
 from dataclasses import dataclass
 
+from kafkalite.common.acks import Acks
+
 # Send outcomes.
 ACKED = "acked"
 FAILED = "failed"
@@ -20,11 +22,10 @@ TopicPartition = tuple[str, int]
 
 
 def _acks(level: int | str) -> int:
-    if level == "all":
-        return -1
-    if level not in (0, 1, -1):
-        raise ValueError(f"acks must be 0, 1, -1 or 'all', not {level!r}")
-    return int(level)
+    try:
+        return int(Acks.parse(level))  # a plain int: a history row prints and serialises as a number
+    except ValueError:
+        raise ValueError(f"acks must be 0, 1, -1 or 'all', not {level!r}") from None
 
 
 @dataclass(frozen=True)

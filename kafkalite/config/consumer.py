@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkalite.common.isolation_level import IsolationLevel
 from kafkalite.config.base import merge_props, parse_bool, parse_choice, parse_int
 from kafkalite.errors import InvalidConfigError
 
@@ -83,7 +84,7 @@ _JAVA_CLASSES = {
 _ASSIGNORS_MODULE = "kafkalite.client.assignors"
 _BUILT_IN_ASSIGNORS = {name: cls for cls, name in _JAVA_CLASSES.items()}
 _RESETS = ("earliest", "latest", "none")
-_ISOLATION = ("read_uncommitted", "read_committed")
+_ISOLATION = tuple(level.config_name for level in IsolationLevel)
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,8 @@ class ConsumerConfig:
     retry_backoff_ms: int = 100
     metadata_max_age_ms: int = 300_000
     check_crcs: bool = True
+    isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED
+    """``isolation.level`` as the enum a Fetch or ListOffsets request carries."""
     group_id: str | None = None
     group_instance_id: str | None = None
     enable_auto_commit: bool = False
@@ -123,6 +126,7 @@ class ConsumerConfig:
         props["check.crcs"] = parse_bool("check.crcs", props["check.crcs"])
         props["auto.offset.reset"] = parse_choice("auto.offset.reset", props["auto.offset.reset"], _RESETS)
         props["isolation.level"] = parse_choice("isolation.level", props["isolation.level"], _ISOLATION)
+        isolation = IsolationLevel.parse(props["isolation.level"])
         if not isinstance(props["client.id"], str):
             raise InvalidConfigError(f"client.id must be a string, got {props['client.id']!r}")
         for key in ("group.id", "group.instance.id"):
@@ -159,6 +163,7 @@ class ConsumerConfig:
             retry_backoff_ms=props["retry.backoff.ms"],
             metadata_max_age_ms=props["metadata.max.age.ms"],
             check_crcs=props["check.crcs"],
+            isolation_level=isolation,
             group_id=props["group.id"],
             group_instance_id=props["group.instance.id"],
             enable_auto_commit=props["enable.auto.commit"],

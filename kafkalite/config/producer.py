@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkalite.common.acks import Acks
 from kafkalite.common.compression_type import Compression
 from kafkalite.config.base import merge_props, parse_bool, parse_choice, parse_int
 from kafkalite.errors import InvalidConfigError
@@ -81,16 +82,11 @@ _COMPRESSION = {
 }
 
 
-def _as_acks(value: Any) -> int:
-    if isinstance(value, str):
-        text = value.strip().lower()
-        if text == "all":
-            return -1
-        if text in ("0", "1", "-1"):
-            return int(text)
-    elif isinstance(value, int) and not isinstance(value, bool) and value in (0, 1, -1):
-        return value
-    raise InvalidConfigError(f"acks must be one of all, -1, 0, 1, got {value!r}")
+def _as_acks(value: Any) -> Acks:
+    try:
+        return Acks.parse(value)
+    except ValueError:
+        raise InvalidConfigError(f"acks must be one of all, -1, 0, 1, got {value!r}") from None
 
 
 @dataclass(frozen=True)
@@ -98,7 +94,7 @@ class ProducerConfig:
     """Validated producer settings: ``props`` keeps every key (Kafka names), typed attributes the hot ones."""
 
     props: dict[str, Any] = field(default_factory=lambda: dict(PRODUCER_DEFAULTS))
-    acks: int = -1
+    acks: Acks = Acks.ALL
     batch_size: int = 16384
     linger_ms: int = 5
     retries: int = INT32_MAX
@@ -124,7 +120,7 @@ class ProducerConfig:
         for key in _BOOL_KEYS + _BOOL_KEYS_KL:
             props[key] = parse_bool(key, props[key])
         acks = _as_acks(props["acks"])
-        props["acks"] = "all" if acks == -1 else str(acks)
+        props["acks"] = acks.config_name
         props["compression.type"] = parse_choice(
             "compression.type", props["compression.type"], tuple(_COMPRESSION)
         )
@@ -184,14 +180,14 @@ class ProducerConfig:
         return self.props[key]
 
 
-def _check_idempotence(props: dict[str, Any], given: Any, acks: int) -> None:
+def _check_idempotence(props: dict[str, Any], given: Any, acks: Acks) -> None:
     """Kafka's idempotence rules: acks=all, retries > 0, at most 5 requests in flight per connection."""
     conflicts = []
     if props["max.in.flight.requests.per.connection"] > 5:
         conflicts.append("Must set max.in.flight.requests.per.connection to at most 5")
     if props["retries"] == 0:
         conflicts.append("Must set retries to non-zero")
-    if acks != -1:
+    if acks != Acks.ALL:
         conflicts.append("Must set acks to all")
     if not conflicts or not props["enable.idempotence"]:
         return

@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kafkalite.common.isolation_level import IsolationLevel
 from kafkalite.errors import KafkaError, error_for_code
 from kafkalite.protocol import (
     EARLIEST_TIMESTAMP,
@@ -288,11 +289,15 @@ class AdminClient:
         return {c["name"]: (c["value"], c["config_source"]) for c in r["configs"]}
 
     def list_offsets(
-        self, tps: Iterable[TopicPartition], timestamp: int, *, isolation_level: int = 0
+        self,
+        tps: Iterable[TopicPartition],
+        timestamp: int,
+        *,
+        isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
     ) -> dict[TopicPartition, int | None]:
         """ListOffsets at each partition's leader: the offset for ``timestamp`` (-2 earliest, -1 latest,
         else the first record at or after it); None where no record is that late. ``isolation_level``
-        1 (read_committed, ListOffsets v2+) bounds the answers by the last stable offset, not the high
+        READ_COMMITTED (ListOffsets v2+) bounds the answers by the last stable offset, not the high
         watermark."""
         by_leader: dict[int, list[TopicPartition]] = {}
         for tp, leader in self._leaders(tps).items():
@@ -309,10 +314,13 @@ class AdminClient:
                 )
             body = {
                 "replica_id": -1,
-                "isolation_level": isolation_level,
+                "isolation_level": int(isolation_level),
                 "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
             }
-            if isolation_level and self._conn(leader).version(LIST_OFFSETS) < 2:
+            if (
+                isolation_level == IsolationLevel.READ_COMMITTED
+                and self._conn(leader).version(LIST_OFFSETS) < 2
+            ):
                 # older versions have no isolation level: the broker would silently answer the HW
                 raise KafkaError(f"broker {leader} cannot list read_committed offsets (ListOffsets < v2)")
             for t in self._call(leader, LIST_OFFSETS, body)["topics"]:

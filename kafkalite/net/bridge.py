@@ -52,6 +52,9 @@ _SAFE_OTHER = {
     ("pathlib", "PosixPath"),
     ("pathlib", "Path"),
     ("enum", "Enum"),
+    # the enums protocol messages carry (FetchRequest/ListOffsetsRequest.isolation_level, ProduceRequest.acks)
+    ("kafkalite.common.isolation_level", "IsolationLevel"),
+    ("kafkalite.common.acks", "Acks"),
 }
 
 

@@ -16,6 +16,7 @@ Each request class has ``api_key`` and ``response_type``; ``REQUEST_TYPES`` and 
 
 from __future__ import annotations
 
+from kafkalite.common.isolation_level import IsolationLevel
 from kafkalite.protocol.api import (
     CONSUMER_REPLICA_ID,
     DEBUGGING_REPLICA_ID,
@@ -33,7 +34,6 @@ from kafkalite.protocol.api import (
     UNKNOWN_OFFSET,
     ApiKey,
     CoordinatorType,
-    IsolationLevel,
     Message,
     PartitionError,
     Request,

@@ -101,13 +101,6 @@ class TopicPartition(NamedTuple):
         return f"{self.topic}-{self.partition}"
 
 
-class IsolationLevel(IntEnum):
-    """READ_COMMITTED reads only below the last stable offset and skips batches of aborted transactions."""
-
-    READ_UNCOMMITTED = 0
-    READ_COMMITTED = 1
-
-
 class CoordinatorType(IntEnum):
     GROUP = 0
     TRANSACTION = 1

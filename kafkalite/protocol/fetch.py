@@ -3,6 +3,7 @@ how a follower finds where its log diverged from the leader's before it truncate
 
 from __future__ import annotations
 
+from kafkalite.common.isolation_level import IsolationLevel
 from kafkalite.protocol.api import (
     CONSUMER_REPLICA_ID,
     DEBUGGING_REPLICA_ID,
@@ -12,7 +13,6 @@ from kafkalite.protocol.api import (
     UNKNOWN_EPOCH,
     UNKNOWN_OFFSET,
     ApiKey,
-    IsolationLevel,
     Message,
     Request,
     Response,
