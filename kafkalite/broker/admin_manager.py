@@ -19,7 +19,6 @@ from typing import Any
 
 from kafkalite.broker.controller.controller import decode_topic_config, encode_topic_config
 from kafkalite.broker.topic_validator import is_valid_topic, validate_topic, validate_topic_configs
-from kafkalite.config.broker import _SPECS as BROKER_SPECS
 from kafkalite.config.broker import TOPIC_KEY_SYNONYMS, BrokerConfig
 from kafkalite.config.topic import TOPIC_KEYS
 from kafkalite.coordination import paths
@@ -190,8 +189,8 @@ class AdminManager:
 
     def _broker_key_static(self, key: str) -> bool:
         """A broker-level key (``min.insync.replicas``) given in this broker's config, not defaulted."""
-        spec = BROKER_SPECS.get(key)
-        return spec is not None and getattr(self.config, spec[0]) != spec[2]
+        spec = BrokerConfig.config_keys().get(key)
+        return spec is not None and getattr(self.config, spec.attr) != spec.default
 
     def _describe_broker(self, r: DescribeConfigsResource, synonyms: bool) -> list[DescribedConfig]:
         if r.resource_name not in ("", str(self.broker_id)):
@@ -201,9 +200,9 @@ class AdminManager:
         if r.resource_name == "":
             return []  # cluster-wide dynamic defaults: kafkalite has none
         values: dict[str, tuple[Any, bool]] = {}
-        for key, (fname, _kind, default, _min) in BROKER_SPECS.items():
-            value = getattr(self.config, fname)
-            values[key] = (value, value != default)
+        for key, spec in BrokerConfig.config_keys().items():
+            value = getattr(self.config, spec.attr)
+            values[key] = (value, value != spec.default)
         for topic_key, broker_key in TOPIC_KEY_SYNONYMS.items():
             if broker_key not in values:
                 values[broker_key] = (self._static_defaults[topic_key], topic_key in self.config.log_props)

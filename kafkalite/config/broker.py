@@ -1,7 +1,8 @@
 """Kafka's broker configuration (``server.properties``): the keys the replication core and the controller
 read, under Kafka's names and with Kafka's defaults.
 
-``BrokerConfig.from_props`` parses strings as a ``.properties`` file would give them. Keys kafkalite does not
+Each key is declared once on ``BrokerConfig`` (``key(...)``: Kafka's name, type, default, range and a line
+of documentation). ``BrokerConfig.from_props`` parses strings as a ``.properties`` file would give them. Keys kafkalite does not
 model are kept in ``extra`` (Kafka warns about unknown keys rather than failing). Topic-level overrides
 (``min.insync.replicas``, ``unclean.leader.election.enable`` and every ``LogConfig`` key) are merged by
 ``topic_config``; broker-level log defaults may be given under Kafka's broker name (``log.roll.ms``,
@@ -18,85 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkalite.config.base import parse_bool, parse_int
-from kafkalite.config.topic import LogConfig
+from kafkalite.config.base import DeclaredConfig, key
+from kafkalite.config.topic import REPLICATION_KEYS, LogConfig
 from kafkalite.errors import InvalidConfigError
 
-# Kafka name -> (field, kind, default, minimum); kind "str?" is a string that may be null.
-_SPECS: dict[str, tuple[str, str, Any, int | None]] = {
-    "broker.id": ("broker_id", "int", -1, -1),
-    "broker.rack": ("broker_rack", "str?", None, None),
-    "log.dirs": ("log_dirs", "str", "/tmp/kafka-logs", None),
-    "min.insync.replicas": ("min_insync_replicas", "int", 1, 1),
-    "replica.lag.time.max.ms": ("replica_lag_time_max_ms", "int", 30000, 0),
-    "replica.fetch.wait.max.ms": ("replica_fetch_wait_max_ms", "int", 500, 0),
-    "replica.fetch.min.bytes": ("replica_fetch_min_bytes", "int", 1, 0),
-    "replica.fetch.max.bytes": ("replica_fetch_max_bytes", "int", 1048576, 0),
-    "replica.fetch.response.max.bytes": ("replica_fetch_response_max_bytes", "int", 10485760, 0),
-    "replica.fetch.backoff.ms": ("replica_fetch_backoff_ms", "int", 1000, 0),
-    "replica.socket.timeout.ms": ("replica_socket_timeout_ms", "int", 30000, 1),
-    "unclean.leader.election.enable": ("unclean_leader_election_enable", "bool", False, None),
-    "delete.topic.enable": ("delete_topic_enable", "bool", True, None),
-    # A Metadata request naming a missing topic creates it with these (KafkaApis + AutoTopicCreationManager).
-    "auto.create.topics.enable": ("auto_create_topics_enable", "bool", True, None),
-    "num.partitions": ("num_partitions", "int", 1, 1),
-    "default.replication.factor": ("default_replication_factor", "int", 1, 1),
-    "controlled.shutdown.enable": ("controlled_shutdown_enable", "bool", True, None),
-    "controlled.shutdown.max.retries": ("controlled_shutdown_max_retries", "int", 3, 0),
-    "controlled.shutdown.retry.backoff.ms": ("controlled_shutdown_retry_backoff_ms", "int", 5000, 0),
-    "auto.leader.rebalance.enable": ("auto_leader_rebalance_enable", "bool", True, None),
-    "leader.imbalance.per.broker.percentage": ("leader_imbalance_per_broker_percentage", "int", 10, 0),
-    "leader.imbalance.check.interval.seconds": ("leader_imbalance_check_interval_seconds", "int", 300, 1),
-    "zookeeper.session.timeout.ms": ("zookeeper_session_timeout_ms", "int", 18000, 1),
-    "replica.high.watermark.checkpoint.interval.ms": (
-        "replica_high_watermark_checkpoint_interval_ms",
-        "int",
-        5000,
-        1,
-    ),
-    "controller.socket.timeout.ms": ("controller_socket_timeout_ms", "int", 30000, 1),
-    "alter.partition.retry.backoff.ms": ("alter_partition_retry_backoff_ms", "int", 1000, 0),
-    # Log manager: retention checks and the log cleaner (compaction) on every replica.
-    "log.retention.check.interval.ms": ("log_retention_check_interval_ms", "int", 300000, 1),
-    # Producer state: ids idle this long are forgotten (their next batch is accepted at any sequence).
-    "producer.id.expiration.ms": ("producer_id_expiration_ms", "int", 86400000, 1),
-    "producer.id.expiration.check.interval.ms": (
-        "producer_id_expiration_check_interval_ms",
-        "int",
-        600000,
-        1,
-    ),
-    "log.cleaner.enable": ("log_cleaner_enable", "bool", True, None),
-    "log.cleaner.backoff.ms": ("log_cleaner_backoff_ms", "int", 15000, 0),
-    # Group coordinator and the offsets topic (__consumer_offsets).
-    "offsets.topic.num.partitions": ("offsets_topic_num_partitions", "int", 50, 1),
-    "offsets.topic.replication.factor": ("offsets_topic_replication_factor", "int", 3, 1),
-    "offsets.topic.segment.bytes": ("offsets_topic_segment_bytes", "int", 104857600, 1),
-    "offsets.commit.timeout.ms": ("offsets_commit_timeout_ms", "int", 5000, 1),
-    "offsets.commit.required.acks": ("offsets_commit_required_acks", "int", -1, -1),
-    "offsets.retention.minutes": ("offsets_retention_minutes", "int", 10080, 1),
-    "offsets.retention.check.interval.ms": ("offsets_retention_check_interval_ms", "int", 600000, 1),
-    "offset.metadata.max.bytes": ("offset_metadata_max_bytes", "int", 4096, 0),
-    "group.initial.rebalance.delay.ms": ("group_initial_rebalance_delay_ms", "int", 3000, 0),
-    "group.min.session.timeout.ms": ("group_min_session_timeout_ms", "int", 6000, 0),
-    "group.max.session.timeout.ms": ("group_max_session_timeout_ms", "int", 1800000, 0),
-    "group.max.size": ("group_max_size", "int", 2**31 - 1, 1),
-    # Transaction coordinator and its log (__transaction_state).
-    "transaction.state.log.num.partitions": ("transaction_state_log_num_partitions", "int", 50, 1),
-    "transaction.state.log.replication.factor": ("transaction_state_log_replication_factor", "int", 3, 1),
-    "transaction.state.log.min.isr": ("transaction_state_log_min_isr", "int", 2, 1),
-    "transaction.state.log.segment.bytes": ("transaction_state_log_segment_bytes", "int", 104857600, 1),
-    "transaction.max.timeout.ms": ("transaction_max_timeout_ms", "int", 900000, 1),
-    "transaction.abort.timed.out.transaction.cleanup.interval.ms": (
-        "transaction_abort_timed_out_transaction_cleanup_interval_ms",
-        "int",
-        10000,
-        1,
-    ),
-    # kafkalite switch: False = pre-KIP-101 follower truncation to the high watermark.
-    "kafkalite.truncate.by.leader.epoch": ("truncate_by_leader_epoch", "bool", True, None),
-}
-_FIELD_TO_KEY = {f: k for k, (f, *_rest) in _SPECS.items()}
 _TOPIC_KEYS = {"min.insync.replicas", "unclean.leader.election.enable"}
 
 #: Topic key -> the broker key that sets its default, as Kafka names it (``server.properties``).
@@ -138,70 +64,211 @@ TOPIC_KEY_SYNONYMS: dict[str, str] = {
 _LOG_KEY_FOR_BROKER_KEY = {b: t for t, b in TOPIC_KEY_SYNONYMS.items() if t not in _TOPIC_KEYS}
 
 
-def _parse(key: str, kind: str, value: Any, minimum: int | None) -> Any:
-    if kind == "str":
-        return str(value)
-    if kind == "str?":
-        return None if value is None else str(value)
-    if kind == "bool":
-        return parse_bool(key, value)
-    return parse_int(key, value, low=minimum)
+def _text(_name: str, value: Any) -> str:
+    return str(value)  # a .properties file gives text; a path or a number given in Python is kept as text
 
 
 @dataclass(frozen=True)
-class BrokerConfig:
+class BrokerConfig(DeclaredConfig):
     """A broker's settings; build with ``from_props`` (Kafka names) or keyword fields."""
 
-    broker_id: int = -1
-    broker_rack: str | None = None
-    log_dirs: str = "/tmp/kafka-logs"
-    min_insync_replicas: int = 1
-    replica_lag_time_max_ms: int = 30000
-    replica_fetch_wait_max_ms: int = 500
-    replica_fetch_min_bytes: int = 1
-    replica_fetch_max_bytes: int = 1048576
-    replica_fetch_response_max_bytes: int = 10485760
-    replica_fetch_backoff_ms: int = 1000
-    replica_socket_timeout_ms: int = 30000
-    unclean_leader_election_enable: bool = False
-    delete_topic_enable: bool = True
-    auto_create_topics_enable: bool = True
-    num_partitions: int = 1
-    default_replication_factor: int = 1
-    controlled_shutdown_enable: bool = True
-    controlled_shutdown_max_retries: int = 3
-    controlled_shutdown_retry_backoff_ms: int = 5000
-    auto_leader_rebalance_enable: bool = True
-    leader_imbalance_per_broker_percentage: int = 10
-    leader_imbalance_check_interval_seconds: int = 300
-    zookeeper_session_timeout_ms: int = 18000
-    replica_high_watermark_checkpoint_interval_ms: int = 5000
-    controller_socket_timeout_ms: int = 30000
-    alter_partition_retry_backoff_ms: int = 1000
-    truncate_by_leader_epoch: bool = True
-    log_retention_check_interval_ms: int = 300000
-    producer_id_expiration_ms: int = 86400000
-    producer_id_expiration_check_interval_ms: int = 600000
-    log_cleaner_enable: bool = True
-    log_cleaner_backoff_ms: int = 15000
-    offsets_topic_num_partitions: int = 50
-    offsets_topic_replication_factor: int = 3
-    offsets_topic_segment_bytes: int = 104857600
-    offsets_commit_timeout_ms: int = 5000
-    offsets_commit_required_acks: int = -1
-    offsets_retention_minutes: int = 10080
-    offsets_retention_check_interval_ms: int = 600000
-    offset_metadata_max_bytes: int = 4096
-    group_initial_rebalance_delay_ms: int = 3000
-    group_min_session_timeout_ms: int = 6000
-    group_max_session_timeout_ms: int = 1800000
-    group_max_size: int = 2**31 - 1
-    transaction_state_log_num_partitions: int = 50
-    transaction_state_log_replication_factor: int = 3
-    transaction_state_log_min_isr: int = 2
-    transaction_state_log_segment_bytes: int = 104857600
-    transaction_max_timeout_ms: int = 900000
-    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10000
+    KIND = "broker"
+
+    broker_id: int = key("broker.id", "INT", -1, "This broker's id (-1: not set).", low=-1)
+    broker_rack: str | None = key(
+        "broker.rack", "STRING", None,
+        "The rack this broker sits in, for rack-aware replica placement (null: none).",
+        nullable=True, check=_text,
+    )  # fmt: skip
+    log_dirs: str = key(
+        "log.dirs", "STRING", "/tmp/kafka-logs",
+        "Directories holding the partitions' logs, comma separated.", check=_text,
+    )  # fmt: skip
+    min_insync_replicas: int = key(
+        "min.insync.replicas", "INT", 1,
+        "Default replicas that must be in sync for an acks=all write.", low=1,
+    )  # fmt: skip
+    replica_lag_time_max_ms: int = key(
+        "replica.lag.time.max.ms", "LONG", 30000,
+        "A follower that has not caught up for this long leaves the ISR.", low=0,
+    )  # fmt: skip
+    replica_fetch_wait_max_ms: int = key(
+        "replica.fetch.wait.max.ms", "INT", 500,
+        "Longest a follower's fetch waits at the leader for data.", low=0,
+    )  # fmt: skip
+    replica_fetch_min_bytes: int = key(
+        "replica.fetch.min.bytes", "INT", 1,
+        "Bytes a follower's fetch waits for before it is answered.", low=0,
+    )  # fmt: skip
+    replica_fetch_max_bytes: int = key(
+        "replica.fetch.max.bytes", "INT", 1048576,
+        "Bytes a follower fetches per partition per request.", low=0,
+    )  # fmt: skip
+    replica_fetch_response_max_bytes: int = key(
+        "replica.fetch.response.max.bytes", "INT", 10485760,
+        "Bytes a follower's whole fetch response may hold.", low=0,
+    )  # fmt: skip
+    replica_fetch_backoff_ms: int = key(
+        "replica.fetch.backoff.ms", "INT", 1000,
+        "Pause after a follower's fetch fails.", low=0,
+    )  # fmt: skip
+    replica_socket_timeout_ms: int = key(
+        "replica.socket.timeout.ms", "INT", 30000,
+        "Timeout of a follower's fetch request.", low=1,
+    )  # fmt: skip
+    unclean_leader_election_enable: bool = key(
+        "unclean.leader.election.enable", "BOOLEAN", False,
+        "Default: let a replica outside the ISR become leader (losing acknowledged writes).",
+    )  # fmt: skip
+    delete_topic_enable: bool = key(
+        "delete.topic.enable", "BOOLEAN", True,
+        "Whether DeleteTopics deletes (else it is refused).",
+    )  # fmt: skip
+    # A Metadata request naming a missing topic creates it with these (KafkaApis + AutoTopicCreationManager).
+    auto_create_topics_enable: bool = key(
+        "auto.create.topics.enable", "BOOLEAN", True,
+        "Create a topic a Metadata request names when it does not exist.",
+    )  # fmt: skip
+    num_partitions: int = key("num.partitions", "INT", 1, "Partitions of an auto-created topic.", low=1)
+    default_replication_factor: int = key(
+        "default.replication.factor", "INT", 1,
+        "Replication factor of an auto-created topic.", low=1,
+    )  # fmt: skip
+    controlled_shutdown_enable: bool = key(
+        "controlled.shutdown.enable", "BOOLEAN", True,
+        "Move leadership away before the broker stops.",
+    )  # fmt: skip
+    controlled_shutdown_max_retries: int = key(
+        "controlled.shutdown.max.retries", "INT", 3,
+        "Attempts at a controlled shutdown before stopping anyway.", low=0,
+    )  # fmt: skip
+    controlled_shutdown_retry_backoff_ms: int = key(
+        "controlled.shutdown.retry.backoff.ms", "LONG", 5000,
+        "Pause between controlled shutdown attempts.", low=0,
+    )  # fmt: skip
+    auto_leader_rebalance_enable: bool = key(
+        "auto.leader.rebalance.enable", "BOOLEAN", True,
+        "Move leadership back to preferred replicas in the background.",
+    )  # fmt: skip
+    leader_imbalance_per_broker_percentage: int = key(
+        "leader.imbalance.per.broker.percentage", "INT", 10,
+        "Share of non-preferred leaders a broker tolerates before a rebalance.", low=0,
+    )  # fmt: skip
+    leader_imbalance_check_interval_seconds: int = key(
+        "leader.imbalance.check.interval.seconds", "LONG", 300,
+        "How often the controller checks leader imbalance.", low=1,
+    )  # fmt: skip
+    zookeeper_session_timeout_ms: int = key(
+        "zookeeper.session.timeout.ms", "INT", 18000,
+        "A broker whose session is silent this long is dead to the controller.", low=1,
+    )  # fmt: skip
+    replica_high_watermark_checkpoint_interval_ms: int = key(
+        "replica.high.watermark.checkpoint.interval.ms", "LONG", 5000,
+        "How often high watermarks are written to disk.", low=1,
+    )  # fmt: skip
+    controller_socket_timeout_ms: int = key(
+        "controller.socket.timeout.ms", "INT", 30000,
+        "Timeout of the controller's requests to brokers.", low=1,
+    )  # fmt: skip
+    alter_partition_retry_backoff_ms: int = key(
+        "alter.partition.retry.backoff.ms", "INT", 1000,
+        "Pause before a leader retries a failed AlterPartition.", low=0,
+    )  # fmt: skip
+    # Log manager: retention checks and the log cleaner (compaction) on every replica.
+    log_retention_check_interval_ms: int = key(
+        "log.retention.check.interval.ms", "LONG", 300000,
+        "How often the log manager applies retention.", low=1,
+    )  # fmt: skip
+    # Producer state: ids idle this long are forgotten (their next batch is accepted at any sequence).
+    producer_id_expiration_ms: int = key(
+        "producer.id.expiration.ms", "INT", 86400000,
+        "A producer id idle this long is forgotten.", low=1,
+    )  # fmt: skip
+    producer_id_expiration_check_interval_ms: int = key(
+        "producer.id.expiration.check.interval.ms", "INT", 600000,
+        "How often idle producer ids are looked for.", low=1,
+    )  # fmt: skip
+    log_cleaner_enable: bool = key("log.cleaner.enable", "BOOLEAN", True, "Run the log cleaner (compaction).")
+    log_cleaner_backoff_ms: int = key(
+        "log.cleaner.backoff.ms", "LONG", 15000,
+        "Pause of the log cleaner when there is nothing to clean.", low=0,
+    )  # fmt: skip
+    # Group coordinator and the offsets topic (__consumer_offsets).
+    offsets_topic_num_partitions: int = key(
+        "offsets.topic.num.partitions", "INT", 50,
+        "Partitions of __consumer_offsets.", low=1,
+    )  # fmt: skip
+    offsets_topic_replication_factor: int = key(
+        "offsets.topic.replication.factor", "SHORT", 3,
+        "Replication factor of __consumer_offsets.", low=1,
+    )  # fmt: skip
+    offsets_topic_segment_bytes: int = key(
+        "offsets.topic.segment.bytes", "INT", 104857600,
+        "Segment size of __consumer_offsets.", low=1,
+    )  # fmt: skip
+    offsets_commit_timeout_ms: int = key(
+        "offsets.commit.timeout.ms", "INT", 5000,
+        "Longest an offset commit waits for its write to replicate.", low=1,
+    )  # fmt: skip
+    offsets_commit_required_acks: int = key(
+        "offsets.commit.required.acks", "SHORT", -1,
+        "acks of the offset commit write.", low=-1,
+    )  # fmt: skip
+    offsets_retention_minutes: int = key(
+        "offsets.retention.minutes", "INT", 10080,
+        "Committed offsets of an empty group are kept this long.", low=1,
+    )  # fmt: skip
+    offsets_retention_check_interval_ms: int = key(
+        "offsets.retention.check.interval.ms", "LONG", 600000,
+        "How often expired offsets are looked for.", low=1,
+    )  # fmt: skip
+    offset_metadata_max_bytes: int = key(
+        "offset.metadata.max.bytes", "INT", 4096,
+        "Largest metadata string an offset commit may carry.", low=0,
+    )  # fmt: skip
+    group_initial_rebalance_delay_ms: int = key(
+        "group.initial.rebalance.delay.ms", "INT", 3000,
+        "How long a new group waits for more members before its first rebalance.", low=0,
+    )  # fmt: skip
+    group_min_session_timeout_ms: int = key(
+        "group.min.session.timeout.ms", "INT", 6000,
+        "Smallest session timeout a member may ask for.", low=0,
+    )  # fmt: skip
+    group_max_session_timeout_ms: int = key(
+        "group.max.session.timeout.ms", "INT", 1800000,
+        "Largest session timeout a member may ask for.", low=0,
+    )  # fmt: skip
+    group_max_size: int = key("group.max.size", "INT", 2**31 - 1, "Most members a group may have.", low=1)
+    # Transaction coordinator and its log (__transaction_state).
+    transaction_state_log_num_partitions: int = key(
+        "transaction.state.log.num.partitions", "INT", 50,
+        "Partitions of __transaction_state.", low=1,
+    )  # fmt: skip
+    transaction_state_log_replication_factor: int = key(
+        "transaction.state.log.replication.factor", "SHORT", 3,
+        "Replication factor of __transaction_state.", low=1,
+    )  # fmt: skip
+    transaction_state_log_min_isr: int = key(
+        "transaction.state.log.min.isr", "INT", 2,
+        "min.insync.replicas of __transaction_state.", low=1,
+    )  # fmt: skip
+    transaction_state_log_segment_bytes: int = key(
+        "transaction.state.log.segment.bytes", "INT", 104857600,
+        "Segment size of __transaction_state.", low=1,
+    )  # fmt: skip
+    transaction_max_timeout_ms: int = key(
+        "transaction.max.timeout.ms", "INT", 900000,
+        "Largest transaction timeout a producer may ask for.", low=1,
+    )  # fmt: skip
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = key(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms", "INT", 10000,
+        "How often timed-out transactions are aborted.", low=1,
+    )  # fmt: skip
+    # kafkalite switch: False = pre-KIP-101 follower truncation to the high watermark.
+    truncate_by_leader_epoch: bool = key(
+        "kafkalite.truncate.by.leader.epoch", "BOOLEAN", True,
+        "kafkalite switch: false truncates followers to the high watermark (before KIP-101).",
+    )  # fmt: skip
     log_props: dict[str, Any] = field(default_factory=dict)
     """Broker-level defaults for topic (LogConfig) keys, under the topic key names."""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -210,26 +277,27 @@ class BrokerConfig:
     @classmethod
     def from_props(cls, props: Mapping[str, Any] | None = None, **overrides: Any) -> BrokerConfig:
         """Parse a dict of Kafka broker keys; ``log.<key>`` / topic keys become log defaults."""
+        keys = cls.config_keys()
+        by_attr = {spec.attr: name for name, spec in keys.items()}
         merged: dict[str, Any] = dict(props or {})
         for name, value in overrides.items():
-            merged[_FIELD_TO_KEY.get(name, name)] = value
+            merged[by_attr.get(name, name)] = value
         kwargs: dict[str, Any] = {}
         log_props: dict[str, Any] = {}
         extra: dict[str, Any] = {}
-        log_keys = set(LogConfig().to_props())
-        for key, value in merged.items():
-            spec = _SPECS.get(key)
+        log_keys = LogConfig.config_keys()
+        for name, value in merged.items():
+            spec = keys.get(name)
             if spec is not None:
-                fname, kind, _default, minimum = spec
-                kwargs[fname] = _parse(key, kind, value, minimum)
-            elif key in log_keys:
-                log_props[key] = value
-            elif key in _LOG_KEY_FOR_BROKER_KEY:
-                log_props[_LOG_KEY_FOR_BROKER_KEY[key]] = value
-            elif key.startswith("log.") and key[4:] in log_keys:
-                log_props[key[4:]] = value
+                kwargs[spec.attr] = spec.parse(value)
+            elif name in log_keys:
+                log_props[name] = value
+            elif name in _LOG_KEY_FOR_BROKER_KEY:
+                log_props[_LOG_KEY_FOR_BROKER_KEY[name]] = value
+            elif name.startswith("log.") and name[4:] in log_keys:
+                log_props[name[4:]] = value
             else:
-                extra[key] = value
+                extra[name] = value
         if log_props:
             LogConfig.from_props(log_props)  # fail now, naming the key, rather than at the first log
         return cls(**kwargs, log_props=log_props, extra=extra)
@@ -242,9 +310,9 @@ class BrokerConfig:
 
     def get(self, key: str) -> Any:
         """A value by Kafka key name (broker keys, log defaults, or kept extras)."""
-        spec = _SPECS.get(key)
+        spec = self.config_keys().get(key)
         if spec is not None:
-            return getattr(self, spec[0])
+            return getattr(self, spec.attr)
         if key in self.log_props:
             return self.log_props[key]
         if key in self.extra:
@@ -252,7 +320,8 @@ class BrokerConfig:
         raise InvalidConfigError(f"unknown broker config key {key!r}")
 
     def to_props(self) -> dict[str, Any]:
-        out = {k: getattr(self, f) for k, (f, *_r) in _SPECS.items()}
+        """The declared keys, then the broker-level log defaults and the extras, under Kafka names."""
+        out = super().to_props()
         out.update(self.log_props)
         out.update(self.extra)
         return out
@@ -268,12 +337,11 @@ class BrokerConfig:
     def topic_config(self, topic_overrides: Mapping[str, Any] | None = None) -> TopicReplicationConfig:
         """Per-topic replication settings (``min.insync.replicas``, unclean election) with overrides."""
         o = topic_overrides or {}
-        mir = _parse("min.insync.replicas", "int", o.get("min.insync.replicas", self.min_insync_replicas), 1)
-        unclean = _parse(
-            "unclean.leader.election.enable",
-            "bool",
-            o.get("unclean.leader.election.enable", self.unclean_leader_election_enable),
-            None,
+        mir = REPLICATION_KEYS["min.insync.replicas"].parse(
+            o.get("min.insync.replicas", self.min_insync_replicas)
+        )
+        unclean = REPLICATION_KEYS["unclean.leader.election.enable"].parse(
+            o.get("unclean.leader.election.enable", self.unclean_leader_election_enable)
         )
         return TopicReplicationConfig(mir, unclean, self.log_config(o))
 
