@@ -171,6 +171,8 @@ class ConfigKey:
         """A value as Kafka prints it (``true``, ``1024``, a comma-separated list)."""
         if value is None:
             return None
+        if hasattr(value, "config_name"):  # an enum: as Kafka spells the setting (acks=all)
+            return str(value.config_name)
         if isinstance(value, bool):
             return "true" if value else "false"
         if isinstance(value, (list, tuple)):
@@ -269,3 +271,55 @@ def describe_keys(keys: Mapping[str, ConfigKey]) -> list[dict[str, Any]]:
         }
         for k in keys.values()
     ]
+
+
+def choice_of(*choices: str) -> Callable[[str, Any], str]:
+    """A ``check`` for a client string key: one of ``choices``, case and surrounding spaces ignored."""
+    return lambda name, value: parse_choice(name, value, choices)
+
+
+def as_is(_name: str, value: Any) -> Any:
+    """A ``check`` for a key whose value kafkalite passes on unparsed (a class, a list, an address)."""
+    return value
+
+
+def prop_value(value: Any) -> Any:
+    """A typed value as a client's ``props`` show it: an enum by its config spelling (``all``)."""
+    return getattr(value, "config_name", value)
+
+
+class ClientConfig(DeclaredConfig):
+    """The base of the producer's and the consumer's configs: ``props`` holds every key under its Kafka name
+    (enums spelt as in a ``.properties`` file); ``from_props`` also takes ``snake_case`` keys, so that they
+    can be Python keyword arguments, and hands the parsed values and the keys given to ``check``, where a
+    subclass applies the rules that tie keys together."""
+
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        """Every key with Kafka's default, as ``props`` shows it."""
+        return {name: prop_value(spec.default) for name, spec in cls.config_keys().items()}
+
+    @classmethod
+    def from_props(cls, config: Mapping[str, Any] | None = None) -> Any:
+        """Validate ``config`` (Kafka keys or their ``snake_case`` spelling) over the defaults."""
+        keys = cls.config_keys()
+        props, given = merge_props(cls.KIND, {n: s.default for n, s in keys.items()}, config)
+        for name, spec in keys.items():
+            props[name] = spec.parse(props[name])
+        extra = cls.check(props, given)
+        return cls(**{spec.attr: props[name] for name, spec in keys.items()}, **extra)
+
+    @classmethod
+    def check(cls, props: dict[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+        """Rules across keys: may change ``props`` (Kafka's derived defaults) and return non-key fields."""
+        return {}
+
+    @property
+    def props(self) -> dict[str, Any]:
+        return {name: prop_value(getattr(self, spec.attr)) for name, spec in self.config_keys().items()}
+
+    def __getitem__(self, name: str) -> Any:
+        spec = self.config_keys().get(name)
+        if spec is None:
+            raise KeyError(name)
+        return prop_value(getattr(self, spec.attr))

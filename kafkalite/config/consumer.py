@@ -23,54 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkalite.common.isolation_level import IsolationLevel
-from kafkalite.config.base import merge_props, parse_bool, parse_choice, parse_int
+from kafkalite.config.base import ClientConfig, as_is, choice_of, key, parse_choice
 from kafkalite.errors import InvalidConfigError
 
 __all__ = ["CONSUMER_DEFAULTS", "ConsumerConfig"]
 
-#: Every key kafkalite's consumer understands, with Kafka's default.
-CONSUMER_DEFAULTS: dict[str, Any] = {
-    "client.id": "",
-    "bootstrap.servers": None,  # the Consumer's ``bootstrap`` argument wins; kept for real-client parity
-    "fetch.min.bytes": 1,
-    "fetch.max.wait.ms": 500,
-    "fetch.max.bytes": 52_428_800,
-    "max.partition.fetch.bytes": 1_048_576,
-    "max.poll.records": 500,
-    "auto.offset.reset": "latest",
-    "request.timeout.ms": 30_000,
-    "default.api.timeout.ms": 60_000,
-    "retry.backoff.ms": 100,
-    "metadata.max.age.ms": 300_000,
-    "isolation.level": "read_uncommitted",
-    "check.crcs": True,
-    "group.id": None,
-    "group.instance.id": None,
-    "enable.auto.commit": True,
-    "auto.commit.interval.ms": 5_000,
-    "session.timeout.ms": 45_000,
-    "heartbeat.interval.ms": 3_000,
-    "max.poll.interval.ms": 300_000,
-    "partition.assignment.strategy": ("range", "cooperative-sticky"),
-    "allow.auto.create.topics": True,
-    "exclude.internal.topics": True,
-}
-
-_INT_KEYS = {
-    "fetch.min.bytes": 0,
-    "fetch.max.wait.ms": 0,
-    "fetch.max.bytes": 0,
-    "max.partition.fetch.bytes": 0,
-    "max.poll.records": 1,
-    "request.timeout.ms": 1,
-    "default.api.timeout.ms": 0,
-    "retry.backoff.ms": 0,
-    "metadata.max.age.ms": 0,
-    "auto.commit.interval.ms": 0,
-    "session.timeout.ms": 1,
-    "heartbeat.interval.ms": 1,
-    "max.poll.interval.ms": 1,
-}
 _JAVA_PACKAGE = "org.apache.kafka.clients.consumer."
 _JAVA_CLASSES = {
     "RangeAssignor": "range",
@@ -87,57 +44,128 @@ _RESETS = ("earliest", "latest", "none")
 _ISOLATION = tuple(level.config_name for level in IsolationLevel)
 
 
-@dataclass(frozen=True)
-class ConsumerConfig:
-    """Validated consumer settings: ``props`` keeps every key (Kafka names), typed attributes the rest."""
+def _isolation_level(name: str, value: Any) -> IsolationLevel:
+    return IsolationLevel.parse(
+        value if isinstance(value, IsolationLevel) else parse_choice(name, value, _ISOLATION)
+    )
 
-    props: dict[str, Any] = field(default_factory=lambda: dict(CONSUMER_DEFAULTS))
-    fetch_min_bytes: int = 1
-    fetch_max_wait_ms: int = 500
-    fetch_max_bytes: int = 52_428_800
-    max_partition_fetch_bytes: int = 1_048_576
-    max_poll_records: int = 500
-    auto_offset_reset: str = "latest"
-    request_timeout_ms: int = 30_000
-    default_api_timeout_ms: int = 60_000
-    retry_backoff_ms: int = 100
-    metadata_max_age_ms: int = 300_000
-    check_crcs: bool = True
-    isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED
-    """``isolation.level`` as the enum a Fetch or ListOffsets request carries."""
-    group_id: str | None = None
-    group_instance_id: str | None = None
-    enable_auto_commit: bool = False
-    auto_commit_interval_ms: int = 5_000
-    session_timeout_ms: int = 45_000
-    heartbeat_interval_ms: int = 3_000
-    max_poll_interval_ms: int = 300_000
-    assignors: tuple[Any, ...] = ()
+
+def _client_id(_name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise InvalidConfigError(f"client.id must be a string, got {value!r}")
+    return value
+
+
+def _optional_str(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise InvalidConfigError(f"{name} must be a string or None, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class ConsumerConfig(ClientConfig):
+    """Validated consumer settings: one typed attribute per key; ``props`` / ``cfg["group.id"]`` give them
+    under Kafka's names."""
+
+    KIND = "consumer"
+
+    client_id: str = key(
+        "client.id", "STRING", "", "A name for the consumer in the brokers' logs.", check=_client_id
+    )
+    bootstrap_servers: Any = key(
+        "bootstrap.servers", "LIST", None,
+        "Brokers to find the cluster through (the Consumer's bootstrap argument wins).", check=as_is,
+    )  # fmt: skip
+    fetch_min_bytes: int = key(
+        "fetch.min.bytes", "INT", 1, "Bytes a fetch waits for before it is answered.", low=0
+    )
+    fetch_max_wait_ms: int = key(
+        "fetch.max.wait.ms", "INT", 500, "Longest a fetch waits at the broker for fetch.min.bytes.", low=0
+    )
+    fetch_max_bytes: int = key(
+        "fetch.max.bytes", "INT", 52_428_800, "Bytes one fetch response may hold.", low=0
+    )
+    max_partition_fetch_bytes: int = key(
+        "max.partition.fetch.bytes", "INT", 1_048_576, "Bytes a fetch returns per partition.", low=0
+    )
+    max_poll_records: int = key("max.poll.records", "INT", 500, "Most records one poll() returns.", low=1)
+    auto_offset_reset: str = key(
+        "auto.offset.reset", "STRING", "latest", "Where to start with no committed offset, or one out of range.",
+        choices=_RESETS, check=choice_of(*_RESETS),
+    )  # fmt: skip
+    request_timeout_ms: int = key(
+        "request.timeout.ms", "INT", 30_000, "How long the consumer waits for a request's answer.", low=1
+    )
+    default_api_timeout_ms: int = key(
+        "default.api.timeout.ms", "INT", 60_000, "Timeout of blocking calls given none.", low=0
+    )
+    retry_backoff_ms: int = key(
+        "retry.backoff.ms", "LONG", 100, "Pause before a failed request is retried.", low=0
+    )
+    metadata_max_age_ms: int = key(
+        "metadata.max.age.ms", "LONG", 300_000, "Metadata older than this is refreshed.", low=0
+    )
+    isolation_level: IsolationLevel = key(
+        "isolation.level", "STRING", IsolationLevel.READ_UNCOMMITTED,
+        "read_committed reads only below the last stable offset and drops aborted transactions.",
+        choices=_ISOLATION, check=_isolation_level,
+    )  # fmt: skip
+    check_crcs: bool = key("check.crcs", "BOOLEAN", True, "Verify the CRC of every batch fetched.")
+    group_id: str | None = key(
+        "group.id", "STRING", None, "The consumer group (None: no group, so no commits and no subscribe).",
+        nullable=True, check=_optional_str,
+    )  # fmt: skip
+    group_instance_id: str | None = key(
+        "group.instance.id", "STRING", None, "A static member's id (None: a dynamic member).",
+        nullable=True, check=_optional_str,
+    )  # fmt: skip
+    enable_auto_commit: bool = key(
+        "enable.auto.commit", "BOOLEAN", True, "Commit polled offsets in the background (needs a group.id)."
+    )
+    auto_commit_interval_ms: int = key(
+        "auto.commit.interval.ms", "INT", 5_000, "How often offsets are auto-committed.", low=0
+    )
+    session_timeout_ms: int = key(
+        "session.timeout.ms", "INT", 45_000, "A member silent this long is removed from its group.", low=1
+    )
+    heartbeat_interval_ms: int = key(
+        "heartbeat.interval.ms",
+        "INT",
+        3_000,
+        "How often a member heartbeats (below session.timeout.ms).",
+        low=1,
+    )
+    max_poll_interval_ms: int = key(
+        "max.poll.interval.ms",
+        "INT",
+        300_000,
+        "A member that does not poll this long leaves its group.",
+        low=1,
+    )
+    partition_assignment_strategy: Any = key(
+        "partition.assignment.strategy", "LIST", ("range", "cooperative-sticky"),
+        "Assignors by name, Kafka class name, class or instance, in order of preference.", check=as_is,
+    )  # fmt: skip
+    allow_auto_create_topics: bool = key(
+        "allow.auto.create.topics", "BOOLEAN", True, "Let a subscription create a missing topic."
+    )
+    exclude_internal_topics: bool = key(
+        "exclude.internal.topics", "BOOLEAN", True, "Keep internal topics out of pattern subscriptions."
+    )
+    assignors: tuple[Any, ...] = field(default=())
     """Assignor instances, in order of preference (from ``partition.assignment.strategy``)."""
-    allow_auto_create_topics: bool = True
-    exclude_internal_topics: bool = True
 
     @classmethod
     def from_props(cls, config: Mapping[str, Any] | None = None) -> ConsumerConfig:
         """Validate ``config`` (Kafka keys or their ``snake_case`` spelling) over the defaults."""
-        props, _given = merge_props("consumer", CONSUMER_DEFAULTS, config)
-        for key, minimum in _INT_KEYS.items():
-            props[key] = parse_int(key, props[key], low=minimum)
-        props["check.crcs"] = parse_bool("check.crcs", props["check.crcs"])
-        props["auto.offset.reset"] = parse_choice("auto.offset.reset", props["auto.offset.reset"], _RESETS)
-        props["isolation.level"] = parse_choice("isolation.level", props["isolation.level"], _ISOLATION)
-        isolation = IsolationLevel.parse(props["isolation.level"])
-        if not isinstance(props["client.id"], str):
-            raise InvalidConfigError(f"client.id must be a string, got {props['client.id']!r}")
-        for key in ("group.id", "group.instance.id"):
-            if props[key] is not None and not isinstance(props[key], str):
-                raise InvalidConfigError(f"{key} must be a string or None, got {props[key]!r}")
+        return super().from_props(config)
+
+    @classmethod
+    def check(cls, props: dict[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
         if props["group.instance.id"] == "":
             raise InvalidConfigError("group.instance.id must not be empty (None for a dynamic member)")
-        for key in ("enable.auto.commit", "allow.auto.create.topics", "exclude.internal.topics"):
-            props[key] = parse_bool(key, props[key])
         if props["group.id"] is None:
-            if "enable.auto.commit" in _given and props["enable.auto.commit"]:
+            if "enable.auto.commit" in given and props["enable.auto.commit"]:
                 raise InvalidConfigError(
                     "enable.auto.commit cannot be set to true when no group.id is given (commits need a group)"
                 )
@@ -149,35 +177,11 @@ class ConsumerConfig:
                 f"heartbeat.interval.ms ({props['heartbeat.interval.ms']}) must be lower than "
                 f"session.timeout.ms ({props['session.timeout.ms']})"
             )
-        assignors = parse_assignors(props["partition.assignment.strategy"])
-        return cls(
-            props=props,
-            fetch_min_bytes=props["fetch.min.bytes"],
-            fetch_max_wait_ms=props["fetch.max.wait.ms"],
-            fetch_max_bytes=props["fetch.max.bytes"],
-            max_partition_fetch_bytes=props["max.partition.fetch.bytes"],
-            max_poll_records=props["max.poll.records"],
-            auto_offset_reset=props["auto.offset.reset"],
-            request_timeout_ms=props["request.timeout.ms"],
-            default_api_timeout_ms=props["default.api.timeout.ms"],
-            retry_backoff_ms=props["retry.backoff.ms"],
-            metadata_max_age_ms=props["metadata.max.age.ms"],
-            check_crcs=props["check.crcs"],
-            isolation_level=isolation,
-            group_id=props["group.id"],
-            group_instance_id=props["group.instance.id"],
-            enable_auto_commit=props["enable.auto.commit"],
-            auto_commit_interval_ms=props["auto.commit.interval.ms"],
-            session_timeout_ms=props["session.timeout.ms"],
-            heartbeat_interval_ms=props["heartbeat.interval.ms"],
-            max_poll_interval_ms=props["max.poll.interval.ms"],
-            assignors=assignors,
-            allow_auto_create_topics=props["allow.auto.create.topics"],
-            exclude_internal_topics=props["exclude.internal.topics"],
-        )
+        return {"assignors": parse_assignors(props["partition.assignment.strategy"])}
 
-    def __getitem__(self, key: str) -> Any:
-        return self.props[key]
+
+#: Every key kafkalite's consumer understands, with Kafka's default.
+CONSUMER_DEFAULTS: dict[str, Any] = ConsumerConfig.defaults()
 
 
 def parse_assignors(value: Any) -> tuple[Any, ...]:

@@ -12,67 +12,17 @@ is set to true explicitly the same conflict is an error.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kafkalite.common.acks import Acks
 from kafkalite.common.compression_type import Compression
-from kafkalite.config.base import merge_props, parse_bool, parse_choice, parse_int
+from kafkalite.config.base import INT_MAX, ClientConfig, as_is, choice_of, key
 from kafkalite.errors import InvalidConfigError
 
 __all__ = ["PRODUCER_DEFAULTS", "ProducerConfig"]
 
-INT32_MAX = 2_147_483_647
-
-#: Every key kafkalite's producer understands, with Kafka's default.
-PRODUCER_DEFAULTS: dict[str, Any] = {
-    "client.id": "",
-    "bootstrap.servers": None,  # the Producer's ``bootstrap`` argument wins; kept for real-client parity
-    "acks": "all",
-    "batch.size": 16384,
-    "linger.ms": 5,  # Kafka 4.0 default (KIP-1030); it was 0 before
-    "retries": INT32_MAX,
-    "delivery.timeout.ms": 120_000,
-    "request.timeout.ms": 30_000,
-    "retry.backoff.ms": 100,
-    "retry.backoff.max.ms": 1000,
-    "max.in.flight.requests.per.connection": 5,
-    "max.request.size": 1_048_576,
-    "buffer.memory": 33_554_432,
-    "max.block.ms": 60_000,
-    "compression.type": "none",
-    "enable.idempotence": True,
-    "transactional.id": None,
-    "transaction.timeout.ms": 60_000,
-    "metadata.max.age.ms": 300_000,
-    "partitioner.class": None,
-    "partitioner.ignore.keys": False,
-    "partitioner.adaptive.partitioning.enable": True,
-    "partitioner.availability.timeout.ms": 0,
-    "key.serializer": None,
-    "value.serializer": None,
-    # kafkalite only: keep every send's outcome in ``Producer.history`` (off for long benchmarks).
-    "kafkalite.history.enabled": True,
-}
-
-_INT_KEYS = {
-    "batch.size": 0,
-    "linger.ms": 0,
-    "retries": 0,
-    "delivery.timeout.ms": 0,
-    "request.timeout.ms": 0,
-    "retry.backoff.ms": 0,
-    "retry.backoff.max.ms": 0,
-    "max.in.flight.requests.per.connection": 1,
-    "max.request.size": 0,
-    "buffer.memory": 0,
-    "max.block.ms": 0,
-    "transaction.timeout.ms": 1,
-    "metadata.max.age.ms": 0,
-    "partitioner.availability.timeout.ms": 0,
-}
-_BOOL_KEYS = ("enable.idempotence", "partitioner.ignore.keys", "partitioner.adaptive.partitioning.enable")
-_BOOL_KEYS_KL = ("kafkalite.history.enabled",)
+INT32_MAX = INT_MAX
 _COMPRESSION = {
     "none": Compression.NONE,
     "gzip": Compression.GZIP,
@@ -82,52 +32,138 @@ _COMPRESSION = {
 }
 
 
-def _as_acks(value: Any) -> Acks:
+def _as_acks(_name: str, value: Any) -> Acks:
     try:
         return Acks.parse(value)
     except ValueError:
         raise InvalidConfigError(f"acks must be one of all, -1, 0, 1, got {value!r}") from None
 
 
-@dataclass(frozen=True)
-class ProducerConfig:
-    """Validated producer settings: ``props`` keeps every key (Kafka names), typed attributes the hot ones."""
+def _client_id(_name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise InvalidConfigError(f"client.id must be a string, got {value!r}")
+    return value
 
-    props: dict[str, Any] = field(default_factory=lambda: dict(PRODUCER_DEFAULTS))
-    acks: Acks = Acks.ALL
-    batch_size: int = 16384
-    linger_ms: int = 5
-    retries: int = INT32_MAX
-    delivery_timeout_ms: int = 120_000
-    request_timeout_ms: int = 30_000
-    retry_backoff_ms: int = 100
-    retry_backoff_max_ms: int = 1000
-    max_in_flight: int = 5
-    max_request_size: int = 1_048_576
-    buffer_memory: int = 33_554_432
-    max_block_ms: int = 60_000
-    compression: int = Compression.NONE
-    metadata_max_age_ms: int = 300_000
-    history_enabled: bool = True
-    idempotence: bool = False
+
+def _transactional_id(_name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise InvalidConfigError(f"transactional.id must be a non-empty string, got {value!r}")
+    return value
+
+
+def _serializer(name: str, value: Any) -> Any:
+    if not callable(value):
+        raise InvalidConfigError(f"{name} must be a callable (value -> bytes), got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class ProducerConfig(ClientConfig):
+    """Validated producer settings: one typed attribute per key; ``props`` / ``cfg["linger.ms"]`` give them
+    under Kafka's names."""
+
+    KIND = "producer"
+
+    client_id: str = key(
+        "client.id", "STRING", "", "A name for the producer in the brokers' logs.", check=_client_id
+    )
+    bootstrap_servers: Any = key(
+        "bootstrap.servers", "LIST", None,
+        "Brokers to find the cluster through (the Producer's bootstrap argument wins).", check=as_is,
+    )  # fmt: skip
+    acks: Acks = key(
+        "acks", "STRING", Acks.ALL, "Replicas that must have a batch before it is acknowledged: all, 0 or 1.",
+        check=_as_acks, valid="one of all, -1, 0, 1",
+    )  # fmt: skip
+    batch_size: int = key(
+        "batch.size", "INT", 16384, "Bytes a partition's batch grows to before it is sent.", low=0
+    )
+    linger_ms: int = key(
+        "linger.ms",
+        "LONG",
+        5,
+        "How long a batch waits for more records (Kafka 4.0's default; 0 before).",
+        low=0,
+    )
+    retries: int = key("retries", "INT", INT32_MAX, "How often a failed batch is resent.", low=0)
+    delivery_timeout_ms: int = key(
+        "delivery.timeout.ms", "INT", 120_000, "Upper bound on the time from send to its outcome.", low=0
+    )
+    request_timeout_ms: int = key(
+        "request.timeout.ms", "INT", 30_000, "How long the producer waits for a request's answer.", low=1
+    )
+    retry_backoff_ms: int = key("retry.backoff.ms", "LONG", 100, "First pause before a retry.", low=0)
+    retry_backoff_max_ms: int = key(
+        "retry.backoff.max.ms", "LONG", 1000, "Longest pause before a retry (the backoff grows to it).", low=0
+    )
+    max_in_flight_requests_per_connection: int = key(
+        "max.in.flight.requests.per.connection", "INT", 5, "Unanswered Produce requests per broker.", low=1
+    )
+    max_request_size: int = key("max.request.size", "INT", 1_048_576, "Largest Produce request.", low=0)
+    buffer_memory: int = key(
+        "buffer.memory", "LONG", 33_554_432, "Bytes of records waiting to be sent.", low=0
+    )
+    max_block_ms: int = key(
+        "max.block.ms",
+        "LONG",
+        60_000,
+        "How long send() may block on a full buffer or missing metadata.",
+        low=0,
+    )
+    compression_type: str = key(
+        "compression.type", "STRING", "none", "Codec of the producer's batches.",
+        choices=tuple(_COMPRESSION), check=choice_of(*_COMPRESSION),
+    )  # fmt: skip
+    enable_idempotence: bool = key(
+        "enable.idempotence", "BOOLEAN", True, "Producer ids and sequence numbers: no duplicates on retry."
+    )
+    transactional_id: str | None = key(
+        "transactional.id", "STRING", None, "Makes the producer transactional under this stable id.",
+        nullable=True, check=_transactional_id,
+    )  # fmt: skip
+    transaction_timeout_ms: int = key(
+        "transaction.timeout.ms",
+        "INT",
+        60_000,
+        "A transaction open longer is aborted by its coordinator.",
+        low=1,
+    )
+    metadata_max_age_ms: int = key(
+        "metadata.max.age.ms", "LONG", 300_000, "Metadata older than this is refreshed.", low=0
+    )
+    partitioner_class: Any = key(
+        "partitioner.class", "CLASS", None, "A custom partitioner (None: the built-in one).", check=as_is
+    )
+    partitioner_ignore_keys: bool = key(
+        "partitioner.ignore.keys", "BOOLEAN", False, "Place keyed records as unkeyed ones are placed."
+    )
+    partitioner_adaptive_partitioning_enable: bool = key(
+        "partitioner.adaptive.partitioning.enable", "BOOLEAN", True,
+        "Send more unkeyed records to faster brokers.",
+    )  # fmt: skip
+    partitioner_availability_timeout_ms: int = key(
+        "partitioner.availability.timeout.ms", "LONG", 0,
+        "Skip a broker that has not drained its batches for this long (0: never).", low=0,
+    )  # fmt: skip
+    key_serializer: Any = key(
+        "key.serializer", "CLASS", None, "A callable turning a key into bytes.", check=_serializer
+    )
+    value_serializer: Any = key(
+        "value.serializer", "CLASS", None, "A callable turning a value into bytes.", check=_serializer
+    )
+    # kafkalite only: keep every send's outcome in ``Producer.history`` (off for long benchmarks).
+    kafkalite_history_enabled: bool = key(
+        "kafkalite.history.enabled", "BOOLEAN", True, "kafkalite: keep every send's outcome in the history."
+    )
 
     @classmethod
     def from_props(cls, config: Mapping[str, Any] | None = None) -> ProducerConfig:
         """Validate ``config`` (Kafka keys or their ``snake_case`` spelling) over the defaults."""
-        props, given = merge_props("producer", PRODUCER_DEFAULTS, config)
-        for key, minimum in _INT_KEYS.items():
-            props[key] = parse_int(key, props[key], low=minimum)
-        for key in _BOOL_KEYS + _BOOL_KEYS_KL:
-            props[key] = parse_bool(key, props[key])
-        acks = _as_acks(props["acks"])
-        props["acks"] = acks.config_name
-        props["compression.type"] = parse_choice(
-            "compression.type", props["compression.type"], tuple(_COMPRESSION)
-        )
-        tid = props["transactional.id"]
-        if tid is not None:
-            if not isinstance(tid, str) or not tid:
-                raise InvalidConfigError(f"transactional.id must be a non-empty string, got {tid!r}")
+        return super().from_props(config)
+
+    @classmethod
+    def check(cls, props: dict[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+        if props["transactional.id"] is not None:
             if "enable.idempotence" in given and not props["enable.idempotence"]:
                 raise InvalidConfigError("Cannot set a transactional.id without also enabling idempotence.")
             given = {
@@ -135,14 +171,7 @@ class ProducerConfig:
                 "enable.idempotence": True,
             }  # a transactional producer is idempotent: conflicts fail
             props["enable.idempotence"] = True
-        _check_idempotence(props, given, acks)
-        for key in ("key.serializer", "value.serializer"):
-            if props[key] is not None and not callable(props[key]):
-                raise InvalidConfigError(f"{key} must be a callable (value -> bytes), got {props[key]!r}")
-        if not isinstance(props["client.id"], str):
-            raise InvalidConfigError(f"client.id must be a string, got {props['client.id']!r}")
-        if props["request.timeout.ms"] < 1:
-            raise InvalidConfigError("request.timeout.ms must be >= 1")
+        _check_idempotence(props, given, props["acks"])
         # Kafka's rule: a batch must be able to wait linger.ms and then one full request timeout.
         floor = props["linger.ms"] + props["request.timeout.ms"]
         if props["delivery.timeout.ms"] < floor:
@@ -156,28 +185,28 @@ class ProducerConfig:
             if "retry.backoff.max.ms" in given:
                 raise InvalidConfigError("retry.backoff.max.ms must be >= retry.backoff.ms")
             props["retry.backoff.max.ms"] = props["retry.backoff.ms"]
-        return cls(
-            props=props,
-            acks=acks,
-            batch_size=props["batch.size"],
-            linger_ms=props["linger.ms"],
-            retries=props["retries"],
-            delivery_timeout_ms=props["delivery.timeout.ms"],
-            request_timeout_ms=props["request.timeout.ms"],
-            retry_backoff_ms=props["retry.backoff.ms"],
-            retry_backoff_max_ms=props["retry.backoff.max.ms"],
-            max_in_flight=props["max.in.flight.requests.per.connection"],
-            max_request_size=props["max.request.size"],
-            buffer_memory=props["buffer.memory"],
-            max_block_ms=props["max.block.ms"],
-            compression=_COMPRESSION[props["compression.type"]],
-            metadata_max_age_ms=props["metadata.max.age.ms"],
-            history_enabled=props["kafkalite.history.enabled"],
-            idempotence=props["enable.idempotence"],
-        )
+        return {}
 
-    def __getitem__(self, key: str) -> Any:
-        return self.props[key]
+    @property
+    def max_in_flight(self) -> int:
+        return self.max_in_flight_requests_per_connection
+
+    @property
+    def compression(self) -> Compression:
+        """``compression.type`` as the codec id a record batch stores."""
+        return _COMPRESSION[self.compression_type]
+
+    @property
+    def idempotence(self) -> bool:
+        return self.enable_idempotence
+
+    @property
+    def history_enabled(self) -> bool:
+        return self.kafkalite_history_enabled
+
+
+#: Every key kafkalite's producer understands, with Kafka's default.
+PRODUCER_DEFAULTS: dict[str, Any] = ProducerConfig.defaults()
 
 
 def _check_idempotence(props: dict[str, Any], given: Any, acks: Acks) -> None:
