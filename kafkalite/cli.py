@@ -187,8 +187,17 @@ def acls(
 @kafkalite.command()
 @click.option("--bootstrap-server", required=True, help="HOST:PORT of a running cluster.")
 @_COMMAND_CONFIG
-@click.option("--entity-type", type=click.Choice(["users"]), required=True, help="users (SCRAM credentials).")
-@click.option("--entity-name", help="The user.")
+@click.option(
+    "--entity-type", type=click.Choice(["users", "topics", "brokers"]), required=True,
+    help="users (SCRAM credentials), or topics / brokers (--describe their configs).",
+)  # fmt: skip
+@click.option("--entity-name", help="The user, topic or broker id (topics: every topic when left out).")
+@click.option(
+    "--all",
+    "every",
+    is_flag=True,
+    help="With --describe of topics or brokers: every key, not only overrides.",
+)
 @click.option("--alter", is_flag=True, help="Add or delete credentials (--add-config / --delete-config).")
 @click.option("--describe", is_flag=True, help="Show the user's (or every user's) SCRAM mechanisms.")
 @click.option(
@@ -197,19 +206,31 @@ def acls(
 @click.option("--delete-config", help="SCRAM-SHA-256 and/or SCRAM-SHA-512, comma separated.")
 def configs(
     bootstrap_server: str, command_config: str | None, entity_type: str, entity_name: str | None, alter: bool,
-    describe: bool, add_config: str | None, delete_config: str | None,
+    every: bool, describe: bool, add_config: str | None, delete_config: str | None,
 ) -> None:  # fmt: skip
-    """Kafka's kafka-configs for SCRAM users: the password is salted here, never sent."""
+    """Kafka's kafka-configs: describe a topic's or a broker's configs; describe or alter a user's SCRAM
+    credentials (the password is salted here, never sent)."""
     from kafkalite.errors import KafkaError  # deferred: keeps `kafkalite --help` fast
     from kafkalite.host.admin_client import AdminClient
     from kafkalite.tools import security as tools
+    from kafkalite.tools.configs import format_describe_configs
 
     if alter == describe:
         raise click.UsageError("give --alter or --describe")
     if alter and not entity_name:
         raise click.UsageError("--alter needs --entity-name")
+    if entity_type != "users" and alter:
+        raise click.UsageError(f"--alter of {entity_type}: use kafkalite's admin API (only --describe here)")
+    if entity_type == "brokers" and not entity_name:
+        raise click.UsageError("--describe of brokers needs --entity-name (a broker id)")
     try:
         with AdminClient(bootstrap_server, security=_properties(command_config, ())) as admin:
+            if entity_type != "users":
+                kind, code = ("topic", 2) if entity_type == "topics" else ("broker", 4)
+                names = [entity_name] if entity_name else sorted(admin.topics())
+                for name in names:
+                    click.echo(format_describe_configs(kind, name, admin.describe_configs(code, name), every))
+                return
             if describe:
                 click.echo(tools.describe_users(admin, [entity_name] if entity_name else None))
                 return

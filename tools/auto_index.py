@@ -55,13 +55,14 @@ def api_name(member: str) -> str:
 def config_keys() -> frozenset[str]:
     """Every configuration key kafkalite declares, and the keys the glossary names."""
     from kafkalite.config.broker import TOPIC_KEY_SYNONYMS, BrokerConfig
-    from kafkalite.config.consumer import CONSUMER_DEFAULTS
-    from kafkalite.config.producer import PRODUCER_DEFAULTS
-    from kafkalite.config.topic import LogConfig
+    from kafkalite.config.consumer import ConsumerConfig
+    from kafkalite.config.producer import ProducerConfig
+    from kafkalite.config.topic import TOPIC_KEYS
 
-    keys = set(BrokerConfig.from_props({}).to_props()) | set(LogConfig.from_props({}).to_props())
+    # The declarations (kafkalite.config): broker, topic, producer and consumer keys, and broker synonyms.
+    keys = set(BrokerConfig.config_keys()) | set(TOPIC_KEYS)
     keys |= set(TOPIC_KEY_SYNONYMS) | set(TOPIC_KEY_SYNONYMS.values())
-    keys |= set(PRODUCER_DEFAULTS) | set(CONSUMER_DEFAULTS)
+    keys |= set(ProducerConfig.config_keys()) | set(ConsumerConfig.config_keys())
     if GLOSSARY.is_file():
         with GLOSSARY.open(encoding="utf-8") as f:
             for row in csv.DictReader(f):

@@ -144,7 +144,8 @@ class ConfigKey:
             hi = "" if self.high is None else f"<= {self.high}"
             what = "a number" if self.type == "DOUBLE" else "an integer"
             return f"{what} {' and '.join(p for p in (lo, hi) if p)}".strip()
-        return "a string" + (" or null" if self.nullable else "")
+        what = {"LIST": "a comma-separated list", "CLASS": "a class or callable"}.get(self.type, "a string")
+        return what + (" or null" if self.nullable or self.default is None else "")
 
     def parse(self, value: Any) -> Any:
         """``value`` (a string as a ``.properties`` file gives it, or a Python value) as this key's type."""

@@ -277,6 +277,22 @@ class AdminClient:
         (t,) = self._call(self.controller_id, DELETE_TOPICS, body)["responses"]
         _raise(t["error_code"], f"delete topic {name!r}", t.get("error_message"))
 
+    def describe_configs(
+        self, resource_type: int, name: str, *, synonyms: bool = True
+    ) -> list[dict[str, Any]]:
+        """DescribeConfigs of one topic (``resource_type`` 2) or broker (4): every key as the broker
+        answers it (name, value, config_source, synonyms, config_type)."""
+        body = {
+            "resources": [
+                {"resource_type": resource_type, "resource_name": name, "configuration_keys": None}
+            ],
+            "include_synonyms": synonyms,
+            "include_documentation": False,
+        }
+        (r,) = self._call("bootstrap", DESCRIBE_CONFIGS, body)["results"]
+        _raise(r["error_code"], f"describe configs of {name!r}", r.get("error_message"))
+        return list(r["configs"])
+
     def topic_configs(self, topic: str) -> dict[str, tuple[str | None, int]]:
         """Every config of ``topic``: key -> (value, source code)."""
         body = {
