@@ -28,8 +28,8 @@ from kafkalite.broker.delayed import (
 )
 from kafkalite.broker.fetcher import ReplicaFetcher
 from kafkalite.broker.log_manager import LogManager
+from kafkalite.broker.metadata_cache import MetadataCache
 from kafkalite.broker.partition import Partition
-from kafkalite.broker.topic_deletion import LEADER_DURING_DELETE
 from kafkalite.common.acks import Acks
 from kafkalite.common.isolation_level import IsolationLevel
 from kafkalite.config.broker import BrokerConfig
@@ -119,41 +119,6 @@ class _LocalReply:
         self.callback = callback
 
 
-class MetadataCache:
-    """The controller's view of the cluster from UpdateMetadata: partition states and live brokers."""
-
-    def __init__(self) -> None:
-        self.partitions: dict[TopicPartition, Any] = {}
-        self.live_brokers: dict[int, Any] = {}
-        self.controller_id: int | None = None
-        self.controller_epoch = -1
-
-    def update(self, req: UpdateMetadataRequest) -> None:
-        self.controller_id = req.controller_id
-        self.controller_epoch = max(self.controller_epoch, req.controller_epoch)
-        for st in req.partition_states:
-            if st.leader == LEADER_DURING_DELETE:
-                self.partitions.pop(st.tp, None)
-            else:
-                self.partitions[st.tp] = st
-        if req.live_brokers:
-            self.live_brokers = {b.node_id: b for b in req.live_brokers}
-
-    def leader(self, tp: TopicPartition) -> int:
-        st = self.partitions.get(tp)
-        return st.leader if st else -1
-
-    def isr(self, tp: TopicPartition) -> tuple[int, ...]:
-        st = self.partitions.get(tp)
-        return tuple(st.isr) if st else ()
-
-    def topics(self) -> list[str]:
-        return sorted({tp.topic for tp in self.partitions})
-
-    def partitions_of(self, topic: str) -> list[Any]:
-        return [st for tp, st in sorted(self.partitions.items()) if tp.topic == topic]
-
-
 # How soon an AlterPartition proposal left unanswered (timeout, top-level error) is sent again (Kafka: 50 ms).
 ALTER_PARTITION_RETRY_MS = 50
 
@@ -174,8 +139,11 @@ class ReplicaManager:
         controller_id: Callable[[], int | None],
         log_event: Callable[..., None],
         file_ops: FileOps = OS_FILE_OPS,
+        metadata_cache: MetadataCache | None = None,
     ) -> None:
         self.broker_id = broker_id
+        # The broker's cache (it applies UpdateMetadata); a fresh one when the replica manager runs alone.
+        self.metadata_cache = metadata_cache if metadata_cache is not None else MetadataCache()
         self._client_id = f"broker-{broker_id}"  # on every request this broker sends
         # Kafka's log.dirs: one or more directories (JBOD); a partition lives in one of them.
         dirs = [log_dir] if isinstance(log_dir, str | Path) else list(log_dir)
@@ -216,7 +184,6 @@ class ReplicaManager:
                 self.failure_channel.maybe_add_offline_log_dir(d, f"Error while creating log dir {d}", e)
         self._partitions: dict[TopicPartition, Partition] = {}
         self._last_producer_expiry_ms = 0
-        self.metadata_cache = MetadataCache()
         self._fetchers: dict[int, ReplicaFetcher] = {}
         self._delayed_produce: dict[TopicPartition, list[DelayedProduce]] = {}
         self._delayed_fetch: dict[TopicPartition, list[DelayedFetch]] = {}
@@ -501,10 +468,10 @@ class ReplicaManager:
         return StopReplicaResponse(partition_errors=tuple(errors))
 
     def handle_update_metadata(self, req: UpdateMetadataRequest) -> None:
-        if req.controller_epoch < self._controller_epoch:
-            return
-        self._controller_epoch = req.controller_epoch
-        self.metadata_cache.update(req)
+        """Note the controller epoch (it fences older LeaderAndIsr and StopReplica); the broker has
+        applied ``req`` to the metadata cache this replica manager shares."""
+        if req.controller_epoch >= self._controller_epoch:
+            self._controller_epoch = req.controller_epoch
 
     # ============================================================================= produce
     def append_records(
@@ -1377,4 +1344,4 @@ class _AlterPartitionOwner:
         self.rm._on_alter_partition_timeout(request)
 
 
-__all__ = ["HIGH_WATERMARK_CHECKPOINT", "MetadataCache", "ReplicaManager"]
+__all__ = ["HIGH_WATERMARK_CHECKPOINT", "ReplicaManager"]

@@ -28,10 +28,9 @@ from kafkalite.broker.admin_manager import CONFIG_CHANGE_PREFIX, AdminManager, d
 from kafkalite.broker.controller.controller import STALE_BROKER_EPOCH, Controller, decode_topic_config
 from kafkalite.broker.group.coordinator import GroupCoordinator
 from kafkalite.broker.group.manager import OFFSETS_TOPIC, GroupMetadataManager, offsets_topic
+from kafkalite.broker.metadata_cache import MetadataCache
 from kafkalite.broker.producer_id_manager import ProducerIdManager
 from kafkalite.broker.replica_manager import ReplicaManager
-from kafkalite.broker.topic_deletion import LEADER_DURING_DELETE
-from kafkalite.broker.topic_validator import is_valid_topic
 from kafkalite.broker.txn.coordinator import (
     TRANSACTION_STATE_TOPIC,
     TransactionCoordinator,
@@ -46,7 +45,6 @@ from kafkalite.errors import (
     CoordinatorNotAvailableError,
     InvalidGroupIdError,
     InvalidReplicationFactorError,
-    InvalidTopicError,
     KafkaError,
     LeaderNotAvailableError,
     NotControllerError,
@@ -57,14 +55,12 @@ from kafkalite.errors import (
 from kafkalite.net.sim import BaseNode
 from kafkalite.protocol import (
     INTERNAL_TOPICS,
-    NO_ERROR,
     NO_LEADER,
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
     AlterConfigsRequest,
     AlterPartitionReassignmentsRequest,
     AlterPartitionRequest,
-    BrokerEndpoint,
     ControlledShutdownRequest,
     ControlledShutdownResponse,
     CoordinatorType,
@@ -76,7 +72,6 @@ from kafkalite.protocol import (
     DeleteGroupsResponse,
     DeleteTopicsRequest,
     DescribeClusterRequest,
-    DescribeClusterResponse,
     DescribeConfigsRequest,
     DescribedGroup,
     DescribeGroupsRequest,
@@ -107,7 +102,6 @@ from kafkalite.protocol import (
     OffsetFetchRequest,
     OffsetFetchResponse,
     PartitionError,
-    PartitionMetadata,
     ProduceRequest,
     RequestEnvelope,
     ResponseEnvelope,
@@ -119,7 +113,6 @@ from kafkalite.protocol import (
     TopicPartition,
     TxnOffsetCommitRequest,
     TxnOffsetCommitResponse,
-    UpdateMetadataPartitionState,
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
@@ -129,7 +122,6 @@ from kafkalite.storage.file_ops import OS_FILE_OPS, FileOps
 
 logger = logging.getLogger("kafkalite.broker")
 
-CLUSTER_ID = "kafkalite"
 CONTROLLER_APIS = (
     CreateTopicsRequest,
     CreatePartitionsRequest,
@@ -152,85 +144,6 @@ GROUP_APIS = (
 REGISTRATION_RETRY_MS = 1000
 
 ReplicaManagerFactory = Callable[..., Any]
-
-
-class MetadataCache:
-    """What UpdateMetadata told this broker: partition states, live brokers, the controller's id."""
-
-    def __init__(self) -> None:
-        self.partitions: dict[TopicPartition, UpdateMetadataPartitionState] = {}
-        self.live_brokers: dict[int, BrokerEndpoint] = {}
-        self.controller_id: int = -1
-        self._names: set[str] | None = None  # the topics of ``partitions``, rebuilt after a change
-
-    def update(self, req: UpdateMetadataRequest) -> list[TopicPartition]:
-        """Apply an UpdateMetadata; returns the partitions it deleted (leader -2: their topic is going)."""
-        self.controller_id = req.controller_id
-        self.live_brokers = {b.node_id: b for b in req.live_brokers}
-        self._names = None
-        deleted = []
-        for st in req.partition_states:
-            if st.leader == LEADER_DURING_DELETE:
-                if self.partitions.pop(st.tp, None) is not None:
-                    deleted.append(st.tp)
-            else:
-                self.partitions[st.tp] = st
-        return deleted
-
-    def remove(self, tp: TopicPartition) -> None:
-        self.partitions.pop(tp, None)
-        self._names = None
-
-    def topics(self) -> list[str]:
-        return sorted(self._topic_names())
-
-    def has_topic(self, name: str) -> bool:
-        return name in self._topic_names()
-
-    def _topic_names(self) -> set[str]:
-        if self._names is None:
-            self._names = {tp.topic for tp in self.partitions}
-        return self._names
-
-    def metadata(self, req: MetadataRequest) -> MetadataResponse:
-        names = self.topics() if req.topics is None else list(req.topics)
-        topics = []
-        for name in names:
-            parts = sorted((tp.partition, st) for tp, st in self.partitions.items() if tp.topic == name)
-            if not parts:
-                code = UnknownTopicOrPartitionError.code if is_valid_topic(name) else InvalidTopicError.code
-                topics.append(TopicMetadata(name=name, error_code=code))
-                continue
-            pms = []
-            for p, st in parts:
-                leader_ok = st.leader != NO_LEADER and st.leader in self.live_brokers
-                pms.append(
-                    PartitionMetadata(
-                        partition=p,
-                        error_code=NO_ERROR if leader_ok else LeaderNotAvailableError.code,
-                        leader_id=st.leader if leader_ok else NO_LEADER,
-                        leader_epoch=st.leader_epoch,
-                        replicas=st.replicas,
-                        isr=st.isr,
-                        offline_replicas=st.offline_replicas,
-                    )
-                )
-            topics.append(
-                TopicMetadata(name=name, is_internal=name in INTERNAL_TOPICS, partitions=tuple(pms))
-            )
-        return MetadataResponse(
-            brokers=tuple(self.live_brokers[b] for b in sorted(self.live_brokers)),
-            cluster_id=CLUSTER_ID,
-            controller_id=self.controller_id,
-            topics=tuple(topics),
-        )
-
-    def describe_cluster(self) -> DescribeClusterResponse:
-        return DescribeClusterResponse(
-            cluster_id=CLUSTER_ID,
-            controller_id=self.controller_id,
-            brokers=tuple(self.live_brokers[b] for b in sorted(self.live_brokers)),
-        )
 
 
 def _default_replica_manager_factory(**kwargs: Any) -> Any:
@@ -325,6 +238,7 @@ class KafkaBroker(BaseNode):
             # Straight to the network's log (what BaseNode.log does, minus a call layer): replication
             # logs several events per produced batch.
             log_event=partial(net.log, self.node_id),
+            metadata_cache=self.cache,
         )
         self.rm.on_log_dir_event = self._propagate_log_dir_event
         self.rm.on_halt = self._halt
@@ -875,6 +789,8 @@ class KafkaBroker(BaseNode):
             return
         self.controller_epoch_seen = req.controller_epoch
         if isinstance(req, UpdateMetadataRequest):
+            # The one cache (the replica manager reads the same object); the fence above already refused
+            # an older controller epoch, so its own epoch check cannot fire here.
             deleted = self.cache.update(req)
             self.rm.handle_update_metadata(req)
             if deleted and self.group_manager is not None:
@@ -1110,4 +1026,4 @@ _RM_HOT = {ProduceRequest: "handle_produce", FetchRequest: "handle_fetch"}  # by
 _GROUP_REQUESTS = GROUP_APIS + (DescribeGroupsRequest, ListGroupsRequest, TxnOffsetCommitRequest)
 _TXN_REQUESTS = (InitProducerIdRequest, AddPartitionsToTxnRequest, AddOffsetsToTxnRequest, EndTxnRequest)
 
-__all__ = ["KafkaBroker", "MetadataCache"]
+__all__ = ["KafkaBroker"]

@@ -1,0 +1,134 @@
+"""``MetadataCache``: what the controller told this broker with UpdateMetadata (Kafka's ``MetadataCache``).
+
+One per broker: the broker (``KafkaBroker``) owns it, answers Metadata and DescribeCluster from it, and
+hands the same object to its ``ReplicaManager``, which reads the live brokers (HW advance, low watermark).
+An UpdateMetadata from an older controller epoch than the newest applied is refused with
+STALE_CONTROLLER_EPOCH and changes nothing: a deposed controller must not roll the view back.
+"""
+
+from __future__ import annotations
+
+from kafkalite.broker.topic_deletion import LEADER_DURING_DELETE
+from kafkalite.broker.topic_validator import is_valid_topic
+from kafkalite.errors import (
+    InvalidTopicError,
+    LeaderNotAvailableError,
+    StaleControllerEpochError,
+    UnknownTopicOrPartitionError,
+)
+from kafkalite.protocol import (
+    INTERNAL_TOPICS,
+    NO_ERROR,
+    NO_LEADER,
+    BrokerEndpoint,
+    DescribeClusterResponse,
+    MetadataRequest,
+    MetadataResponse,
+    PartitionMetadata,
+    TopicMetadata,
+    TopicPartition,
+    UpdateMetadataPartitionState,
+    UpdateMetadataRequest,
+)
+
+CLUSTER_ID = "kafkalite"
+
+
+class MetadataCache:
+    """Partition states, live brokers, the controller's id and epoch, as the last UpdateMetadata set them."""
+
+    def __init__(self) -> None:
+        self.partitions: dict[TopicPartition, UpdateMetadataPartitionState] = {}
+        self.live_brokers: dict[int, BrokerEndpoint] = {}
+        self.controller_id: int = -1
+        self.controller_epoch = -1
+        self._names: set[str] | None = None  # the topics of ``partitions``, rebuilt after a change
+
+    def update(self, req: UpdateMetadataRequest) -> list[TopicPartition]:
+        """Apply an UpdateMetadata; returns the partitions it deleted (leader -2: their topic is going).
+
+        Raises ``StaleControllerEpochError`` (nothing applied) when ``req`` comes from an older controller
+        epoch than one already applied."""
+        if req.controller_epoch < self.controller_epoch:
+            raise StaleControllerEpochError(
+                f"UpdateMetadata from controller {req.controller_id} has epoch {req.controller_epoch}, "
+                f"older than {self.controller_epoch}"
+            )
+        self.controller_epoch = req.controller_epoch
+        self.controller_id = req.controller_id
+        self.live_brokers = {b.node_id: b for b in req.live_brokers}
+        self._names = None
+        deleted = []
+        for st in req.partition_states:
+            if st.leader == LEADER_DURING_DELETE:
+                if self.partitions.pop(st.tp, None) is not None:
+                    deleted.append(st.tp)
+            else:
+                self.partitions[st.tp] = st
+        return deleted
+
+    def remove(self, tp: TopicPartition) -> None:
+        self.partitions.pop(tp, None)
+        self._names = None
+
+    def leader(self, tp: TopicPartition) -> int:
+        st = self.partitions.get(tp)
+        return st.leader if st else NO_LEADER
+
+    def isr(self, tp: TopicPartition) -> tuple[int, ...]:
+        st = self.partitions.get(tp)
+        return tuple(st.isr) if st else ()
+
+    def topics(self) -> list[str]:
+        return sorted(self._topic_names())
+
+    def has_topic(self, name: str) -> bool:
+        return name in self._topic_names()
+
+    def _topic_names(self) -> set[str]:
+        if self._names is None:
+            self._names = {tp.topic for tp in self.partitions}
+        return self._names
+
+    def metadata(self, req: MetadataRequest) -> MetadataResponse:
+        names = self.topics() if req.topics is None else list(req.topics)
+        topics = []
+        for name in names:
+            parts = sorted((tp.partition, st) for tp, st in self.partitions.items() if tp.topic == name)
+            if not parts:
+                code = UnknownTopicOrPartitionError.code if is_valid_topic(name) else InvalidTopicError.code
+                topics.append(TopicMetadata(name=name, error_code=code))
+                continue
+            pms = []
+            for p, st in parts:
+                leader_ok = st.leader != NO_LEADER and st.leader in self.live_brokers
+                pms.append(
+                    PartitionMetadata(
+                        partition=p,
+                        error_code=NO_ERROR if leader_ok else LeaderNotAvailableError.code,
+                        leader_id=st.leader if leader_ok else NO_LEADER,
+                        leader_epoch=st.leader_epoch,
+                        replicas=st.replicas,
+                        isr=st.isr,
+                        offline_replicas=st.offline_replicas,
+                    )
+                )
+            topics.append(
+                TopicMetadata(name=name, is_internal=name in INTERNAL_TOPICS, partitions=tuple(pms))
+            )
+        return MetadataResponse(
+            brokers=tuple(self.live_brokers[b] for b in sorted(self.live_brokers)),
+            cluster_id=CLUSTER_ID,
+            controller_id=self.controller_id,
+            topics=tuple(topics),
+        )
+
+    def describe_cluster(self) -> DescribeClusterResponse:
+        return DescribeClusterResponse(
+            cluster_id=CLUSTER_ID,
+            controller_id=self.controller_id,
+            brokers=tuple(self.live_brokers[b] for b in sorted(self.live_brokers)),
+        )
+
+
+__all__ = ["CLUSTER_ID", "MetadataCache"]
