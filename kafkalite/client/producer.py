@@ -1,19 +1,14 @@
-"""The producer: Kafka's KafkaProducer + Sender as one SimNetwork node.
+"""The producer: Kafka's KafkaProducer as a SimNetwork node, with its ``Sender``, ``RecordAccumulator``
+and ``TransactionManager``.
 
 ``send()`` picks a partition (explicit partition, else the partitioner: a key's murmur2 hash or the
 built-in sticky partition), appends the record to the partition's open batch and returns a future. The
-sender part runs when a batch fills, when a linger, backoff or timeout timer fires, and when a response
-arrives: it refreshes metadata when needed, expires batches older than ``delivery.timeout.ms``, and sends
-each broker that leads a ready partition one ``ProduceRequest`` with one batch per partition, never more
-than ``max.in.flight.requests.per.connection`` requests outstanding per broker.
-
-Errors: a retriable error puts the batch back at the head of its partition (after ``retry.backoff.ms``,
-growing up to ``retry.backoff.max.ms``) and, for stale-metadata errors, asks for new metadata. A missing
-response fails the connection after ``request.timeout.ms``: every request in flight to that broker is
-retried, although the broker may have written it; without idempotence that is how duplicates arise.
-``MESSAGE_TOO_LARGE`` re-batches a multi-record batch by ``batch.size`` (a batch split before is halved
-instead, KAFKA-8350) and fails a single record. Under acks=0 a batch is done once its request is sent,
-with offset -1.
+``Sender`` (``kafkalite.client.sender``) runs when a batch fills, when a linger, backoff or timeout timer
+fires, and when a response arrives: it refreshes metadata, expires batches, sends the ready ones, retries
+or fails them. ``MESSAGE_TOO_LARGE`` re-batches a multi-record batch by ``batch.size`` (a batch split
+before is halved instead, KAFKA-8350) and fails a single record. Under acks=0 a batch is done once its
+request is sent, with offset -1. The transactional calls block the caller until the coordinator answered;
+the ``TransactionManager`` (``kafkalite.client.transaction_manager``) keeps their state and requests.
 
 Memory: every new batch takes max(``batch.size``, its first record's bound) of ``buffer.memory`` until it
 completes, as Kafka's BufferPool. A ``send()`` that needs a batch when the pool is short runs the network
@@ -45,13 +40,9 @@ from kafkalite.client.accumulator import (
 )
 from kafkalite.client.metadata import FATAL_TOPIC_ERRORS, ClusterMetadata
 from kafkalite.client.partitioner import DefaultPartitioner, create_partitioner
-from kafkalite.client.send_history import ACKED, FAILED, UNKNOWN, SendRecord
-from kafkalite.client.transaction_manager import (
-    DUPLICATE_SEQUENCE_NUMBER,
-    OUT_OF_ORDER_SEQUENCE_NUMBER,
-    UNKNOWN_PRODUCER_ID,
-    TransactionManager,
-)
+from kafkalite.client.send_history import FAILED, SendRecord, history_rows
+from kafkalite.client.sender import Sender
+from kafkalite.client.transaction_manager import TransactionManager
 from kafkalite.client.wakeup import Wakeup
 from kafkalite.config.producer import ProducerConfig
 from kafkalite.errors import (
@@ -59,35 +50,15 @@ from kafkalite.errors import (
     InvalidTxnStateError,
     KafkaError,
     MessageTooLargeError,
-    NetworkError,
     ProducerFencedError,
     RequestTimedOutError,
     error_for_code,
 )
 from kafkalite.net.sim import BaseNode, NodeId
 from kafkalite.protocol import (
-    AddOffsetsToTxnRequest,
-    AddOffsetsToTxnResponse,
-    AddPartitionsToTxnRequest,
-    AddPartitionsToTxnResponse,
-    CoordinatorType,
-    EndTxnRequest,
-    EndTxnResponse,
-    FindCoordinatorRequest,
-    FindCoordinatorResponse,
-    InitProducerIdRequest,
-    InitProducerIdResponse,
-    MetadataRequest,
     MetadataResponse,
     OffsetCommitPartition,
-    ProducePartition,
-    ProduceRequest,
-    ProduceResponse,
-    RequestEnvelope,
-    ResponseEnvelope,
     TopicPartition,
-    TxnOffsetCommitRequest,
-    TxnOffsetCommitResponse,
 )
 from kafkalite.records import BATCH_HEADER_SIZE, record_size
 from kafkalite.records.record import MAX_RECORD_OVERHEAD
@@ -95,15 +66,6 @@ from kafkalite.records.varint import sizeof_varint
 
 __all__ = ["FutureRecordMetadata", "Producer", "ProducerClosedError", "RecordMetadata"]
 
-# Errors meaning "your metadata is stale" (Kafka's InvalidMetadataException family): refresh, then retry.
-INVALID_METADATA_CODES = frozenset({3, 5, 6, 13, 56, 74, 75})
-# Errors after which the batch may be in the log although it failed (the checker must not call it lost).
-MAYBE_WRITTEN_CODES = frozenset({7, 20})
-MESSAGE_TOO_LARGE = 10
-COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR = 14, 15, 16
-INVALID_PRODUCER_EPOCH_CODE, INVALID_PRODUCER_ID_MAPPING, CONCURRENT_TRANSACTIONS = 47, 49, 51
-PRODUCER_FENCED = 90
-RECONNECT_BACKOFF_MS = 50  # Kafka's reconnect.backoff.ms default
 _new_future = object.__new__
 
 
@@ -116,19 +78,6 @@ class _NoMemory(Exception):
 
     def __init__(self, tp: TopicPartition, need: int) -> None:
         self.tp, self.need = tp, need
-
-
-class _InFlight:
-    __slots__ = ("corr", "node", "batches", "deadline", "sent_ms", "is_metadata", "is_init")
-
-    def __init__(self, corr: int, node: int, batches: list[ProducerBatch] | None, deadline: int, now: int):
-        self.corr = corr
-        self.node = node
-        self.batches = batches
-        self.deadline = deadline
-        self.sent_ms = now
-        self.is_metadata = batches is None
-        self.is_init = False  # an InitProducerId request (batches is None too)
 
 
 class _TopicCache:
@@ -192,7 +141,11 @@ def _lowest_same_width(v: int) -> int:
 class Producer(BaseNode):
     """A Kafka producer on the simulated network (add it with ``net.add_node(client_id, producer)``).
 
-    ``send`` is Kafka's record send and shadows ``BaseNode.send``; network sends go through ``net.send``.
+    ``send`` is Kafka's record send and shadows ``BaseNode.send``; network sends go through ``net.send``
+    (by the ``Sender``). The class is a little over 600 lines because the append path (``send``'s fast
+    path, ``_append``, the hot-batch regime, memory and the sends waiting for metadata) stays here: the
+    fast path reads this object's attributes directly, and a hop to another object per record would
+    cost the throughput ``kafkalite bench produce`` measures.
     """
 
     def __init__(
@@ -226,21 +179,13 @@ class Producer(BaseNode):
         self._builtin: Callable[[str], Any] | None = None
         self._rng: random.Random | None = None
         self._seq = 0
-        self._corr = 0
         self._cache: dict[str, _TopicCache] = {}
         # Per topic: the open sticky batch send()'s fast path appends to.
         self._hot: dict[str, _HotBatch] = {}
-        self._inflight: dict[int, _InFlight] = {}
-        self._node_inflight: dict[int, int] = {}
-        self._node_backoff: dict[int, int] = {}
-        self._node_latency: dict[int, tuple[int, int]] = {}  # broker -> (last ready, last able to send)
-        self._meta_inflight: _InFlight | None = None
-        self._meta_backoff_until = 0
         # Sends whose topic (or partition) is not in the metadata yet, or (w[10]) that wait for memory.
         self._waiting: list[list] = []
         self._pool_free = cfg.buffer_memory  # buffer.memory not held by an incomplete batch
         self._mem_waiting = 0  # entries of _waiting placed but short of memory
-        self._wakeup = Wakeup(self, self._run)
         self._batches: list[ProducerBatch] = []  # every batch, for the history
         self._early: list[SendRecord] = []  # sends that failed before reaching a batch
         self._closing = False
@@ -248,7 +193,6 @@ class Producer(BaseNode):
         tid = cfg["transactional.id"]
         self._tm = TransactionManager(self.log, tid) if cfg.idempotence else None
         self._txn = tid is not None
-        self._init_backoff_until = 0
         self._metrics: dict[str, int] = dict.fromkeys(
             (
                 "record-send-total",
@@ -266,6 +210,8 @@ class Producer(BaseNode):
             ),
             0,
         )
+        self._sender = Sender(self)
+        self._wakeup = Wakeup(self, self._sender.run)
 
     @property
     def metrics(self) -> dict[str, int]:
@@ -296,34 +242,15 @@ class Producer(BaseNode):
         self._abort_on_new_batch = not isinstance(self.partitioner, DefaultPartitioner)
 
     def on_message(self, src: NodeId, msg: Any, now_ms: int) -> None:
-        if not isinstance(msg, ResponseEnvelope):
-            return
-        req = self._inflight.pop(msg.correlation_id, None)
-        if req is None:
-            # The request timed out and its connection was dropped; Kafka never sees this answer.
-            self._metrics["late-response-total"] += 1
-            return
-        self._node_inflight[req.node] -= 1
-        self._metrics["response-total"] += 1
-        resp = msg.response
-        if req.is_init:
-            if self._txn:
-                self._on_txn_response(resp, now_ms)
-            else:
-                self._on_init_producer_id(resp, now_ms)
-        elif req.is_metadata:
-            self._meta_inflight = None
-            if isinstance(resp, MetadataResponse):
-                self._on_metadata(resp, now_ms)
-        elif isinstance(resp, ProduceResponse):
-            self._on_produce_response(req, resp, now_ms)
-        self._run(now_ms)
+        self._sender.on_message(msg, now_ms)
+
+    def _run(self, now: int) -> None:
+        """One pass of the sender's loop (what the producer's timer runs)."""
+        self._sender.run(now)
 
     def on_crash(self) -> None:
         """A crashed client loses everything in memory; its pending sends stay unknown forever."""
-        self._inflight.clear()
-        self._node_inflight.clear()
-        self._meta_inflight = None
+        self._sender.crash()
         self._wakeup.cancel()
         for batch in self.accumulator.abort_all():
             batch.final_state = "crashed"
@@ -457,10 +384,7 @@ class Producer(BaseNode):
         tm.txn_state = "READY"
 
     def begin_transaction(self) -> None:
-        tm = self._txn_manager("begin_transaction")
-        if tm.txn_state != "READY":
-            raise InvalidTxnStateError(f"Cannot begin a transaction in state {tm.txn_state}")
-        tm.txn_state = "IN_TRANSACTION"
+        self._txn_manager("begin_transaction").begin()
 
     def send_offsets_to_transaction(
         self,
@@ -495,7 +419,7 @@ class Producer(BaseNode):
         if tm.txn_state == "IN_TRANSACTION":
             now = self.net._now
             for batch in self.accumulator.abort_all():
-                self._fail_batch(batch, KafkaError("Failing batch since transaction was aborted"), now)
+                self._sender.fail_batch(batch, KafkaError("Failing batch since transaction was aborted"), now)
         self._end_transaction(False, timeout_ms)
 
     def _txn_manager(self, call: str) -> TransactionManager:
@@ -507,25 +431,14 @@ class Producer(BaseNode):
 
     def _end_transaction(self, commit: bool, timeout_ms: int | None) -> None:
         tm = self._txn_manager("commit_transaction" if commit else "abort_transaction")
-        if tm.txn_state != "IN_TRANSACTION":
-            raise InvalidTxnStateError(
-                f"Cannot {'commit' if commit else 'abort'} a transaction in state {tm.txn_state}: "
-                "call begin_transaction() first"
-            )
-        tm.txn_state = "COMMITTING" if commit else "ABORTING"
-        if not commit:
-            tm.new_partitions.clear()  # their batches were dropped: nothing of them reaches the log
+        tm.start_end(commit)
         self.flush()
         limit = self.config.max_block_ms if timeout_ms is None else timeout_ms
         if not self.net.run_until(self.idle, limit):  # every send of the transaction answered first
             raise RequestTimedOutError(f"Timeout expired after {limit} ms while flushing the transaction")
-        if tm.txn_partitions or tm.new_partitions or tm.offsets_added:
+        if tm.needs_end_txn():
             self._txn_call({"kind": "end", "commit": commit}, timeout_ms)
-        # else: the coordinator never heard of this transaction (nothing was sent): it ends here, as
-        # Kafka's client ends a transaction that added no partition without an EndTxn.
-        tm.txn_state = "READY"
-        tm.txn_partitions.clear()
-        tm.offsets_added = False
+        tm.ended()
 
     def _txn_call(self, op: dict, timeout_ms: int | None) -> None:
         """Run the network until the coordinator answered ``op`` (Kafka's blocking transactional calls)."""
@@ -544,147 +457,6 @@ class Producer(BaseNode):
         if op["error"] is not None:
             raise op["error"]
 
-    def _txn_send(self, node: int, req: Any, now: int) -> bool:
-        corr = self._next_corr()
-        if not self.net.send(self.node_id, node, RequestEnvelope(corr, self.client_id, req)):
-            self._connection_failed(node, now)
-            tm = self._tm
-            assert tm is not None
-            if tm.coordinator == node:
-                tm.coordinator = -1  # a coordinator we cannot reach: look it up again
-            if tm.op is not None and tm.op.get("group_coordinator") == node:
-                tm.op["group_coordinator"] = -1
-            self._init_backoff_until = now + self.config.retry_backoff_ms
-            self._wakeup.schedule(self._init_backoff_until)
-            return False
-        inflight = _InFlight(corr, node, None, now + self.config.request_timeout_ms, now)
-        inflight.is_init = True
-        self._inflight[corr] = inflight
-        self._node_inflight[node] = self._node_inflight.get(node, 0) + 1
-        self._tm.init_pending = True  # type: ignore[union-attr]
-        return True
-
-    def _txn_step(self, now: int) -> None:
-        """Send the next transactional request the state calls for (one at a time, as Kafka's
-        TransactionManager queues them): FindCoordinator, InitProducerId, AddPartitionsToTxn, EndTxn."""
-        tm = self._tm
-        assert tm is not None
-        if tm.init_pending or now < self._init_backoff_until or tm.txn_state == "FATAL_ERROR":
-            return
-        tid = tm.transactional_id
-        op = tm.op
-        wants = op is not None and not op["done"] or bool(tm.new_partitions)
-        if not wants:
-            return
-        if tm.coordinator < 0:
-            for node in self.metadata.nodes():
-                if self._node_backoff.get(node, 0) <= now and self._txn_send(
-                    node, FindCoordinatorRequest(key=tid, key_type=CoordinatorType.TRANSACTION), now
-                ):
-                    return
-            return
-        if op is not None and op["kind"] == "offsets" and not op["done"]:
-            self._txn_offsets_step(op, now)
-            return
-        if op is not None and op["kind"] == "init" and not op["done"]:
-            timeout = self.config["transaction.timeout.ms"]
-            self._txn_send(
-                tm.coordinator,
-                InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=timeout),
-                now,
-            )
-            return
-        if tm.new_partitions:
-            parts = tuple(sorted(tm.new_partitions))
-            req = AddPartitionsToTxnRequest(
-                transactional_id=tid, producer_id=tm.producer_id, producer_epoch=tm.epoch, partitions=parts
-            )
-            self._txn_send(tm.coordinator, req, now)
-            return
-        if op is not None and op["kind"] == "end" and not op["done"] and not self._has_work():
-            req = EndTxnRequest(
-                transactional_id=tid,
-                producer_id=tm.producer_id,
-                producer_epoch=tm.epoch,
-                committed=op["commit"],
-            )
-            self._txn_send(tm.coordinator, req, now)
-
-    def _txn_offsets_step(self, op: dict, now: int) -> None:
-        tm = self._tm
-        assert tm is not None
-        tid, pid, epoch = tm.transactional_id, tm.producer_id, tm.epoch
-        if op["phase"] == "add":
-            req: Any = AddOffsetsToTxnRequest(
-                transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=op["group_id"]
-            )
-            self._txn_send(tm.coordinator, req, now)
-        elif op["group_coordinator"] < 0:
-            for node in self.metadata.nodes():
-                if self._node_backoff.get(node, 0) <= now and self._txn_send(
-                    node, FindCoordinatorRequest(key=op["group_id"], key_type=CoordinatorType.GROUP), now
-                ):
-                    return
-        else:
-            req = TxnOffsetCommitRequest(
-                transactional_id=tid, group_id=op["group_id"], producer_id=pid, producer_epoch=epoch,
-                generation_id=op["generation_id"], member_id=op["member_id"], partitions=op["partitions"],
-            )  # fmt: skip
-            self._txn_send(op["group_coordinator"], req, now)
-
-    def _on_txn_response(self, resp: Any, now: int) -> None:
-        tm = self._tm
-        assert tm is not None
-        tm.init_pending = False
-        code = getattr(resp, "error_code", 0)
-        op = tm.op
-        group_call = op is not None and op["kind"] == "offsets" and op["phase"] == "commit"
-        if isinstance(resp, AddPartitionsToTxnResponse | TxnOffsetCommitResponse):
-            results = resp.results if isinstance(resp, AddPartitionsToTxnResponse) else resp.partitions
-            code = max((r.error_code for r in results), default=0)
-        if code in (
-            COORDINATOR_LOAD_IN_PROGRESS,
-            COORDINATOR_NOT_AVAILABLE,
-            NOT_COORDINATOR,
-            CONCURRENT_TRANSACTIONS,
-        ):
-            if code != CONCURRENT_TRANSACTIONS and code != COORDINATOR_LOAD_IN_PROGRESS:
-                if group_call:
-                    op["group_coordinator"] = -1  # type: ignore[index]
-                else:
-                    tm.coordinator = -1  # look for the coordinator again
-            self._init_backoff_until = now + self.config.retry_backoff_ms
-            self._wakeup.schedule(self._init_backoff_until)
-            return
-        if code:
-            exc_type = error_for_code(code) or KafkaError
-            err = exc_type(f"transactional id {tm.transactional_id}: {type(resp).__name__}")
-            if code in (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH_CODE, INVALID_PRODUCER_ID_MAPPING):
-                tm.txn_state = "FATAL_ERROR"
-                tm.op_error = err
-            if tm.op is not None:
-                tm.op["error"], tm.op["done"] = err, True
-            return
-        if isinstance(resp, FindCoordinatorResponse):
-            if group_call:
-                op["group_coordinator"] = resp.node_id  # type: ignore[index]
-            else:
-                tm.coordinator = resp.node_id
-        elif isinstance(resp, AddOffsetsToTxnResponse) and op is not None:
-            op["phase"] = "commit"
-        elif isinstance(resp, TxnOffsetCommitResponse) and op is not None:
-            op["done"] = True
-        elif isinstance(resp, InitProducerIdResponse):
-            tm.set_producer_id(resp.producer_id, resp.producer_epoch)
-            if tm.op is not None:
-                tm.op["done"] = True
-        elif isinstance(resp, AddPartitionsToTxnResponse):
-            for r in resp.results:
-                tm.txn_partitions.add(r.tp)
-                tm.new_partitions.discard(r.tp)
-        elif isinstance(resp, EndTxnResponse) and tm.op is not None:
-            tm.op["done"] = True
-
     def close(self, timeout_ms: int | None = None) -> None:
         """Stop taking records and send what is queued; ``timeout_ms=0`` fails queued records at once."""
         self._closing = True
@@ -694,7 +466,7 @@ class Producer(BaseNode):
         if timeout_ms == 0:
             now = self.net._now
             for batch in self.accumulator.abort_all():
-                self._fail_batch(batch, KafkaError("Producer is closed forcefully."), now)
+                self._sender.fail_batch(batch, KafkaError("Producer is closed forcefully."), now)
             for w in self._waiting:
                 self._fail_waiting(w, KafkaError("Producer is closed forcefully."))
             self._waiting.clear()
@@ -703,7 +475,7 @@ class Producer(BaseNode):
 
     def idle(self) -> bool:
         """True when nothing is queued, waiting for metadata or in flight (handy for ``run_until``)."""
-        return not (self._waiting or self.accumulator.has_unsent() or self._has_produce_inflight())
+        return not (self._waiting or self.accumulator.has_unsent() or self._sender.has_produce_inflight())
 
     @property
     def closed(self) -> bool:
@@ -716,31 +488,7 @@ class Producer(BaseNode):
     @property
     def history(self) -> list[SendRecord]:
         """Every send so far, in send order, with its outcome (see the module docstring)."""
-        rows: list[SendRecord] = list(self._early)
-        producer = self.client_id
-        for batch in self._batches:
-            if batch.children is not None:
-                continue  # split: its halves are listed instead
-            topic, partition = batch.tp
-            acks = batch.acks
-            if batch.done and batch.error is None:
-                base = batch.base_offset
-                for i, (seq, value) in enumerate(zip(batch.seqs, batch.values, strict=True)):
-                    offset = base + i if base >= 0 else None
-                    rows.append(SendRecord(value, topic, partition, ACKED, offset, acks, None, producer, seq))
-                continue
-            if batch.done:
-                outcome = UNKNOWN if batch.maybe_written else FAILED
-                error = batch.error.name  # type: ignore[union-attr]
-            else:
-                outcome, error = UNKNOWN, batch.final_state or "pending"
-            for seq, value in zip(batch.seqs, batch.values, strict=True):
-                rows.append(SendRecord(value, topic, partition, outcome, None, acks, error, producer, seq))
-        for w in self._waiting:
-            rows.append(SendRecord(w[4], w[1], -1 if w[2] is None else w[2], UNKNOWN, None, self.acks,
-                                   "pending", producer, w[0]))  # fmt: skip
-        rows.sort(key=lambda r: r.seq)  # type: ignore[arg-type, return-value]
-        return rows
+        return history_rows(self._early, self._batches, self._waiting, self.client_id, self.acks)
 
     # ------------------------------------------------------------------------------------ hot path
 
@@ -941,300 +689,7 @@ class Producer(BaseNode):
         self._cache[topic] = cache
         return cache
 
-    # ------------------------------------------------------------------------------------- sender
-
-    def _run(self, now: int) -> None:
-        """One pass of Kafka's Sender loop."""
-        if self._closed:
-            return
-        acc = self.accumulator
-        meta = self.metadata
-        # Timeouts first: missing responses, then batches past delivery.timeout.ms.
-        for req in [r for r in self._inflight.values() if r.deadline <= now]:
-            if req.corr in self._inflight:
-                self._metrics["request-timeout-total"] += 1
-                self.log("request_timeout", broker=req.node, correlation_id=req.corr)
-                self._disconnect(req.node, now, timed_out=True)
-        self._expire(now)
-        self._expire_waiting(now)
-        if self._mem_waiting:
-            self._place_waiting(now)
-        # Metadata: topics waiting for it, unknown leaders, explicit requests, max age.
-        nodes, next_ready, unknown = acc.ready(meta.leader_for, now)
-        if unknown:
-            meta.request_update()
-        if (self._waiting or unknown or meta.need_update or self._has_work()) and meta.update_due(now):
-            self._maybe_send_metadata(now)
-        if isinstance(self.partitioner, DefaultPartitioner) and self.partitioner.adaptive:
-            self._update_load_stats()
-        tm = self._tm
-        gate = None
-        if tm is not None:
-            gate = tm.gate
-            if tm.bump_pending:
-                tm.maybe_bump(acc.batches)
-            if self._txn:
-                self._txn_step(now)
-            elif not tm.has_producer_id and self._has_work():
-                self._maybe_send_init_producer_id(now)
-        for node in sorted(nodes):
-            # Kafka's node latency stats: when a broker has batches ready, note whether it can take them.
-            busy = self._node_inflight.get(node, 0) >= self.config.max_in_flight
-            backing_off = self._node_backoff.get(node, 0) > now
-            drained = self._node_latency.get(node, (now, now))[1] if busy or backing_off else now
-            self._node_latency[node] = (now, drained)
-            if busy:
-                continue
-            if backing_off:
-                at = self._node_backoff[node]
-                next_ready = at if next_ready is None else min(next_ready, at)
-                continue
-            # Like the Sender looping, keep sending to this broker while it may take more requests.
-            while self._node_inflight.get(node, 0) < self.config.max_in_flight:
-                batches = acc.drain(
-                    self._partitions_led_by, node, self._max_request_size, self._compression, now, gate
-                )
-                if not batches:
-                    break
-                self._send_produce(node, batches, now)
-                if self._node_backoff.get(node, 0) > now:
-                    break  # the connection just failed
-                if not acc.node_ready(self._partitions_led_by(node), now):
-                    break  # what is left lingers: Kafka's next ready() check would not pick it
-        if acc.flushing and self.idle():
-            acc.flushing = False
-        self._schedule_next(now, next_ready)
-
-    def _schedule_next(self, now: int, next_ready: int | None) -> None:
-        cands = [] if next_ready is None else [next_ready]
-        cands.extend(r.deadline for r in self._inflight.values())
-        exp = self.accumulator.next_expiry_ms()
-        if exp is not None:
-            cands.append(exp)
-        for r in self._inflight.values():
-            live = [b.created_ms for b in r.batches or () if not b.done]
-            if live:
-                cands.append(min(live) + self.config.delivery_timeout_ms)
-        if self._waiting:
-            cands.append(min(w[9] for w in self._waiting))
-        meta = self.metadata
-        if self._meta_inflight is None and (self._waiting or self._has_work()):
-            if meta.need_update:
-                cands.append(max(self._meta_backoff_until, now + 1))
-            else:
-                age = meta.next_age_refresh_ms()
-                if age is not None:
-                    cands.append(age)
-        if cands:
-            self._wakeup.schedule(max(min(cands), now))
-
-    def _has_work(self) -> bool:
-        return self.accumulator.has_unsent() or self._has_produce_inflight()
-
-    def _has_produce_inflight(self) -> bool:
-        return any(not r.is_metadata for r in self._inflight.values())
-
-    def _partitions_led_by(self, node: int) -> list[TopicPartition]:
-        leader_for = self.metadata.leader_for
-        return [tp for tp, dq in self.accumulator.batches.items() if dq and leader_for(tp) == node]
-
-    def _update_load_stats(self) -> None:
-        """Queue sizes for adaptive partitioning, gathered as Kafka's ``partitionReady`` does: only once
-        every partition of the topic has had a batch (else choices stay uniform), over the partitions
-        with a leader, leaving out those whose leader has had batches ready but could not take them
-        for longer than ``partitioner.availability.timeout.ms`` (when that is set)."""
-        batches = self.accumulator.batches
-        timeout = self.partitioner.availability_timeout_ms
-        leader_for = self.metadata.leader_for
-        for topic in self.metadata.wanted:
-            cache = self._cache.get(topic)
-            if cache is None:
-                continue
-            entries = [tp for tp in cache.tps if tp in batches]
-            if len(entries) < cache.n:
-                self.partitioner.update_partition_load_stats(topic, None)
-                continue
-            ids, sizes = [], []
-            for tp in entries:
-                leader = leader_for(tp)
-                if leader < 0:
-                    continue
-                ready, drained = self._node_latency.get(leader, (0, 0))
-                if timeout > 0 and ready - drained > timeout:
-                    continue  # a broker that cannot keep up: its partitions are not chosen for now
-                ids.append(tp.partition)
-                sizes.append(len(batches[tp]))
-            pad = len(entries) - len(ids)
-            self.partitioner.update_partition_load_stats(topic, sizes + [0] * pad, ids + [-1] * pad, len(ids))
-
-    def _next_corr(self) -> int:
-        self._corr += 1
-        return self._corr
-
-    def _send_produce(self, node: int, batches: list[ProducerBatch], now: int) -> None:
-        cfg = self.config
-        req = ProduceRequest(
-            acks=self.acks,
-            timeout_ms=cfg.request_timeout_ms,
-            partitions=tuple(ProducePartition(tp=b.tp, records=b.buffer or b"") for b in batches),
-        )
-        corr = self._next_corr()
-        self._metrics["request-total"] += 1
-        self._metrics["batch-bytes-total"] += sum(len(b.buffer or b"") for b in batches)
-        if cfg.max_in_flight == 1:
-            for b in batches:
-                self.accumulator.muted.add(b.tp)  # guarantee order: one batch per partition in flight
-        if not self.net.send(self.node_id, node, RequestEnvelope(corr, self.client_id, req)):
-            self._connection_failed(node, now)
-            for b in batches:
-                self._retry_or_fail(b, NetworkError(f"Connection to node {node} failed"), now, 13)
-            return
-        if self.acks == 0:
-            # No response will come: Kafka completes acks=0 batches as soon as the request is sent.
-            for b in batches:
-                self._complete(b, -1, -1, now)
-            return
-        inflight = _InFlight(corr, node, batches, now + cfg.request_timeout_ms, now)
-        self._inflight[corr] = inflight
-        self._node_inflight[node] = self._node_inflight.get(node, 0) + 1
-
-    def _maybe_send_metadata(self, now: int) -> None:
-        if self._meta_inflight is not None or now < self._meta_backoff_until:
-            return
-        meta = self.metadata
-        nodes = meta.nodes()
-        # Kafka's leastLoadedNode: fewest requests in flight, from a random start, skipping failed nodes.
-        start = self._rng.randrange(len(nodes)) if self._rng is not None else 0
-        order = nodes[start:] + nodes[:start]
-        order.sort(key=lambda n: self._node_inflight.get(n, 0))  # stable: ties keep the random order
-        req = MetadataRequest(topics=tuple(meta.wanted))
-        for node in order:
-            if self._node_backoff.get(node, 0) > now:
-                continue
-            corr = self._next_corr()
-            if self.net.send(self.node_id, node, RequestEnvelope(corr, self.client_id, req)):
-                self._metrics["metadata-request-total"] += 1
-                inflight = _InFlight(corr, node, None, now + self.config.request_timeout_ms, now)
-                self._inflight[corr] = inflight
-                self._meta_inflight = inflight
-                self._node_inflight[node] = self._node_inflight.get(node, 0) + 1
-                return
-            self._connection_failed(node, now)
-        self._meta_backoff_until = now + self.config.retry_backoff_ms
-
-    def _maybe_send_init_producer_id(self, now: int) -> None:
-        """Ask a broker for a producer id (Kafka sends InitProducerId to the least loaded node)."""
-        tm = self._tm
-        if tm is None or tm.init_pending or now < self._init_backoff_until:
-            return
-        for node in self.metadata.nodes():
-            if self._node_backoff.get(node, 0) > now:
-                continue
-            corr = self._next_corr()
-            req = InitProducerIdRequest(
-                transaction_timeout_ms=self.config.props.get("transaction.timeout.ms", 60_000)
-            )
-            if self.net.send(self.node_id, node, RequestEnvelope(corr, self.client_id, req)):
-                inflight = _InFlight(corr, node, None, now + self.config.request_timeout_ms, now)
-                inflight.is_init = True
-                self._inflight[corr] = inflight
-                self._node_inflight[node] = self._node_inflight.get(node, 0) + 1
-                tm.init_pending = True
-                return
-            self._connection_failed(node, now)
-        self._init_backoff_until = now + self.config.retry_backoff_ms
-
-    def _on_init_producer_id(self, resp: Any, now: int) -> None:
-        tm = self._tm
-        assert tm is not None
-        tm.init_pending = False
-        if isinstance(resp, InitProducerIdResponse) and resp.error_code == 0:
-            tm.set_producer_id(resp.producer_id, resp.producer_epoch)
-            for dq in self.accumulator.batches.values():
-                for b in dq:
-                    b.base_sequence = -1  # a new producer id starts every partition at sequence 0
-            return
-        code = getattr(resp, "error_code", -1)
-        self.log("init_producer_id_failed", error_code=code)
-        self._init_backoff_until = now + self.config.retry_backoff_ms
-        self._wakeup.schedule(self._init_backoff_until)
-
-    def _sequence_error(self, b: ProducerBatch, code: int, now: int) -> bool:
-        """Handle the produce errors that concern sequences; returns True when the batch is dealt with."""
-        tm = self._tm
-        assert tm is not None
-        if code == DUPLICATE_SEQUENCE_NUMBER or (
-            code == OUT_OF_ORDER_SEQUENCE_NUMBER and tm.already_acked(b)
-        ):
-            # The leader already has this batch but no longer remembers where: a success with no offset.
-            tm.acked(b)
-            self._complete(b, -1, -1, now)
-            return True
-        if code not in (OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID):
-            return False
-        queued = self.accumulator.batches.get(b.tp, ())
-        if code == OUT_OF_ORDER_SEQUENCE_NUMBER and tm.earlier_pending(b, queued):
-            # Refused only because an earlier batch has not landed yet: retry after it (in order).
-            b.in_flight = False
-            self.accumulator.muted.discard(b.tp)
-            self.accumulator.reenqueue(b, now)
-            return True
-        known_cause = b.tp in tm.unresolved or code == UNKNOWN_PRODUCER_ID
-        tm.hole(b.tp)
-        if known_cause and now - b.created_ms < self.config.delivery_timeout_ms:
-            # The hole is a batch we gave up on: this one was refused, so it is not in the log and may
-            # go again under the bumped epoch with a new sequence.
-            b.in_flight = False
-            self.accumulator.muted.discard(b.tp)
-            self.accumulator.reenqueue(b, now)
-            return True
-        return False  # the leader lost our sequence state: Kafka fails the batch (and bumps the epoch)
-
-    def _connection_failed(self, node: int, now: int) -> None:
-        self._metrics["connection-failure-total"] += 1
-        self._node_backoff[node] = now + RECONNECT_BACKOFF_MS
-        self.metadata.request_update()
-
-    def _disconnect(self, node: int, now: int, *, timed_out: bool) -> None:
-        """Drop the connection to ``node``: every request in flight on it fails with NETWORK_EXCEPTION."""
-        self.metadata.request_update()
-        self._node_backoff[node] = now + RECONNECT_BACKOFF_MS
-        for corr in [c for c, r in self._inflight.items() if r.node == node]:
-            req = self._inflight.pop(corr)
-            self._node_inflight[node] -= 1
-            if req.is_init:
-                self._tm.init_pending = False  # type: ignore[union-attr]
-                if self._txn:
-                    tm = self._tm
-                    assert tm is not None
-                    tm.coordinator = -1  # find it again: it may have moved
-                    if tm.op is not None and "group_coordinator" in tm.op:
-                        tm.op["group_coordinator"] = -1
-                continue
-            if req.is_metadata:
-                self._meta_inflight = None
-                continue
-            for b in req.batches or ():
-                if b.done:
-                    continue
-                if timed_out:
-                    b.maybe_written = True  # the broker may have appended it and only the answer was lost
-                err = NetworkError(
-                    f"Disconnected from node {node} due to timeout"
-                    if timed_out
-                    else f"Disconnected from node {node}"
-                )
-                self._retry_or_fail(b, err, now, 13)
-
-    # --------------------------------------------------------------------------------- responses
-
-    def _on_metadata(self, resp: MetadataResponse, now: int) -> None:
-        meta = self.metadata
-        meta.update(resp, now)
-        self._meta_backoff_until = now + self.config.retry_backoff_ms
-        self._node_backoff.clear()
-        if self._waiting:
-            self._place_waiting(now, resp)
+    # ------------------------------------------------------------------------- sends waiting
 
     def _place_waiting(self, now: int, resp: MetadataResponse | None = None) -> None:
         """Append the waiting sends whose partition is known now, in order; once one is short of memory,
@@ -1267,92 +722,6 @@ class Producer(BaseNode):
             self._mem_waiting += 1
             self._waiting.append(w)
 
-    def _on_produce_response(self, req: _InFlight, resp: ProduceResponse, now: int) -> None:
-        by_tp = {p.tp: p for p in resp.partitions}
-        for b in req.batches or ():
-            self.accumulator.muted.discard(b.tp)
-            if b.done:
-                continue  # expired while in flight (delivery.timeout.ms): the answer comes too late
-            b.in_flight = False
-            pr = by_tp.get(b.tp)
-            if pr is None:
-                self._retry_or_fail(b, NetworkError(f"no response for {b.tp}"), now, 13)
-                continue
-            code = pr.error_code
-            if code == 0:
-                if self._tm is not None:
-                    self._tm.acked(b)
-                self._complete(b, pr.base_offset, pr.log_append_time_ms, now)
-                continue
-            if self._tm is not None and b.base_sequence >= 0 and self._sequence_error(b, code, now):
-                continue
-            exc_type = error_for_code(code) or KafkaError
-            msg = pr.error_message or f"{b.tp} on node {req.node}"
-            if code in MAYBE_WRITTEN_CODES:
-                b.maybe_written = True
-            if code == MESSAGE_TOO_LARGE and b.record_count > 1:
-                self._split(b, now)
-                continue
-            self._retry_or_fail(b, exc_type(msg), now, code)
-
-    def _split(self, b: ProducerBatch, now: int) -> None:
-        """Kafka's splitAndReenqueue: re-batch by ``batch.size``; a batch made by a split is halved
-        instead (KAFKA-8350), else a batch.size above the broker's limit would split into itself forever."""
-        self._metrics["batch-split-total"] += 1
-        if self._compression and b.buffer is not None and b.records_bytes:
-            # Kafka resets the topic's estimate to the ratio this batch really had (at least 1).
-            actual = (len(b.buffer) - BATCH_HEADER_SIZE) / b.records_bytes
-            self.accumulator.ratios.reset(b.tp.topic, self._compression, max(1.0, actual))
-        limit = max(b.max_record_size(), b.size // 2) if b.is_split else self._batch_size
-        children = b.split(now, limit)
-        self._release(b)  # the children are built outside the pool, as Kafka's are
-        if self._history_on:
-            self._batches.extend(children)
-        if self._tm is not None and b.base_sequence >= 0:
-            # The children cover the parent's sequence range exactly, so they keep it (as Kafka's do):
-            # queued in sequence order, each goes as a retry, alone, so they reach the log in order.
-            self._tm.replace(b, children)
-            for child in children:
-                self.accumulator.reenqueue(child, now)
-            return
-        self.accumulator.requeue_split(b, children)
-
-    def _retry_or_fail(self, b: ProducerBatch, err: KafkaError, now: int, code: int) -> None:
-        b.in_flight = False
-        self.accumulator.muted.discard(b.tp)
-        cfg = self.config
-        if (
-            err.retriable
-            and b.attempts <= cfg.retries
-            and now - b.created_ms < cfg.delivery_timeout_ms
-            and not self._closed
-        ):
-            self._metrics["record-retry-total"] += b.record_count
-            self.log("retry", tp=str(b.tp), error=err.name, attempt=b.attempts)
-            if code in INVALID_METADATA_CODES:
-                self.metadata.request_update()
-            self.accumulator.reenqueue(b, now)
-            return
-        self._fail_batch(b, err, now)
-
-    def _expire(self, now: int) -> None:
-        limit = self.config.delivery_timeout_ms
-        for b in self.accumulator.expired(now):
-            self._fail_batch(b, self._expiry_error(b, now), now)
-        for req in self._inflight.values():
-            for b in req.batches or ():
-                if not b.done and now - b.created_ms >= limit:
-                    b.maybe_written = True
-                    self.accumulator.muted.discard(b.tp)
-                    self._fail_batch(b, self._expiry_error(b, now), now)
-
-    @staticmethod
-    def _expiry_error(b: ProducerBatch, now: int) -> RequestTimedOutError:
-        return RequestTimedOutError(
-            f"Expiring {b.record_count} record(s) for {b.tp}:{now - b.created_ms} ms has passed since "
-            "batch creation"
-        )
-
     def _expire_waiting(self, now: int) -> None:
         if not self._waiting:
             return
@@ -1378,43 +747,13 @@ class Producer(BaseNode):
                 )
         self._waiting = keep
 
-    # ------------------------------------------------------------------------------- completion
+    # ----------------------------------------------------------------------------------- memory
 
     def _release(self, b: ProducerBatch) -> None:
         """Give a finished batch's buffer.memory back (Kafka's deallocate)."""
         if b.pooled:
             self._pool_free += b.pooled
             b.pooled = 0
-
-    def _complete(self, b: ProducerBatch, base_offset: int, log_append_time: int, now: int) -> None:
-        self._release(b)
-        b.base_offset = base_offset
-        b.log_append_time = log_append_time
-        b.done = True
-        b.in_flight = False
-        self._run_callbacks(b)
-
-    def _fail_batch(self, b: ProducerBatch, err: KafkaError, now: int) -> None:
-        if self._tm is not None and b.base_sequence >= 0:
-            self._tm.failed(b)
-        self._release(b)
-        b.error = err
-        b.done = True
-        b.in_flight = False
-        self._metrics["record-error-total"] += b.record_count
-        self.log("batch_failed", tp=str(b.tp), error=err.name, records=b.record_count)
-        self._run_callbacks(b)
-
-    def _run_callbacks(self, b: ProducerBatch) -> None:
-        if not b.callbacks:
-            return
-        err = b.error
-        failed = RecordMetadata(b.tp.topic, b.tp.partition, -1, -1) if err else None
-        for index, cb in b.callbacks:
-            try:
-                cb(failed or b.metadata(index), err)
-            except Exception as exc:  # a user callback must not break the sender (Kafka logs it)
-                self.log("callback_error", tp=str(b.tp), error=repr(exc))
 
     def _fail_early(
         self,

@@ -7,8 +7,9 @@ may be in the log). The history checker (``kafkalite.harness.checker``) judges a
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from kafkalite.common.acks import Acks
 
@@ -94,3 +95,37 @@ class SendRecord:
         seq: int | None = None,
     ) -> SendRecord:
         return cls(id, topic, partition, UNKNOWN, None, _acks(acks), "timeout", producer, seq)
+
+
+def history_rows(
+    early: Iterable[SendRecord], batches: Iterable[Any], waiting: Iterable[list], producer: str, acks: int
+) -> list[SendRecord]:
+    """A producer's sends in send order: those that failed before reaching a batch (``early``), those in
+    its ``ProducerBatch``es (a split batch is listed by its halves), and those still waiting for metadata
+    or memory (``Producer._waiting`` entries: seq, topic, partition, key, value, ...)."""
+    rows: list[SendRecord] = list(early)
+    for batch in batches:
+        if batch.children is not None:
+            continue  # split: its halves are listed instead
+        topic, partition = batch.tp
+        batch_acks = batch.acks
+        if batch.done and batch.error is None:
+            base = batch.base_offset
+            for i, (seq, value) in enumerate(zip(batch.seqs, batch.values, strict=True)):
+                offset = base + i if base >= 0 else None
+                rows.append(
+                    SendRecord(value, topic, partition, ACKED, offset, batch_acks, None, producer, seq)
+                )
+            continue
+        if batch.done:
+            outcome = UNKNOWN if batch.maybe_written else FAILED
+            error = batch.error.name
+        else:
+            outcome, error = UNKNOWN, batch.final_state or "pending"
+        for seq, value in zip(batch.seqs, batch.values, strict=True):
+            rows.append(SendRecord(value, topic, partition, outcome, None, batch_acks, error, producer, seq))
+    for w in waiting:
+        rows.append(SendRecord(w[4], w[1], -1 if w[2] is None else w[2], UNKNOWN, None, acks,
+                               "pending", producer, w[0]))  # fmt: skip
+    rows.sort(key=lambda r: r.seq)  # type: ignore[arg-type, return-value]
+    return rows

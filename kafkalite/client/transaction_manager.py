@@ -1,5 +1,5 @@
-"""The idempotent producer's bookkeeping: producer id, epoch and per-partition sequences (Kafka's
-client-side ``TransactionManager``, idempotence part).
+"""The idempotent and transactional producer's bookkeeping (Kafka's client-side ``TransactionManager``):
+producer id, epoch and per-partition sequences; the transaction's state and the requests that move it.
 
 Each batch gets, when it is first drained, the partition's next sequence; the leader accepts a batch only
 if its sequence follows the last one it has, and answers a retry of one of the last five batches with the
@@ -14,14 +14,40 @@ keeps three rules:
   or the leader lost the producer's state), the producer bumps its epoch itself (KIP-360): once nothing is
   in flight, epoch + 1, every partition restarts at sequence 0, and queued batches are sequenced again.
   Only batches that cannot be in the log get a new sequence, so the bump never makes a duplicate.
+
+With a ``transactional.id`` it also runs the transaction (KIP-98): the state (UNINITIALIZED, READY,
+IN_TRANSACTION, COMMITTING, ABORTING, FATAL_ERROR), the blocking call in progress (``op``: init, offsets,
+end) and, one at a time, the request that call or a new partition needs next: FindCoordinator,
+InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn. The ``Sender`` sends them
+and hands the answers back (``send_next``, ``handle_response``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from kafkalite.client.accumulator import ProducerBatch
-from kafkalite.protocol import TopicPartition
+from kafkalite.errors import InvalidTxnStateError, KafkaError, error_for_code
+from kafkalite.protocol import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    CoordinatorType,
+    EndTxnRequest,
+    EndTxnResponse,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    TopicPartition,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+)
+
+if TYPE_CHECKING:
+    from kafkalite.client.sender import Sender
 
 MAX_EPOCH = 0x7FFF
 BATCHES_REMEMBERED = 5  # the leader's per-producer window (Kafka's NUM_BATCHES_TO_RETAIN)
@@ -31,6 +57,11 @@ MAX_SEQUENCE = 0x7FFFFFFF
 OUT_OF_ORDER_SEQUENCE_NUMBER = 45
 DUPLICATE_SEQUENCE_NUMBER = 46
 UNKNOWN_PRODUCER_ID = 59
+# Coordinator answers: retried after retry.backoff.ms (the first three by finding the coordinator again),
+# or fatal for this producer (a newer one with the same transactional id fenced it).
+COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR = 14, 15, 16
+INVALID_PRODUCER_EPOCH_CODE, INVALID_PRODUCER_ID_MAPPING, CONCURRENT_TRANSACTIONS = 47, 49, 51
+PRODUCER_FENCED = 90
 
 
 class TransactionManager:
@@ -194,6 +225,166 @@ class TransactionManager:
         self.unresolved.clear()
         self.gapped.clear()
         self.bump_pending = False
+
+    # ------------------------------------------------------------------------- transaction states
+
+    def begin(self) -> None:
+        if self.txn_state != "READY":
+            raise InvalidTxnStateError(f"Cannot begin a transaction in state {self.txn_state}")
+        self.txn_state = "IN_TRANSACTION"
+
+    def start_end(self, commit: bool) -> None:
+        """Enter COMMITTING or ABORTING; an abort forgets the partitions whose batches were dropped."""
+        if self.txn_state != "IN_TRANSACTION":
+            raise InvalidTxnStateError(
+                f"Cannot {'commit' if commit else 'abort'} a transaction in state {self.txn_state}: "
+                "call begin_transaction() first"
+            )
+        self.txn_state = "COMMITTING" if commit else "ABORTING"
+        if not commit:
+            self.new_partitions.clear()  # their batches were dropped: nothing of them reaches the log
+
+    def needs_end_txn(self) -> bool:
+        """Whether the coordinator knows of the transaction (else it ends without an EndTxn, as in Kafka)."""
+        return bool(self.txn_partitions or self.new_partitions or self.offsets_added)
+
+    def ended(self) -> None:
+        self.txn_state = "READY"
+        self.txn_partitions.clear()
+        self.offsets_added = False
+
+    # ---------------------------------------------------------------------- transactional requests
+
+    def send_next(self, sender: Sender, now: int) -> None:
+        """Send the next transactional request the state calls for (one at a time, as Kafka's
+        TransactionManager queues them): FindCoordinator, InitProducerId, AddPartitionsToTxn, EndTxn."""
+        if self.init_pending or now < sender.init_backoff_until or self.txn_state == "FATAL_ERROR":
+            return
+        tid = self.transactional_id
+        op = self.op
+        wants = op is not None and not op["done"] or bool(self.new_partitions)
+        if not wants:
+            return
+        if self.coordinator < 0:
+            for node in sender.metadata.nodes():
+                if sender.node_backoff.get(node, 0) <= now and sender.send_txn(
+                    node, FindCoordinatorRequest(key=tid, key_type=CoordinatorType.TRANSACTION), now
+                ):
+                    return
+            return
+        if op is not None and op["kind"] == "offsets" and not op["done"]:
+            self._send_offsets_step(sender, op, now)
+            return
+        if op is not None and op["kind"] == "init" and not op["done"]:
+            timeout = sender.config["transaction.timeout.ms"]
+            sender.send_txn(
+                self.coordinator,
+                InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=timeout),
+                now,
+            )
+            return
+        if self.new_partitions:
+            parts = tuple(sorted(self.new_partitions))
+            req = AddPartitionsToTxnRequest(
+                transactional_id=tid,
+                producer_id=self.producer_id,
+                producer_epoch=self.epoch,
+                partitions=parts,
+            )
+            sender.send_txn(self.coordinator, req, now)
+            return
+        if op is not None and op["kind"] == "end" and not op["done"] and not sender.has_work():
+            req = EndTxnRequest(
+                transactional_id=tid,
+                producer_id=self.producer_id,
+                producer_epoch=self.epoch,
+                committed=op["commit"],
+            )
+            sender.send_txn(self.coordinator, req, now)
+
+    def _send_offsets_step(self, sender: Sender, op: dict, now: int) -> None:
+        tid, pid, epoch = self.transactional_id, self.producer_id, self.epoch
+        if op["phase"] == "add":
+            req: Any = AddOffsetsToTxnRequest(
+                transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=op["group_id"]
+            )
+            sender.send_txn(self.coordinator, req, now)
+        elif op["group_coordinator"] < 0:
+            for node in sender.metadata.nodes():
+                if sender.node_backoff.get(node, 0) <= now and sender.send_txn(
+                    node, FindCoordinatorRequest(key=op["group_id"], key_type=CoordinatorType.GROUP), now
+                ):
+                    return
+        else:
+            req = TxnOffsetCommitRequest(
+                transactional_id=tid, group_id=op["group_id"], producer_id=pid, producer_epoch=epoch,
+                generation_id=op["generation_id"], member_id=op["member_id"], partitions=op["partitions"],
+            )  # fmt: skip
+            sender.send_txn(op["group_coordinator"], req, now)
+
+    def unreachable(self, node: int) -> None:
+        """A transactional request to ``node`` could not be sent: a coordinator there is looked up again."""
+        if self.coordinator == node:
+            self.coordinator = -1
+        if self.op is not None and self.op.get("group_coordinator") == node:
+            self.op["group_coordinator"] = -1
+
+    def disconnected(self) -> None:
+        """The connection of the request in flight dropped: find the coordinators again (they may have moved)."""
+        self.coordinator = -1
+        if self.op is not None and "group_coordinator" in self.op:
+            self.op["group_coordinator"] = -1
+
+    def handle_response(self, resp: Any) -> bool:
+        """Apply a coordinator's answer; returns True when the request is to be retried after a backoff."""
+        self.init_pending = False
+        code = getattr(resp, "error_code", 0)
+        op = self.op
+        group_call = op is not None and op["kind"] == "offsets" and op["phase"] == "commit"
+        if isinstance(resp, AddPartitionsToTxnResponse | TxnOffsetCommitResponse):
+            results = resp.results if isinstance(resp, AddPartitionsToTxnResponse) else resp.partitions
+            code = max((r.error_code for r in results), default=0)
+        if code in (
+            COORDINATOR_LOAD_IN_PROGRESS,
+            COORDINATOR_NOT_AVAILABLE,
+            NOT_COORDINATOR,
+            CONCURRENT_TRANSACTIONS,
+        ):
+            if code != CONCURRENT_TRANSACTIONS and code != COORDINATOR_LOAD_IN_PROGRESS:
+                if group_call:
+                    op["group_coordinator"] = -1  # type: ignore[index]
+                else:
+                    self.coordinator = -1  # look for the coordinator again
+            return True
+        if code:
+            exc_type = error_for_code(code) or KafkaError
+            err = exc_type(f"transactional id {self.transactional_id}: {type(resp).__name__}")
+            if code in (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH_CODE, INVALID_PRODUCER_ID_MAPPING):
+                self.txn_state = "FATAL_ERROR"
+                self.op_error = err
+            if self.op is not None:
+                self.op["error"], self.op["done"] = err, True
+            return False
+        if isinstance(resp, FindCoordinatorResponse):
+            if group_call:
+                op["group_coordinator"] = resp.node_id  # type: ignore[index]
+            else:
+                self.coordinator = resp.node_id
+        elif isinstance(resp, AddOffsetsToTxnResponse) and op is not None:
+            op["phase"] = "commit"
+        elif isinstance(resp, TxnOffsetCommitResponse) and op is not None:
+            op["done"] = True
+        elif isinstance(resp, InitProducerIdResponse):
+            self.set_producer_id(resp.producer_id, resp.producer_epoch)
+            if self.op is not None:
+                self.op["done"] = True
+        elif isinstance(resp, AddPartitionsToTxnResponse):
+            for r in resp.results:
+                self.txn_partitions.add(r.tp)
+                self.new_partitions.discard(r.tp)
+        elif isinstance(resp, EndTxnResponse) and self.op is not None:
+            self.op["done"] = True
+        return False
 
 
 def _after(a: int, b: int) -> bool:
