@@ -25,6 +25,9 @@ Kafka's shape, in brief:
 * **Reassignment** (KIP-455 flow): replicas become original + target, wait until every target replica is in
   the ISR, move the leader if it is not a target, shrink to the target and StopReplica the removed ones.
 
+The context it works from is in ``context.py``; reassignment in ``reassignment.py``; controlled shutdown in
+``controlled_shutdown.py``; topic deletion in ``kafkalite.broker.topic_deletion``.
+
 Sans-I/O: ZooKeeper through a ``ZkLink``, the network through the ``send``/``set_timer`` callables, time
 from the timers. Every decision is logged with ``log(kind, **fields)``.
 """
@@ -35,9 +38,13 @@ import contextlib
 import json
 import random
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
+from functools import partial
 from typing import Any
 
+from kafkalite.broker.controller.context import ControllerContext, PartitionInfo, RequestBatch
+from kafkalite.broker.controller.controlled_shutdown import controlled_shutdown
+from kafkalite.broker.controller.reassignment import ReassignmentManager
 from kafkalite.broker.placement import assign_new_partitions, assign_replicas
 from kafkalite.broker.topic_deletion import TopicDeletionManager
 from kafkalite.broker.topic_validator import colliding_topics, validate_topic, validate_topic_configs
@@ -57,7 +64,6 @@ from kafkalite.coordination.store import (
 )
 from kafkalite.coordination.zk_node import ConnectionLossError, ZkLink
 from kafkalite.errors import (
-    BrokerNotAvailableError,
     ElectionNotNeededError,
     EligibleLeadersNotAvailableError,
     FencedLeaderEpochError,
@@ -70,7 +76,6 @@ from kafkalite.errors import (
     InvalidUpdateVersionError,
     KafkaError,
     KafkaStorageError,
-    NoReassignmentInProgressError,
     NotControllerError,
     NotLeaderOrFollowerError,
     PolicyViolationError,
@@ -111,11 +116,8 @@ from kafkalite.protocol import (
     LeaderAndIsrRequest,
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
-    OngoingReassignment,
-    ReassignmentResult,
     RequestEnvelope,
     ResponseEnvelope,
-    StopReplicaPartitionState,
     StopReplicaRequest,
     TopicPartition,
     UpdateMetadataPartitionState,
@@ -157,67 +159,6 @@ def _bool(value: Any) -> bool:
 
 class ControllerMovedError(Exception):
     """A conditional write failed on ``/controller_epoch``: another controller has been elected."""
-
-
-@dataclass
-class PartitionInfo:
-    """The controller's view of one partition: assignment plus the state znode and its version."""
-
-    replicas: tuple[int, ...]
-    adding: tuple[int, ...] = ()
-    removing: tuple[int, ...] = ()
-    state: paths.PartitionState | None = None
-    zk_version: int = -1
-    mzxid: int = -1  # zxid of the state znode's last write, as loaded or written by this controller
-
-
-@dataclass
-class ControllerContext:
-    """Everything the active controller knows, loaded from ZooKeeper on election."""
-
-    epoch: int = 0
-    epoch_zk_version: int = -1
-    live_brokers: dict[int, int] = field(default_factory=dict)  # id -> broker epoch (czxid)
-    endpoints: dict[int, BrokerEndpoint] = field(default_factory=dict)
-    topics: dict[str, dict[int, PartitionInfo]] = field(default_factory=dict)
-    topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)
-    reassigning: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
-    deletion: Any = None  # the TopicDeletionManager of this controllership
-    shutting_down: set[int] = field(default_factory=set)  # brokers in controlled shutdown
-    # Kafka's replicasOnOfflineDirs: per broker, the partitions whose replica there sits in a failed log dir.
-    offline_replicas: dict[int, set[TopicPartition]] = field(default_factory=dict)
-
-    def eligible_leaders(self, tp: TopicPartition | None = None) -> set[int]:
-        """Live brokers that may take leadership (not those shutting down; for ``tp``, not those whose
-        replica of it is in a failed log dir)."""
-        return {
-            b
-            for b in self.live_brokers
-            if b not in self.shutting_down and (tp is None or tp not in self.offline_replicas.get(b, ()))
-        }
-
-    def replica_offline(self, tp: TopicPartition, broker: int) -> bool:
-        return broker not in self.live_brokers or tp in self.offline_replicas.get(broker, ())
-
-    def partitions(self) -> list[tuple[TopicPartition, PartitionInfo]]:
-        return [
-            (TopicPartition(t, p), info)
-            for t in sorted(self.topics)
-            for p, info in sorted(self.topics[t].items())
-        ]
-
-    def info(self, tp: TopicPartition) -> PartitionInfo | None:
-        return self.topics.get(tp.topic, {}).get(tp.partition)
-
-
-class _Batch:
-    """Requests collected while handling one event, sent together at the end (Kafka's request batch)."""
-
-    def __init__(self) -> None:
-        self.leader_and_isr: dict[int, dict[TopicPartition, LeaderAndIsrPartitionState]] = {}
-        self.stop_replica: dict[int, dict[TopicPartition, StopReplicaPartitionState]] = {}
-        self.metadata: set[TopicPartition] = set()
-        self.metadata_all = False
 
 
 def encode_topic_config(config: Mapping[str, str]) -> bytes:
@@ -288,6 +229,7 @@ class Controller:
         self._failover_done = False  # False while a failover aborted by ZooKeeper trouble must be redone
         self.rejections: list[tuple[Any, str, int]] = []  # (broker, api, error_code) answers refusing us
         self._broker_conf: BrokerConfig | None = None  # parsed once, to validate topic configs
+        self.reassignment = ReassignmentManager(self)
 
     # ------------------------------------------------------------------------------------- status
 
@@ -482,7 +424,7 @@ class Controller:
         for topic in zk.get_children(paths.BROKER_TOPICS, watch=self._on_topics_change):
             self._load_topic(topic)
         self._delete_topics_change()  # deletions in progress leave the state machines before they start
-        batch = _Batch()
+        batch = RequestBatch()
         batch.metadata_all = True
         # New partitions (no state znode yet), then offline ones, then dead replicas out of the ISR.
         for tp, info in ctx.partitions():
@@ -503,15 +445,15 @@ class Controller:
         for tp, info in ctx.partitions():
             if info.adding or info.removing:
                 pending[tp] = tuple(r for r in info.replicas if r not in info.removing)
-        self._watch_admin_reassign(pending)
+        self.reassignment.watch_admin_znode(pending)
         for tp, target in sorted(pending.items()):
-            self._start_reassignment(tp, target)
+            self.reassignment.start(tp, target)
         self._watch_preferred_election()
         self._log_dir_events()
         if _bool(self.config["auto.leader.rebalance.enable"]):
             self._arm_rebalance(FIRST_REBALANCE_CHECK_MS)
 
-    def _handle_bounced_on_failover(self, batch: _Batch) -> None:
+    def _handle_bounced_on_failover(self, batch: RequestBatch) -> None:
         """Leaders and ISR members whose broker registered after the state znode was last written.
 
         Such a replica got its leadership or ISR seat in an earlier incarnation: it may have restarted
@@ -589,7 +531,7 @@ class Controller:
         dead, new = self._read_brokers()
         if not dead and not new:
             return
-        batch = _Batch()
+        batch = RequestBatch()
         batch.metadata_all = True
         for b in dead | new:
             ctx.offline_replicas.pop(b, None)  # a restarted broker's dirs are tried again (Kafka does too)
@@ -615,7 +557,7 @@ class Controller:
         self._send_batch(batch)
         if new:
             for tp in sorted(ctx.reassigning):
-                self._check_reassignment(tp)
+                self.reassignment.check(tp)
         ctx.deletion.resume()
 
     def _on_log_dir_event(self, event: WatchedEvent) -> None:
@@ -646,7 +588,7 @@ class Controller:
         if not live:
             return
         self._log("log_dir_failure", brokers=tuple(live))
-        batch = _Batch()
+        batch = RequestBatch()
         for tp, info in ctx.partitions():
             if info.state is None:
                 continue
@@ -667,7 +609,7 @@ class Controller:
             return
         known.update(new)
         self._log("replicas_offline", broker=broker, partitions=[str(tp) for tp in new])
-        batch = _Batch()
+        batch = RequestBatch()
         for tp in new:
             self._handle_dead_replicas({broker}, batch, reason="log_dir_failure", only=tp)
         self._send_batch(batch)
@@ -680,7 +622,7 @@ class Controller:
         ctx = self.ctx
         assert ctx is not None
         topics = self.zk.get_children(paths.BROKER_TOPICS, watch=self._on_topics_change)
-        batch = _Batch()
+        batch = RequestBatch()
         for topic in topics:
             if topic in ctx.topics or ctx.deletion.is_deleting(topic):
                 continue
@@ -702,7 +644,7 @@ class Controller:
         if self._unclean_allowed(topic):
 
             def elect() -> None:
-                batch = _Batch()
+                batch = RequestBatch()
                 self._elect_offline(batch, reason="unclean_election_enabled")
                 self._send_batch(batch)
 
@@ -713,7 +655,7 @@ class Controller:
         override = self.ctx.topic_configs.get(topic, {}).get("unclean.leader.election.enable")
         return _bool(self.config["unclean.leader.election.enable"] if override is None else override)
 
-    def _init_partition(self, tp: TopicPartition, info: PartitionInfo, batch: _Batch) -> None:
+    def _init_partition(self, tp: TopicPartition, info: PartitionInfo, batch: RequestBatch) -> None:
         """NewPartition -> OnlinePartition: first live replica leads, ISR = live replicas, epoch 0."""
         ctx = self.ctx
         assert ctx is not None
@@ -761,7 +703,7 @@ class Controller:
         info: PartitionInfo,
         leader: int,
         isr: tuple[int, ...],
-        batch: _Batch,
+        batch: RequestBatch,
         *,
         reason: str,
         event: str,
@@ -796,7 +738,7 @@ class Controller:
         return True
 
     def _handle_dead_replicas(
-        self, dead: set[int], batch: _Batch, *, reason: str, only: TopicPartition | None = None
+        self, dead: set[int], batch: RequestBatch, *, reason: str, only: TopicPartition | None = None
     ) -> None:
         """Leaders on dead brokers are replaced; dead followers leave the ISR (OfflineReplica)."""
         ctx = self.ctx
@@ -836,7 +778,7 @@ class Controller:
                 tp, info, st.leader, remaining or st.isr[-1:], batch, reason=reason, event="isr_changed"
             )
 
-    def _elect_offline(self, batch: _Batch, *, reason: str) -> None:
+    def _elect_offline(self, batch: RequestBatch, *, reason: str) -> None:
         """Try to bring every leaderless partition online (OfflinePartition -> OnlinePartition)."""
         ctx = self.ctx
         assert ctx is not None
@@ -857,7 +799,13 @@ class Controller:
     # --------------------------------------------------------------------------------- requests
 
     def _add_leader_and_isr(
-        self, batch: _Batch, broker: int, tp: TopicPartition, info: PartitionInfo, *, is_new: bool = False
+        self,
+        batch: RequestBatch,
+        broker: int,
+        tp: TopicPartition,
+        info: PartitionInfo,
+        *,
+        is_new: bool = False,
     ) -> None:
         st = info.state
         assert st is not None
@@ -891,7 +839,7 @@ class Controller:
             ),
         )
 
-    def _send_batch(self, batch: _Batch) -> None:
+    def _send_batch(self, batch: RequestBatch) -> None:
         ctx = self.ctx
         assert ctx is not None
         for broker, states in sorted(batch.leader_and_isr.items()):
@@ -1004,9 +952,9 @@ class Controller:
             CreatePartitionsRequest: self._create_partitions,
             AlterPartitionRequest: self._alter_partition,
             ElectLeadersRequest: self._elect_leaders,
-            AlterPartitionReassignmentsRequest: self._alter_reassignments,
-            ListPartitionReassignmentsRequest: self._list_reassignments,
-            ControlledShutdownRequest: self._controlled_shutdown,
+            AlterPartitionReassignmentsRequest: self.reassignment.alter,
+            ListPartitionReassignmentsRequest: self.reassignment.ongoing,
+            ControlledShutdownRequest: partial(controlled_shutdown, self),
         }
         handler = handlers.get(type(req))
         if handler is None:
@@ -1077,7 +1025,7 @@ class Controller:
                 )
             )
         results: list[Any] = []
-        batch = _Batch()
+        batch = RequestBatch()
         names = [t.name for t in req.topics]
         dupes = {n for n in names if names.count(n) > 1}
         checked = self._validate_each(
@@ -1242,7 +1190,7 @@ class Controller:
                 )
             )
         results: list[Any] = []
-        batch = _Batch()
+        batch = RequestBatch()
         checked = self._validate_each(
             req.topics,
             self._validate_new_partitions,
@@ -1320,16 +1268,16 @@ class Controller:
             self._log("alter_partition_rejected", broker=req.broker_id, error="STALE_BROKER_EPOCH")
             return AlterPartitionResponse(error_code=STALE_BROKER_EPOCH)
         results = []
-        batch = _Batch()
+        batch = RequestBatch()
         for item in req.partitions:
             results.append(self._alter_one(req.broker_id, item, batch))
         self._send_batch(batch)
         for item in req.partitions:
             if item.tp in ctx.reassigning:
-                self._check_reassignment(item.tp)
+                self.reassignment.check(item.tp)
         return AlterPartitionResponse(partitions=tuple(results))
 
-    def _alter_one(self, broker: int, item: Any, batch: _Batch) -> AlterPartitionResult:
+    def _alter_one(self, broker: int, item: Any, batch: RequestBatch) -> AlterPartitionResult:
         ctx = self.ctx
         assert ctx is not None
         tp = item.tp
@@ -1408,7 +1356,7 @@ class Controller:
     # ------------------------------------------------------------------------- preferred leaders
 
     def elect_preferred(
-        self, tps: Iterable[TopicPartition], batch: _Batch, *, reason: str
+        self, tps: Iterable[TopicPartition], batch: RequestBatch, *, reason: str
     ) -> dict[TopicPartition, int]:
         """Move leadership to each partition's first replica where it is alive and in the ISR."""
         ctx = self.ctx
@@ -1440,7 +1388,7 @@ class Controller:
         ctx = self.ctx
         assert ctx is not None
         tps = [tp for tp, _ in ctx.partitions()] if req.partitions is None else list(req.partitions)
-        batch = _Batch()
+        batch = RequestBatch()
         if req.election_type == PREFERRED:
             codes = self.elect_preferred(tps, batch, reason="elect_leaders")
         elif req.election_type == UNCLEAN:
@@ -1485,7 +1433,7 @@ class Controller:
         except NoNode:
             return
         tps = [TopicPartition(t, p) for t, p in paths.decode_partition_list(data)]
-        batch = _Batch()
+        batch = RequestBatch()
         self.elect_preferred(tps, batch, reason="admin_preferred_replica_election")
         self._send_batch(batch)
         with contextlib.suppress(NoNode):
@@ -1517,7 +1465,7 @@ class Controller:
             # A partition without leader state still counts in Kafka's denominator, never as not led.
             if tp not in ctx.reassigning:
                 by_preferred.setdefault(info.replicas[0], []).append(tp)
-        batch = _Batch()
+        batch = RequestBatch()
         for broker, tps in sorted(by_preferred.items()):
             not_led = [tp for tp in tps if (st := ctx.info(tp).state) is not None and st.leader != broker]
             ratio = len(not_led) / len(tps)
@@ -1526,100 +1474,6 @@ class Controller:
             self._log("leader_imbalance", broker=broker, ratio=round(ratio, 4), partitions=len(tps))
             self.elect_preferred(not_led, batch, reason="auto_leader_rebalance")
         self._send_batch(batch)
-
-    # ------------------------------------------------------------------------------ reassignment
-
-    def _alter_reassignments(
-        self, req: AlterPartitionReassignmentsRequest
-    ) -> AlterPartitionReassignmentsResponse:
-        ctx = self.ctx
-        assert ctx is not None
-        results = []
-        for r in req.reassignments:
-            code, message = NO_ERROR, None
-            try:
-                if r.replicas is None:
-                    self._cancel_reassignment(r.tp)
-                else:
-                    self._start_reassignment(r.tp, tuple(r.replicas))
-            except KafkaError as exc:
-                code, message = exc.code, str(exc)
-            except _InvalidAssignment as exc:
-                code, message = INVALID_REPLICA_ASSIGNMENT, str(exc)
-            results.append(ReassignmentResult(tp=r.tp, error_code=code, error_message=message))
-        return AlterPartitionReassignmentsResponse(results=tuple(results))
-
-    def _list_reassignments(
-        self, req: ListPartitionReassignmentsRequest
-    ) -> ListPartitionReassignmentsResponse:
-        """The moves in progress (of the partitions asked about); a partition that is not moving, or does
-        not exist, is left out, as Kafka's controller leaves it out."""
-        ctx = self.ctx
-        assert ctx is not None
-        wanted = ctx.reassigning if req.partitions is None else req.partitions
-        out = []
-        for tp in sorted(t for t in wanted if t in ctx.reassigning):
-            info = ctx.info(tp)
-            if info is None:
-                continue
-            out.append(
-                OngoingReassignment(
-                    tp=tp,
-                    replicas=info.replicas,
-                    adding_replicas=info.adding,
-                    removing_replicas=info.removing,
-                )
-            )
-        return ListPartitionReassignmentsResponse(reassignments=tuple(out))
-
-    # ------------------------------------------------------------------------- ControlledShutdown
-    def _controlled_shutdown(self, req: ControlledShutdownRequest) -> ControlledShutdownResponse:
-        """Kafka's controlled shutdown: the broker's leaderships move to another ISR member (first in
-        assignment order), its follower replicas leave the ISR and stop; the answer lists the replicated
-        partitions it still leads (none eligible to take over), and the broker asks again."""
-        ctx = self.ctx
-        assert ctx is not None
-        b = req.broker_id
-        if b not in ctx.live_brokers:
-            return ControlledShutdownResponse(error_code=BrokerNotAvailableError.code)
-        if req.broker_epoch != -1 and req.broker_epoch < ctx.live_brokers[b]:
-            return ControlledShutdownResponse(error_code=STALE_BROKER_EPOCH)
-        if b not in ctx.shutting_down:
-            self._log("controlled_shutdown", broker=b)
-        ctx.shutting_down.add(b)
-        eligible = ctx.eligible_leaders()
-        batch = _Batch()
-        for tp, info in ctx.partitions():
-            st = info.state
-            if (
-                st is None
-                or b not in info.replicas
-                or len(info.replicas) < 2
-                or ctx.deletion.is_deleting(tp.topic)
-            ):
-                continue
-            isr = tuple(r for r in st.isr if r != b)
-            if st.leader == b:
-                leader = next((r for r in info.replicas if r in isr and r in eligible), None)
-                if leader is not None:
-                    self._change_state(
-                        tp, info, leader, isr, batch, reason="controlled_shutdown", event="leader_elected",
-                        extra={"election": "controlled_shutdown"},
-                    )  # fmt: skip
-            elif b in st.isr:
-                self._change_state(
-                    tp, info, st.leader, isr, batch, reason="controlled_shutdown", event="isr_changed"
-                )
-                batch.stop_replica.setdefault(b, {})[tp] = StopReplicaPartitionState(
-                    tp=tp, leader_epoch=info.state.leader_epoch, delete_partition=False
-                )
-        self._send_batch(batch)
-        remaining = tuple(
-            tp
-            for tp, info in ctx.partitions()
-            if info.state is not None and info.state.leader == b and len(info.replicas) > 1
-        )
-        return ControlledShutdownResponse(remaining_partitions=remaining)
 
     # ------------------------------------------------------------------------------ DeleteTopics
     def _delete_topics(self, src: Any, env: RequestEnvelope) -> None:
@@ -1687,125 +1541,6 @@ class Controller:
             elif not ctx.deletion.is_deleting(topic):
                 self._write([Delete(paths.delete_topic_path(topic))])  # no such topic: nothing to do
         ctx.deletion.resume()
-
-    def _watch_admin_reassign(self, into: dict[TopicPartition, tuple[int, ...]] | None = None) -> None:
-        if self.zk.exists(paths.REASSIGN_PARTITIONS, watch=self._on_admin_reassign) is None:
-            return
-        try:
-            data, _ = self.zk.get(paths.REASSIGN_PARTITIONS)
-        except NoNode:
-            return
-        for (t, p), replicas in paths.decode_reassignment(data).items():
-            tp = TopicPartition(t, p)
-            if into is not None:
-                into[tp] = replicas
-            elif self.ctx is not None and self.ctx.reassigning.get(tp) != replicas:
-                try:
-                    self._start_reassignment(tp, replicas)
-                except (KafkaError, _InvalidAssignment) as exc:
-                    self._log("reassignment_rejected", tp=str(tp), error=str(exc))
-
-    def _on_admin_reassign(self, event: WatchedEvent) -> None:
-        if self.ctx is not None:
-            self._watch_event("reassign_partitions", self._watch_admin_reassign)
-
-    def _start_reassignment(self, tp: TopicPartition, target: tuple[int, ...]) -> None:
-        ctx = self.ctx
-        assert ctx is not None
-        info = ctx.info(tp)
-        if info is None or info.state is None:
-            raise UnknownTopicOrPartitionError(f"{tp} does not exist")
-        if not target or len(set(target)) != len(target):
-            raise _InvalidAssignment(f"replica list {list(target)} is empty or has duplicates")
-        if any(b < 0 for b in target):
-            raise _InvalidAssignment(f"replica list {list(target)} has a negative broker id")
-        origin = tuple(r for r in info.replicas if r not in info.adding)
-        # As Kafka's validateReplicas: only the replicas being added must be alive; a dead replica that
-        # stays is no obstacle (the move completes once it is back in the ISR).
-        dead = [b for b in target if b not in origin and b not in ctx.live_brokers]
-        if dead:
-            raise _InvalidAssignment(
-                f"brokers {dead} to be added are not alive (live brokers: {sorted(ctx.live_brokers)})"
-            )
-        if target == origin and not info.adding and not info.removing:
-            return
-        full = tuple(dict.fromkeys(target + origin))
-        info.replicas = full
-        info.adding = tuple(r for r in target if r not in origin)
-        info.removing = tuple(r for r in origin if r not in target)
-        ctx.reassigning[tp] = target
-        self._write_assignment(tp.topic)
-        self._log(
-            "reassignment_started", tp=str(tp), target=target, replicas=full,
-            adding=info.adding, removing=info.removing,
-        )  # fmt: skip
-        batch = _Batch()
-        st = info.state
-        self._change_state(
-            tp, info, st.leader, st.isr, batch, reason="reassignment", event="leader_epoch_bumped"
-        )
-        self._send_batch(batch)
-        self._check_reassignment(tp)
-
-    def _cancel_reassignment(self, tp: TopicPartition) -> None:
-        ctx = self.ctx
-        assert ctx is not None
-        info = ctx.info(tp)
-        if info is None or tp not in ctx.reassigning:
-            raise NoReassignmentInProgressError(f"no reassignment of {tp} in progress")
-        origin = tuple(r for r in info.replicas if r not in info.adding)
-        ctx.reassigning[tp] = origin  # complete back to the original replicas
-        self._check_reassignment(tp)
-
-    def _check_reassignment(self, tp: TopicPartition) -> None:
-        """Finish the reassignment once every target replica is in the ISR."""
-        ctx = self.ctx
-        assert ctx is not None
-        target = ctx.reassigning.get(tp)
-        info = ctx.info(tp)
-        if target is None or info is None or info.state is None:
-            return
-        st = info.state
-        if not all(r in st.isr for r in target):
-            return
-        removed = tuple(r for r in info.replicas if r not in target)
-        isr = tuple(r for r in st.isr if r in target)
-        leader = st.leader
-        if leader not in target or leader not in ctx.live_brokers:
-            leader = next((r for r in target if r in ctx.live_brokers and r in isr), NO_LEADER)
-        info.replicas, info.adding, info.removing = target, (), ()
-        batch = _Batch()
-        self._write_assignment(tp.topic)
-        self._change_state(
-            tp, info, leader, isr, batch, reason="reassignment",
-            event="leader_elected" if leader != st.leader else "isr_changed",
-        )  # fmt: skip
-        for r in removed:
-            if r in ctx.live_brokers:
-                batch.stop_replica.setdefault(r, {})[tp] = StopReplicaPartitionState(
-                    tp=tp, leader_epoch=info.state.leader_epoch, delete_partition=True
-                )
-        del ctx.reassigning[tp]
-        self._send_batch(batch)
-        self._log("reassignment_completed", tp=str(tp), replicas=target, removed=removed)
-        self._remove_from_admin_znode(tp)
-        ctx.deletion.resume()
-
-    def _remove_from_admin_znode(self, tp: TopicPartition) -> None:
-        try:
-            data, st = self.zk.get(paths.REASSIGN_PARTITIONS)
-        except NoNode:
-            return
-        pending = paths.decode_reassignment(data)
-        pending.pop((tp.topic, tp.partition), None)
-        if pending:
-            self._write([SetData(paths.REASSIGN_PARTITIONS, paths.encode_reassignment(pending), st.version)])
-        else:
-            self._write([Delete(paths.REASSIGN_PARTITIONS, st.version)])
-
-
-class _InvalidAssignment(Exception):
-    """INVALID_REPLICA_ASSIGNMENT (39), which ``kafkalite.errors`` does not define yet."""
 
 
 __all__ = [

@@ -1,0 +1,78 @@
+"""What the active controller knows (Kafka's ``ControllerContext``) and the requests one event collects."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafkalite.coordination import paths
+from kafkalite.protocol import (
+    BrokerEndpoint,
+    LeaderAndIsrPartitionState,
+    StopReplicaPartitionState,
+    TopicPartition,
+)
+
+
+@dataclass
+class PartitionInfo:
+    """The controller's view of one partition: assignment plus the state znode and its version."""
+
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+    state: paths.PartitionState | None = None
+    zk_version: int = -1
+    mzxid: int = -1  # zxid of the state znode's last write, as loaded or written by this controller
+
+
+@dataclass
+class ControllerContext:
+    """Everything the active controller knows, loaded from ZooKeeper on election."""
+
+    epoch: int = 0
+    epoch_zk_version: int = -1
+    live_brokers: dict[int, int] = field(default_factory=dict)  # id -> broker epoch (czxid)
+    endpoints: dict[int, BrokerEndpoint] = field(default_factory=dict)
+    topics: dict[str, dict[int, PartitionInfo]] = field(default_factory=dict)
+    topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    reassigning: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
+    deletion: Any = None  # the TopicDeletionManager of this controllership
+    shutting_down: set[int] = field(default_factory=set)  # brokers in controlled shutdown
+    # Kafka's replicasOnOfflineDirs: per broker, the partitions whose replica there sits in a failed log dir.
+    offline_replicas: dict[int, set[TopicPartition]] = field(default_factory=dict)
+
+    def eligible_leaders(self, tp: TopicPartition | None = None) -> set[int]:
+        """Live brokers that may take leadership (not those shutting down; for ``tp``, not those whose
+        replica of it is in a failed log dir)."""
+        return {
+            b
+            for b in self.live_brokers
+            if b not in self.shutting_down and (tp is None or tp not in self.offline_replicas.get(b, ()))
+        }
+
+    def replica_offline(self, tp: TopicPartition, broker: int) -> bool:
+        return broker not in self.live_brokers or tp in self.offline_replicas.get(broker, ())
+
+    def partitions(self) -> list[tuple[TopicPartition, PartitionInfo]]:
+        return [
+            (TopicPartition(t, p), info)
+            for t in sorted(self.topics)
+            for p, info in sorted(self.topics[t].items())
+        ]
+
+    def info(self, tp: TopicPartition) -> PartitionInfo | None:
+        return self.topics.get(tp.topic, {}).get(tp.partition)
+
+
+class RequestBatch:
+    """Requests collected while handling one event, sent together at the end (Kafka's request batch)."""
+
+    def __init__(self) -> None:
+        self.leader_and_isr: dict[int, dict[TopicPartition, LeaderAndIsrPartitionState]] = {}
+        self.stop_replica: dict[int, dict[TopicPartition, StopReplicaPartitionState]] = {}
+        self.metadata: set[TopicPartition] = set()
+        self.metadata_all = False
+
+
+__all__ = ["ControllerContext", "PartitionInfo", "RequestBatch"]
