@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The tests run kafkalite brokers on a real Apache ZooKeeper too (tests/test_real_zookeeper.py). Install
+# The tests run kafkalite brokers on a real Apache ZooKeeper too (tests/coordination/test_real_zookeeper.py). Install
 # Debian's zookeeper package (the server jar; nothing is started or enabled) only when it is missing.
 set -euo pipefail
 

@@ -188,7 +188,7 @@ CODE_OVERFLOW = """return Array.from(document.querySelectorAll('div.cell_input p
 
 @pytest.mark.parametrize("page", [p for p in pages() if p.startswith("book/")] if HTML.is_dir() else [])
 def test_chapter_code_fits_the_text_column(browser, book_url, page: str) -> None:
-    """Chapters' code is held to 88 columns (tests/test_book.py); at the test's window width the page's
+    """Chapters' code is held to 88 columns (tests/book/test_book.py); at the test's window width the page's
     CSS must show those columns whole, without a horizontal scroll bar."""
     open_page(browser, f"{book_url}/{page}.html")
     wide = browser.execute_script(CODE_OVERFLOW)
