@@ -124,7 +124,7 @@ ALTER_PARTITION_RETRY_MS = 50
 
 
 class ReplicaManager:
-    """All replicas on one broker. See the module docstring and CLUSTER_CONTRACT.md (C1)."""
+    """All replicas on one broker; the module docstring says what it does and how."""
 
     def __init__(
         self,

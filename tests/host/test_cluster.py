@@ -1,4 +1,4 @@
-"""End to end: brokers with real replication, the controller, and C3's producer on one SimNetwork."""
+"""End to end: brokers with real replication, the controller, and the producer on one SimNetwork."""
 
 from __future__ import annotations
 
