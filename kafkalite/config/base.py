@@ -284,6 +284,13 @@ def as_is(_name: str, value: Any) -> Any:
     return value
 
 
+def check_client_id(_name: str, value: Any) -> str:
+    """The ``check`` of a client's ``client.id``: any string, the empty one included."""
+    if not isinstance(value, str):
+        raise InvalidConfigError(f"client.id must be a string, got {value!r}")
+    return value
+
+
 def prop_value(value: Any) -> Any:
     """A typed value as a client's ``props`` show it: an enum by its config spelling (``all``)."""
     return getattr(value, "config_name", value)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkalite.common.isolation_level import IsolationLevel
-from kafkalite.config.base import ClientConfig, as_is, choice_of, key, parse_choice
+from kafkalite.config.base import ClientConfig, as_is, check_client_id, choice_of, key, parse_choice
 from kafkalite.errors import InvalidConfigError
 
 __all__ = ["CONSUMER_DEFAULTS", "ConsumerConfig"]
@@ -50,12 +50,6 @@ def _isolation_level(name: str, value: Any) -> IsolationLevel:
     )
 
 
-def _client_id(_name: str, value: Any) -> str:
-    if not isinstance(value, str):
-        raise InvalidConfigError(f"client.id must be a string, got {value!r}")
-    return value
-
-
 def _optional_str(name: str, value: Any) -> str:
     if not isinstance(value, str):
         raise InvalidConfigError(f"{name} must be a string or None, got {value!r}")
@@ -70,7 +64,7 @@ class ConsumerConfig(ClientConfig):
     KIND = "consumer"
 
     client_id: str = key(
-        "client.id", "STRING", "", "A name for the consumer in the brokers' logs.", check=_client_id
+        "client.id", "STRING", "", "A name for the consumer in the brokers' logs.", check=check_client_id
     )
     bootstrap_servers: Any = key(
         "bootstrap.servers", "LIST", None,

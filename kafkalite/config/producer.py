@@ -17,7 +17,7 @@ from typing import Any
 
 from kafkalite.common.acks import Acks
 from kafkalite.common.compression_type import Compression
-from kafkalite.config.base import INT_MAX, ClientConfig, as_is, choice_of, key
+from kafkalite.config.base import INT_MAX, ClientConfig, as_is, check_client_id, choice_of, key
 from kafkalite.errors import InvalidConfigError
 
 __all__ = ["PRODUCER_DEFAULTS", "ProducerConfig"]
@@ -37,12 +37,6 @@ def _as_acks(_name: str, value: Any) -> Acks:
         return Acks.parse(value)
     except ValueError:
         raise InvalidConfigError(f"acks must be one of all, -1, 0, 1, got {value!r}") from None
-
-
-def _client_id(_name: str, value: Any) -> str:
-    if not isinstance(value, str):
-        raise InvalidConfigError(f"client.id must be a string, got {value!r}")
-    return value
 
 
 def _transactional_id(_name: str, value: Any) -> str:
@@ -65,7 +59,7 @@ class ProducerConfig(ClientConfig):
     KIND = "producer"
 
     client_id: str = key(
-        "client.id", "STRING", "", "A name for the producer in the brokers' logs.", check=_client_id
+        "client.id", "STRING", "", "A name for the producer in the brokers' logs.", check=check_client_id
     )
     bootstrap_servers: Any = key(
         "bootstrap.servers", "LIST", None,
