@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalite.harness.bench._report import JsonResult
+from kafkalite.harness.bench.wire import send_all
 from kafkalite.host.admin_client import AdminClient, parse_bootstrap
 
 CLIENTS = ("confluent-kafka", "aiokafka")
@@ -292,6 +293,10 @@ def confluent_produce(
         if err is not None:
             failed.append(err.str())
 
+    def stop_on_fatal() -> None:
+        if fatal:
+            raise CaseFailed(fatal[0])
+
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": LINGER_MS, "batch.size": BATCH_BYTES,
                   "acks": acks, "enable.idempotence": idempotent, "error_cb": on_error})  # fmt: skip
     try:
@@ -299,18 +304,7 @@ def confluent_produce(
         if p.flush(30) or fatal or failed:
             raise CaseFailed(f"warm-up record: {(fatal or failed or ['not acknowledged in 30 s'])[0]}")
         t0 = time.perf_counter()
-        produce = p.produce
-        for i in range(records):
-            while True:
-                try:
-                    produce(topic, value, on_delivery=done)
-                    break
-                except BufferError:
-                    p.poll(0.001)
-            if i & 0x3FF == 0:
-                p.poll(0)
-                if fatal:
-                    raise CaseFailed(fatal[0])
+        send_all(p, topic, value, records, done, every_1024=stop_on_fatal)
         left = p.flush(CASE_TIMEOUT_S)
         seconds = time.perf_counter() - t0
     except KafkaException as e:

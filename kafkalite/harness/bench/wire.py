@@ -25,6 +25,7 @@ import socket
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -136,6 +137,30 @@ def loopback_mb_per_s(nbytes: int) -> float:
     return got / seconds / 1e6
 
 
+def send_all(
+    producer: Any,
+    topic: str,
+    value: bytes,
+    records: int,
+    on_delivery: Callable[[Any, Any], None],
+    every_1024: Callable[[], None] | None = None,
+) -> None:
+    """Hand ``records`` copies of ``value`` to a confluent-kafka ``producer``, waiting out a full local
+    queue; every 1,024 records it serves delivery callbacks and calls ``every_1024`` (which may raise)."""
+    produce, poll = producer.produce, producer.poll
+    for i in range(records):
+        while True:
+            try:
+                produce(topic, value, on_delivery=on_delivery)
+                break
+            except BufferError:
+                poll(0.001)
+        if i & 0x3FF == 0:
+            poll(0)
+            if every_1024 is not None:
+                every_1024()
+
+
 def produce_case(bootstrap: str, topic: str, records: int, value: bytes, config: dict[str, Any]) -> WireCase:
     """Send ``records`` copies of ``value`` to ``topic`` with confluent-kafka (``config`` over the bench's
     batching settings) after one warm-up record, and time them until the last is acknowledged."""
@@ -151,16 +176,7 @@ def produce_case(bootstrap: str, topic: str, records: int, value: bytes, config:
     p.produce(topic, value, on_delivery=done)  # warm-up: metadata, producer id
     p.flush(30)
     t0 = time.perf_counter()
-    produce = p.produce
-    for i in range(records):
-        while True:
-            try:
-                produce(topic, value, on_delivery=done)
-                break
-            except BufferError:
-                p.poll(0.001)
-        if i & 0x3FF == 0:
-            p.poll(0)
+    send_all(p, topic, value, records, done)
     left = p.flush(120)
     seconds = time.perf_counter() - t0
     acks = config.get("acks", "1")
