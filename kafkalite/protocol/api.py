@@ -209,6 +209,10 @@ class Request(Message):
     __slots__ = ()
     api_key: ClassVar[ApiKey]
     response_type: ClassVar[type[Response]]
+    versions: ClassVar[tuple[int, int] | None] = None
+    """The versions kafkalite's TCP listener serves (and advertises in ApiVersions); None: not on the wire."""
+    flexible_from: ClassVar[int] = 0x7FFF
+    """The first flexible version (KIP-482) in Kafka's schema, if the range served reaches it."""
 
 
 @message

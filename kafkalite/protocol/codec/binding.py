@@ -1,0 +1,276 @@
+"""One description per message: a request or response dataclass whose fields say how they go on the wire.
+
+A message class in ``kafkalite.protocol`` declares each wire field once, as a dataclass field built by
+``wire`` (a primitive, an array of primitives, a struct or an array of structs, with Kafka's field name,
+version range, nullability and tag), ``wire_partition`` (the partition index of an entry whose topic sits one
+level up), ``wire_by_topic`` (Kafka's ``[{topic, [partition entry]}]``, kept as one flat tuple of entries
+with a ``TopicPartition`` each) or ``wire_partitions`` (``[{topic, [partition index]}]`` as a tuple of
+``TopicPartition``). From that one declaration this module derives the wire schema (``schema_of``, in
+``kafkalite.protocol.codec.schema``'s form, which the codec reads and writes) and the two conversions between
+the codec's dicts and the dataclasses (``from_wire``, ``to_wire``). Adding a field is one edit.
+
+A field with no ``wire`` declaration is kafkalite's own (the simulator uses it; the wire never carries it).
+Where Kafka's message changed shape between versions in a way a field declaration cannot say (LeaveGroup's
+single member before v3, for instance), the class adds a ``wire_in`` classmethod and/or a ``wire_out`` method:
+``wire_in(cls, kwargs, body, version)`` adjusts the constructor's arguments after the generic conversion,
+``wire_out(self, body, version)`` adjusts the dict before it is encoded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import MISSING
+from typing import Any
+
+from kafkalite.protocol.api import TopicPartition
+from kafkalite.protocol.codec.schema import PRIMITIVES, Field, _range
+
+_META = "wire"
+
+# Kinds of wire binding.
+_PLAIN, _PRIMS, _STRUCT, _STRUCTS, _PARTITION, _BY_TOPIC, _TPS = range(7)
+
+
+@dataclasses.dataclass(frozen=True)
+class Binding:
+    """How one dataclass attribute is carried on the wire."""
+
+    kind: int
+    type: str = ""
+    versions: str = "0+"
+    name: str | None = None
+    nullable: str = ""
+    tag: int | None = None
+    wire_default: Any = None
+    items: type | None = None
+    topic: str = ""
+    partitions: str = ""
+    renames: Mapping[str, str] | None = None
+
+
+def _field(default: Any, binding: Binding) -> Any:
+    if default is MISSING:
+        return dataclasses.field(metadata={_META: binding})
+    return dataclasses.field(default=default, metadata={_META: binding})
+
+
+def wire(
+    type: str,
+    versions: str = "0+",
+    default: Any = MISSING,
+    *,
+    name: str | None = None,
+    nullable: str = "",
+    tag: int | None = None,
+    wire_default: Any = None,
+    items: type | None = None,
+    renames: Mapping[str, str] | None = None,
+) -> Any:
+    """A wire field: a primitive (``"int32"``), an array of primitives (``"[]int32"``), a ``"struct"`` or
+    an array of structs (``"[]struct"``) of the message class ``items``. ``name`` is Kafka's field name
+    where it differs from the attribute's; ``wire_default`` the value Kafka's schema gives an absent field
+    where it differs from the dataclass default; ``renames`` gives the items' fields other Kafka names in
+    this message (one entry class serves several APIs)."""
+    if type in ("struct", "[]struct"):
+        if items is None:
+            raise ValueError(f"{name or type}: a struct field needs its items class")
+        kind = _STRUCT if type == "struct" else _STRUCTS
+    else:
+        base = type[2:] if type.startswith("[]") else type
+        if base not in PRIMITIVES:
+            raise ValueError(f"{name}: unknown wire type {type!r}")
+        kind = _PRIMS if type.startswith("[]") else _PLAIN
+    return _field(
+        default, Binding(kind, type, versions, name, nullable, tag, wire_default, items, renames=renames)
+    )
+
+
+def wire_partition(name: str = "partition_index") -> Any:
+    """The ``tp`` of an entry in a ``wire_by_topic`` list: on the wire its partition index, named ``name``,
+    with the topic name one level up."""
+    return dataclasses.field(metadata={_META: Binding(_PARTITION, "int32", name=name)})
+
+
+def wire_by_topic(
+    name: str,
+    items: type,
+    versions: str = "0+",
+    default: Any = (),
+    *,
+    topic: str = "name",
+    partitions: str = "partitions",
+    nullable: str = "",
+    renames: Mapping[str, str] | None = None,
+) -> Any:
+    """Kafka's ``name: [{topic, partitions: [entry]}]`` as one flat tuple of ``items`` entries."""
+    return _field(
+        default, Binding(_BY_TOPIC, "[]struct", versions, name, nullable, None, None, items, topic, partitions,
+                         renames),
+    )  # fmt: skip
+
+
+def wire_partitions(
+    name: str,
+    versions: str = "0+",
+    default: Any = (),
+    *,
+    topic: str = "name",
+    partitions: str = "partitions",
+    nullable: str = "",
+) -> Any:
+    """Kafka's ``name: [{topic, partitions: [int32]}]`` as a flat tuple of ``TopicPartition``."""
+    return _field(
+        default, Binding(_TPS, "[]struct", versions, name, nullable, None, None, None, topic, partitions)
+    )
+
+
+# ------------------------------------------------------------------------------------------- the plan
+
+
+@dataclasses.dataclass(frozen=True)
+class _Step:
+    attr: str
+    wname: str
+    b: Binding
+
+
+_PLANS: dict[tuple[type, Any], tuple[_Step, ...]] = {}
+_SCHEMAS: dict[tuple[type, Any], tuple[Field, ...]] = {}
+
+
+def _renames_key(renames: Mapping[str, str] | None) -> Any:
+    return None if not renames else tuple(sorted(renames.items()))
+
+
+def plan_of(cls: type, renames: Mapping[str, str] | None = None) -> tuple[_Step, ...]:
+    """The wire fields of ``cls`` in declaration order (which is Kafka's field order)."""
+    key = (cls, _renames_key(renames))
+    plan = _PLANS.get(key)
+    if plan is None:
+        steps = []
+        for f in dataclasses.fields(cls):
+            b = f.metadata.get(_META)
+            if b is None:
+                continue
+            wname = (renames or {}).get(f.name) or b.name or f.name
+            steps.append(_Step(f.name, wname, b))
+        plan = _PLANS[key] = tuple(steps)
+    return plan
+
+
+def _default_of(cls: type, attr: str, b: Binding) -> Any:
+    if b.wire_default is not None:
+        return b.wire_default
+    for f in dataclasses.fields(cls):
+        if f.name == attr:
+            d = f.default
+            if d is MISSING or isinstance(d, tuple) or d is None:
+                return None
+            if b.kind == _PLAIN and b.type in ("bytes", "records"):
+                return None  # Kafka's schemas default bytes to null / empty alike; the codec writes b""
+            return d
+    return None
+
+
+def schema_of(cls: type, renames: Mapping[str, str] | None = None) -> tuple[Field, ...]:
+    """The wire schema (``kafkalite.protocol.codec.schema`` fields) the declarations of ``cls`` describe."""
+    key = (cls, _renames_key(renames))
+    schema = _SCHEMAS.get(key)
+    if schema is not None:
+        return schema
+    out = []
+    for s in plan_of(cls, renames):
+        b = s.b
+        vers, null = _range(b.versions), _range(b.nullable)
+        if b.kind in (_PLAIN, _PRIMS):
+            out.append(Field(s.wname, b.type, vers, (), null, b.tag, _default_of(cls, s.attr, b)))
+        elif b.kind == _PARTITION:
+            out.append(Field(s.wname, "int32", (0, 0x7FFF), (), (1, 0), None, None))
+        elif b.kind in (_STRUCT, _STRUCTS):
+            inner = schema_of(b.items, b.renames)  # type: ignore[arg-type]
+            out.append(Field(s.wname, b.type, vers, inner, null, b.tag, None))
+        else:
+            part = (
+                Field(b.partitions, "[]int32", vers)
+                if b.kind == _TPS
+                else Field(b.partitions, "[]struct", vers, schema_of(b.items, b.renames))  # type: ignore[arg-type]
+            )
+            topic = (Field(b.topic, "string", vers), part)
+            out.append(Field(s.wname, "[]struct", vers, topic, null, None, None))
+    schema = _SCHEMAS[key] = tuple(out)
+    return schema
+
+
+# ---------------------------------------------------------------------------------------- conversions
+
+
+def from_wire(cls: type, body: dict, version: int, renames: Mapping[str, str] | None = None,
+              topic: str | None = None) -> Any:  # fmt: skip
+    """The ``cls`` instance a decoded wire dict describes (``topic``: the enclosing topic's name)."""
+    kw: dict[str, Any] = {}
+    for s in plan_of(cls, renames):
+        b, v = s.b, body[s.wname]
+        k = b.kind
+        if k == _PLAIN:
+            kw[s.attr] = v
+        elif k == _PARTITION:
+            kw[s.attr] = TopicPartition(topic, v)  # type: ignore[arg-type]
+        elif v is None:
+            kw[s.attr] = None
+        elif k == _PRIMS:
+            kw[s.attr] = tuple(v)
+        elif k == _STRUCT:
+            kw[s.attr] = from_wire(b.items, v, version, b.renames)  # type: ignore[arg-type]
+        elif k == _STRUCTS:
+            kw[s.attr] = tuple(from_wire(b.items, x, version, b.renames) for x in v)  # type: ignore[arg-type]
+        elif k == _BY_TOPIC:
+            kw[s.attr] = tuple(
+                from_wire(b.items, p, version, b.renames, t[b.topic])  # type: ignore[arg-type]
+                for t in v
+                for p in t[b.partitions]
+            )
+        else:
+            kw[s.attr] = tuple(TopicPartition(t[b.topic], i) for t in v for i in t[b.partitions])
+    hook = getattr(cls, "wire_in", None)
+    if hook is not None:
+        kw = hook(kw, body, version)
+    return cls(**kw)
+
+
+def _group(entries: Any, b: Binding, version: int) -> list[dict]:
+    """Entries regrouped by topic, in the order each topic first appears."""
+    out: dict[str, list] = {}
+    if b.kind == _TPS:
+        for tp in entries:
+            out.setdefault(tp.topic, []).append(tp.partition)
+    else:
+        for e in entries:
+            out.setdefault(e.tp.topic, []).append(to_wire(e, version, b.renames))
+    return [{b.topic: t, b.partitions: ps} for t, ps in out.items()]
+
+
+def to_wire(msg: Any, version: int, renames: Mapping[str, str] | None = None) -> dict:
+    """The wire dict of a message, ready for the codec's ``encode``."""
+    d: dict[str, Any] = {}
+    for s in plan_of(type(msg), renames):
+        b, v = s.b, getattr(msg, s.attr)
+        k = b.kind
+        if k == _PLAIN:
+            d[s.wname] = bytes(v) if isinstance(v, bytearray | memoryview) else v
+        elif k == _PARTITION:
+            d[s.wname] = v.partition
+        elif v is None:
+            d[s.wname] = None
+        elif k == _PRIMS:
+            d[s.wname] = list(v)
+        elif k == _STRUCT:
+            d[s.wname] = to_wire(v, version, b.renames)
+        elif k == _STRUCTS:
+            d[s.wname] = [to_wire(x, version, b.renames) for x in v]
+        else:
+            d[s.wname] = _group(v, b, version)
+    hook = getattr(msg, "wire_out", None)
+    if hook is not None:
+        hook(d, version)
+    return d
