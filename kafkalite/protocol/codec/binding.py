@@ -27,6 +27,7 @@ from kafkalite.protocol.api import TopicPartition
 from kafkalite.protocol.codec.schema import PRIMITIVES, Field, _range
 
 _META = "wire"
+_ABSENT = object()
 
 # Kinds of wire binding.
 _PLAIN, _PRIMS, _STRUCT, _STRUCTS, _PARTITION, _BY_TOPIC, _TPS = range(7)
@@ -210,7 +211,10 @@ def from_wire(cls: type, body: dict, version: int, renames: Mapping[str, str] | 
     """The ``cls`` instance a decoded wire dict describes (``topic``: the enclosing topic's name)."""
     kw: dict[str, Any] = {}
     for s in plan_of(cls, renames):
-        b, v = s.b, body[s.wname]
+        v = body.get(s.wname, _ABSENT)
+        if v is _ABSENT:
+            continue  # a field the schema it was read with does not have: the dataclass default stands
+        b = s.b
         k = b.kind
         if k == _PLAIN:
             kw[s.attr] = v
