@@ -5,6 +5,7 @@ dataclasses (for the simulator) and the wire codec's bodies for a version the li
 
 from __future__ import annotations
 
+import dataclasses
 import types
 import typing
 from typing import Any
@@ -98,11 +99,8 @@ def _for_type(hint: Any) -> st.SearchStrategy:
 def message(cls: type) -> st.SearchStrategy:
     """Any instance of a request (or request entry) class, every field hostile."""
     hints = typing.get_type_hints(cls)
-    fields = {n: st.deferred(lambda h=h: for_type(h)) for n, h in hints.items() if n not in _CLASS_VARS}
+    fields = {f.name: st.deferred(lambda h=hints[f.name]: for_type(h)) for f in dataclasses.fields(cls)}
     return st.builds(cls, **fields)
-
-
-_CLASS_VARS = {"api_key", "response_type"}
 
 
 # ------------------------------------------------------------------------------------ wire bodies

@@ -297,7 +297,7 @@ class ClientConnection(BaseNode):
                 answer = security_admin.refusal(key, body, UNKNOWN_SERVER_ERROR, None)
             else:
                 try:
-                    answer = to_body(error_response(to_request(key, version, body)))
+                    answer = to_body(error_response(to_request(key, version, body)), version)
                 except Exception:  # noqa: BLE001 - the request does not even convert: a bare error
                     answer = {"error_code": UNKNOWN_SERVER_ERROR}
             frame = encode_response(key, version, corr, answer)
@@ -315,7 +315,7 @@ class ClientConnection(BaseNode):
             return
         slot, key, version, merge = entry
         try:
-            body = to_body(msg.response)
+            body = to_body(msg.response, version)
             if merge is not None:
                 body = merge(body)
             if key in ENDPOINT_APIS and self.listener is not None:

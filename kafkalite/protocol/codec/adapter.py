@@ -12,6 +12,7 @@ from typing import Any
 
 from kafkalite import protocol as P
 from kafkalite.protocol import TopicPartition
+from kafkalite.protocol.codec.binding import from_wire, to_wire
 from kafkalite.protocol.codec.messages import supported_versions
 
 
@@ -37,48 +38,6 @@ def _records(r: Any) -> Any:
 
 
 # ------------------------------------------------------------------------------------------ requests
-
-
-def _produce(b: dict, v: int) -> P.ProduceRequest:
-    parts = _flat(
-        b, "topic_data", "name", "partition_data", "index",
-        lambda tp, p: P.ProducePartition(tp=tp, records=p["records"] or b""),
-    )  # fmt: skip
-    return P.ProduceRequest(
-        transactional_id=b["transactional_id"], acks=b["acks"], timeout_ms=b["timeout_ms"], partitions=parts
-    )
-
-
-def _fetch(b: dict, v: int) -> P.FetchRequest:
-    parts = _flat(
-        b, "topics", "topic", "partitions", "partition",
-        lambda tp, p: P.FetchPartition(
-            tp=tp, fetch_offset=p["fetch_offset"], current_leader_epoch=p["current_leader_epoch"],
-            log_start_offset=p["log_start_offset"], partition_max_bytes=p["partition_max_bytes"],
-        ),
-    )  # fmt: skip
-    # Fetch sessions (KIP-227): kafkalite answers every fetch in full and opens no session (id 0), which
-    # clients accept; they then send the full partition list each time.
-    return P.FetchRequest(
-        replica_id=b["replica_id"],
-        max_wait_ms=b["max_wait_ms"],
-        min_bytes=b["min_bytes"],
-        max_bytes=b["max_bytes"] or 0x7FFFFFFF,
-        isolation_level=b["isolation_level"],
-        partitions=parts,
-    )
-
-
-def _list_offsets(b: dict, v: int) -> P.ListOffsetsRequest:
-    parts = _flat(
-        b, "topics", "name", "partitions", "partition_index",
-        lambda tp, p: P.ListOffsetsPartition(
-            tp=tp, timestamp=p["timestamp"], current_leader_epoch=p["current_leader_epoch"]
-        ),
-    )  # fmt: skip
-    return P.ListOffsetsRequest(
-        replica_id=b["replica_id"], isolation_level=b["isolation_level"], partitions=parts
-    )
 
 
 def _metadata(b: dict, v: int) -> P.MetadataRequest:
@@ -196,16 +155,6 @@ def _txn_offset_commit(b: dict, v: int) -> P.TxnOffsetCommitRequest:
         transactional_id=b["transactional_id"], group_id=b["group_id"], producer_id=b["producer_id"],
         producer_epoch=b["producer_epoch"], partitions=parts,
     )  # fmt: skip
-
-
-def _offset_for_leader_epoch(b: dict, v: int) -> P.OffsetForLeaderEpochRequest:
-    parts = _flat(
-        b, "topics", "topic", "partitions", "partition",
-        lambda tp, p: P.OffsetForLeaderEpochPartition(
-            tp=tp, leader_epoch=p["leader_epoch"], current_leader_epoch=p["current_leader_epoch"]
-        ),
-    )  # fmt: skip
-    return P.OffsetForLeaderEpochRequest(replica_id=b["replica_id"], partitions=parts)
 
 
 def _create_partitions(b: dict, v: int) -> P.CreatePartitionsRequest:
@@ -330,9 +279,6 @@ def _txn_ids(b: dict) -> dict:
 
 
 REQUESTS: dict[int, Callable[[dict, int], Any]] = {
-    0: _produce,
-    1: _fetch,
-    2: _list_offsets,
     3: _metadata,
     8: _offset_commit,
     9: _offset_fetch,
@@ -349,7 +295,6 @@ REQUESTS: dict[int, Callable[[dict, int], Any]] = {
     25: lambda b, v: P.AddOffsetsToTxnRequest(**_txn_ids(b), group_id=b["group_id"]),
     26: lambda b, v: P.EndTxnRequest(**_txn_ids(b), committed=b["committed"]),
     28: _txn_offset_commit,
-    23: _offset_for_leader_epoch,
     37: _create_partitions,
     43: _elect_leaders,
     45: _alter_reassignments,
@@ -385,6 +330,9 @@ REQUESTS: dict[int, Callable[[dict, int], Any]] = {
 
 
 def to_request(api_key: int, version: int, body: dict) -> Any:
+    cls = P.REQUEST_TYPES.get(api_key)  # type: ignore[call-overload]
+    if cls is not None and cls.versions is not None:
+        return from_wire(cls, body, version)
     return REQUESTS[api_key](body, version)
 
 
@@ -428,72 +376,6 @@ def _metadata_body(r: P.MetadataResponse) -> dict:
             }
             for t in r.topics
         ],
-    }
-
-
-def _produce_body(r: P.ProduceResponse) -> dict:
-    return {
-        "responses": _by_topic(
-            r.partitions,
-            "name",
-            "partition_responses",
-            lambda p: {
-                "index": p.tp.partition,
-                "error_code": p.error_code,
-                "base_offset": p.base_offset,
-                "log_append_time_ms": p.log_append_time_ms,
-                "log_start_offset": p.log_start_offset,
-                "record_errors": [
-                    {"batch_index": e.batch_index, "batch_index_error_message": e.message}
-                    for e in p.record_errors
-                ],
-                "error_message": p.error_message,
-            },
-        )
-    }
-
-
-def _fetch_body(r: P.FetchResponse) -> dict:
-    return {
-        "error_code": r.error_code,
-        "session_id": 0,
-        "responses": _by_topic(
-            r.partitions,
-            "topic",
-            "partitions",
-            lambda p: {
-                "partition_index": p.tp.partition,
-                "error_code": p.error_code,
-                "high_watermark": p.high_watermark,
-                "last_stable_offset": p.last_stable_offset,
-                "log_start_offset": p.log_start_offset,
-                "aborted_transactions": None
-                if p.aborted_transactions is None
-                else [
-                    {"producer_id": a.producer_id, "first_offset": a.first_offset}
-                    for a in p.aborted_transactions
-                ],
-                "preferred_read_replica": p.preferred_read_replica,
-                "records": _records(p.records),
-            },
-        ),
-    }
-
-
-def _list_offsets_body(r: P.ListOffsetsResponse) -> dict:
-    return {
-        "topics": _by_topic(
-            r.partitions,
-            "name",
-            "partitions",
-            lambda p: {
-                "partition_index": p.tp.partition,
-                "error_code": p.error_code,
-                "timestamp": p.timestamp,
-                "offset": p.offset,
-                "leader_epoch": p.leader_epoch,
-            },
-        )
     }
 
 
@@ -574,19 +456,6 @@ RESPONSES: dict[type, Callable[[Any], dict]] = {
     P.TxnOffsetCommitResponse: lambda r: {
         "topics": _partition_errors(r.partitions, "name", "partitions", "partition_index", "error_code")
     },
-    P.OffsetForLeaderEpochResponse: lambda r: {
-        "topics": _by_topic(
-            r.partitions,
-            "topic",
-            "partitions",
-            lambda p: {
-                "error_code": p.error_code,
-                "partition": p.tp.partition,
-                "leader_epoch": p.leader_epoch,
-                "end_offset": p.end_offset,
-            },
-        )  # fmt: skip
-    },
     P.CreatePartitionsResponse: lambda r: {
         "results": [
             {"name": t.name, "error_code": t.error_code, "error_message": t.error_message} for t in r.results
@@ -661,9 +530,6 @@ RESPONSES: dict[type, Callable[[Any], dict]] = {
         ],
     },
     P.MetadataResponse: _metadata_body,
-    P.ProduceResponse: _produce_body,
-    P.FetchResponse: _fetch_body,
-    P.ListOffsetsResponse: _list_offsets_body,
     P.OffsetCommitResponse: _offset_commit_body,
     P.OffsetFetchResponse: _offset_fetch_body,
     P.JoinGroupResponse: _join_group_body,
@@ -706,5 +572,7 @@ RESPONSES: dict[type, Callable[[Any], dict]] = {
 }
 
 
-def to_body(response: Any) -> dict:
-    return RESPONSES[type(response)](response)
+def to_body(response: Any, version: int) -> dict:
+    """The wire dict of a response dataclass, for the version the request came in."""
+    fn = RESPONSES.get(type(response))
+    return to_wire(response, version) if fn is None else fn(response)

@@ -8,6 +8,8 @@ some of which (DescribeCluster, the reassignment APIs) exist only in flexible fo
 
 from __future__ import annotations
 
+from kafkalite.protocol import REQUEST_TYPES, Request
+from kafkalite.protocol.codec.binding import schema_of
 from kafkalite.protocol.codec.schema import ANY, A, F, MessageSpec, S  # noqa: F401
 
 _API_VERSIONS_REQUEST = (
@@ -105,172 +107,6 @@ _METADATA_RESPONSE = (
 )
 METADATA = MessageSpec(3, "Metadata", 0, 8, ANY, _METADATA_REQUEST, _METADATA_RESPONSE)
 
-_PRODUCE_REQUEST = (
-    F("transactional_id", "string", "3+", nullable="3+"),
-    F("acks", "int16", "0+"),
-    F("timeout_ms", "int32", "0+"),
-    A(
-        "topic_data",
-        "0+",
-        [
-            F("name", "string", "0+"),
-            A(
-                "partition_data",
-                "0+",
-                [
-                    F("index", "int32", "0+"),
-                    F("records", "records", "0+", nullable="0+"),
-                ],
-            ),
-        ],
-    ),
-)
-_PRODUCE_RESPONSE = (
-    A(
-        "responses",
-        "0+",
-        [
-            F("name", "string", "0+"),
-            A(
-                "partition_responses",
-                "0+",
-                [
-                    F("index", "int32", "0+"),
-                    F("error_code", "int16", "0+"),
-                    F("base_offset", "int64", "0+"),
-                    F("log_append_time_ms", "int64", "2+", default=-1),
-                    F("log_start_offset", "int64", "5+", default=-1),
-                    A(
-                        "record_errors",
-                        "8+",
-                        [
-                            F("batch_index", "int32", "8+"),
-                            F("batch_index_error_message", "string", "8+", nullable="8+"),
-                        ],
-                    ),
-                    F("error_message", "string", "8+", nullable="8+"),
-                ],
-            ),
-        ],
-    ),
-    F("throttle_time_ms", "int32", "1+", default=0),
-)
-PRODUCE = MessageSpec(0, "Produce", 3, 8, ANY, _PRODUCE_REQUEST, _PRODUCE_RESPONSE)
-
-_FETCH_REQUEST = (
-    F("replica_id", "int32", "0+", default=-1),
-    F("max_wait_ms", "int32", "0+"),
-    F("min_bytes", "int32", "0+"),
-    F("max_bytes", "int32", "3+"),
-    F("isolation_level", "int8", "4+", default=0),
-    F("session_id", "int32", "7+", default=0),
-    F("session_epoch", "int32", "7+", default=-1),
-    A(
-        "topics",
-        "0+",
-        [
-            F("topic", "string", "0+"),
-            A(
-                "partitions",
-                "0+",
-                [
-                    F("partition", "int32", "0+"),
-                    F("current_leader_epoch", "int32", "9+", default=-1),
-                    F("fetch_offset", "int64", "0+"),
-                    F("log_start_offset", "int64", "5+", default=-1),
-                    F("partition_max_bytes", "int32", "0+"),
-                ],
-            ),
-        ],
-    ),
-    A(
-        "forgotten_topics_data",
-        "7+",
-        [
-            F("topic", "string", "7+"),
-            F("partitions", "[]int32", "7+"),
-        ],
-    ),
-    F("rack_id", "string", "11+"),
-)
-_FETCH_RESPONSE = (
-    F("throttle_time_ms", "int32", "1+"),
-    F("error_code", "int16", "7+"),
-    F("session_id", "int32", "7+", default=0),
-    A(
-        "responses",
-        "0+",
-        [
-            F("topic", "string", "0+"),
-            A(
-                "partitions",
-                "0+",
-                [
-                    F("partition_index", "int32", "0+"),
-                    F("error_code", "int16", "0+"),
-                    F("high_watermark", "int64", "0+"),
-                    F("last_stable_offset", "int64", "4+", default=-1),
-                    F("log_start_offset", "int64", "5+", default=-1),
-                    A(
-                        "aborted_transactions",
-                        "4+",
-                        [
-                            F("producer_id", "int64", "4+"),
-                            F("first_offset", "int64", "4+"),
-                        ],
-                        nullable="4+",
-                    ),
-                    F("preferred_read_replica", "int32", "11+", default=-1),
-                    F("records", "records", "0+", nullable="0+"),
-                ],
-            ),
-        ],
-    ),
-)
-FETCH = MessageSpec(1, "Fetch", 4, 11, ANY, _FETCH_REQUEST, _FETCH_RESPONSE)
-
-_LIST_OFFSETS_REQUEST = (
-    F("replica_id", "int32", "0+"),
-    F("isolation_level", "int8", "2+"),
-    A(
-        "topics",
-        "0+",
-        [
-            F("name", "string", "0+"),
-            A(
-                "partitions",
-                "0+",
-                [
-                    F("partition_index", "int32", "0+"),
-                    F("current_leader_epoch", "int32", "4+", default=-1),
-                    F("timestamp", "int64", "0+"),
-                ],
-            ),
-        ],
-    ),
-)
-_LIST_OFFSETS_RESPONSE = (
-    F("throttle_time_ms", "int32", "2+"),
-    A(
-        "topics",
-        "0+",
-        [
-            F("name", "string", "0+"),
-            A(
-                "partitions",
-                "0+",
-                [
-                    F("partition_index", "int32", "0+"),
-                    F("error_code", "int16", "0+"),
-                    F("timestamp", "int64", "1+", default=-1),
-                    F("offset", "int64", "1+", default=-1),
-                    F("leader_epoch", "int32", "4+", default=-1),
-                ],
-            ),
-        ],
-    ),
-)
-LIST_OFFSETS = MessageSpec(2, "ListOffsets", 1, 5, ANY, _LIST_OFFSETS_REQUEST, _LIST_OFFSETS_RESPONSE)
 
 _FIND_COORDINATOR_REQUEST = (
     F("key", "string", "0+"),
@@ -694,48 +530,6 @@ TXN_OFFSET_COMMIT = MessageSpec(
     28, "TxnOffsetCommit", 0, 2, ANY, _TXN_OFFSET_COMMIT_REQUEST, _TXN_OFFSET_COMMIT_RESPONSE
 )
 
-_OFFSET_FOR_LEADER_EPOCH_REQUEST = (
-    F("replica_id", "int32", "3+", default=-2),
-    A(
-        "topics",
-        "0+",
-        [
-            F("topic", "string", "0+"),
-            A(
-                "partitions",
-                "0+",
-                [
-                    F("partition", "int32", "0+"),
-                    F("current_leader_epoch", "int32", "2+", default=-1),
-                    F("leader_epoch", "int32", "0+"),
-                ],
-            ),
-        ],
-    ),
-)
-_OFFSET_FOR_LEADER_EPOCH_RESPONSE = (
-    F("throttle_time_ms", "int32", "2+"),
-    A(
-        "topics",
-        "0+",
-        [
-            F("topic", "string", "0+"),
-            A(
-                "partitions",
-                "0+",
-                [
-                    F("error_code", "int16", "0+"),
-                    F("partition", "int32", "0+"),
-                    F("leader_epoch", "int32", "1+", default=-1),
-                    F("end_offset", "int64", "0+", default=-1),
-                ],
-            ),
-        ],
-    ),
-)
-OFFSET_FOR_LEADER_EPOCH = MessageSpec(
-    23, "OffsetForLeaderEpoch", 0, 4, 4, _OFFSET_FOR_LEADER_EPOCH_REQUEST, _OFFSET_FOR_LEADER_EPOCH_RESPONSE
-)
 
 _CREATE_PARTITIONS_REQUEST = (
     A(
@@ -1326,17 +1120,27 @@ DESCRIBE_USER_SCRAM_CREDENTIALS = MessageSpec(
 )
 
 
+def spec_of(cls: type[Request]) -> MessageSpec:
+    """The wire spec of an API whose request and response dataclasses declare their fields."""
+    lo, hi = cls.versions  # type: ignore[misc]
+    name = cls.__name__.removesuffix("Request")
+    return MessageSpec(
+        cls.api_key, name, lo, hi, cls.flexible_from, schema_of(cls), schema_of(cls.response_type)
+    )
+
+
 SPECS: dict[int, MessageSpec] = {
-    s.api_key: s
+    **{int(k): spec_of(c) for k, c in REQUEST_TYPES.items() if c.versions is not None},
+    **{s.api_key: s
     for s in (
-        API_VERSIONS, METADATA, PRODUCE, FETCH, LIST_OFFSETS, FIND_COORDINATOR, JOIN_GROUP, SYNC_GROUP,
+        API_VERSIONS, METADATA, FIND_COORDINATOR, JOIN_GROUP, SYNC_GROUP,
         HEARTBEAT, LEAVE_GROUP, OFFSET_COMMIT, OFFSET_FETCH, INIT_PRODUCER_ID, CREATE_TOPICS,
         LIST_GROUPS, DESCRIBE_GROUPS, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT,
-        OFFSET_FOR_LEADER_EPOCH, CREATE_PARTITIONS, ELECT_LEADERS, ALTER_PARTITION_REASSIGNMENTS,
+        CREATE_PARTITIONS, ELECT_LEADERS, ALTER_PARTITION_REASSIGNMENTS,
         LIST_PARTITION_REASSIGNMENTS, DESCRIBE_CLUSTER, DELETE_RECORDS, DESCRIBE_CONFIGS, ALTER_CONFIGS,
         INCREMENTAL_ALTER_CONFIGS, DELETE_GROUPS, DELETE_TOPICS, SASL_HANDSHAKE, SASL_AUTHENTICATE,
         CREATE_ACLS, DESCRIBE_ACLS, DELETE_ACLS, ALTER_USER_SCRAM_CREDENTIALS, DESCRIBE_USER_SCRAM_CREDENTIALS,
-    )
+    )},
 }  # fmt: skip
 
 
