@@ -26,7 +26,7 @@ _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 def register(spark: SparkSession) -> None:
     """Make ``format("kafkalite")`` available in ``spark`` (a PySpark 4.x session)."""
-    from kafkalite.spark.source import KafkaliteDataSource  # pyspark is only needed once this is called
+    from kafkalite.spark.datasource import KafkaliteDataSource  # pyspark is only needed once this is called
 
     spark.dataSource.register(KafkaliteDataSource)
 

@@ -7,7 +7,7 @@ committed (see ``kafkalite.storage.log_dirs``); each Spark task then reads exact
 same time cannot change the answer of a query already planned, and a batch still being written (beyond
 the valid prefix a read-only open recovers) is never read.
 
-The same ``KafkaliteDataSource`` also gives Spark the streaming reader (``stream.py``) and the batch and
+``datasource.py`` hands Spark this batch reader, the streaming reader (``stream.py``) and the batch and
 streaming writers (``sink.py``).
 """
 
@@ -20,15 +20,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-from pyspark.sql.types import StructType
+from pyspark.sql.datasource import InputPartition
 
 from kafkalite.errors import InvalidConfigError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from kafkalite.records import iter_batches, validate_batch
 from kafkalite.spark.arrow_records import ARROW_SCHEMA, ARROW_SCHEMA_WITH_HEADERS, batches_to_arrow
 from kafkalite.spark.fetch import SegmentFetcher
 from kafkalite.spark.options import EARLIEST, LATEST, OffsetSpec, ReadOptions, parse_read_options
-from kafkalite.spark.sink import KafkaliteStreamWriter, KafkaliteWriter
 from kafkalite.storage import Log
 from kafkalite.storage.log_dirs import PartitionLocation, describe, locate_partitions
 from kafkalite.storage.transaction_index import TXN_INDEX_SUFFIX, read_txn_index
@@ -47,7 +45,6 @@ log = logging.getLogger("kafkalite.spark")
 __all__ = [
     "ARROW_SCHEMA",
     "ARROW_SCHEMA_WITH_HEADERS",
-    "KafkaliteDataSource",
     "OffsetRange",
     "PartitionBounds",
     "partition_bounds",
@@ -368,52 +365,3 @@ def read_range(
                         yield batch.slice(i, rows_per_batch)
                 else:
                     yield batch
-
-
-# --------------------------------------------------------------------------------------------------
-# the Spark classes
-
-
-class KafkaliteDataSource(DataSource):
-    """``format("kafkalite")``: batch and streaming reads, batch and streaming writes."""
-
-    @classmethod
-    def name(cls) -> str:
-        return "kafkalite"
-
-    def schema(self) -> str:
-        opts = parse_read_options(self.options, streaming=None)  # fail at load(), not at the first action
-        select_partitions(opts, locate_partitions(opts.path))
-        return f"{SCHEMA_DDL}, {HEADERS_DDL}" if opts.include_headers else SCHEMA_DDL
-
-    def reader(self, schema: StructType) -> DataSourceReader:
-        return KafkaliteReader(dict(self.options))
-
-    def streamReader(self, schema: StructType):  # noqa: ANN201 - DataSourceStreamReader
-        from kafkalite.spark.stream import KafkaliteStreamReader  # stream.py imports this module
-
-        return KafkaliteStreamReader(dict(self.options))
-
-    def writer(self, schema: StructType, overwrite: bool):  # noqa: ANN201 - DataSourceArrowWriter
-
-        return KafkaliteWriter(dict(self.options), schema, overwrite)
-
-    def streamWriter(self, schema: StructType, overwrite: bool):  # noqa: ANN201
-
-        return KafkaliteStreamWriter(dict(self.options), schema, overwrite)
-
-
-class KafkaliteReader(DataSourceReader):
-    def __init__(self, options: dict[str, str]) -> None:
-        self.options = options
-        self.opts = parse_read_options(options)
-
-    def partitions(self) -> list[KafkaliteInputPartition]:
-        o = self.opts
-        return [
-            KafkaliteInputPartition(o.path, rng, o.fail_on_data_loss, o.include_headers, o.read_committed)
-            for rng in plan_ranges(o)
-        ]
-
-    def read(self, partition: KafkaliteInputPartition) -> Iterator[pa.RecordBatch]:
-        return read_partition(partition)
