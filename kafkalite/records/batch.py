@@ -29,11 +29,10 @@ from kafkalite.records.record import (
     Header,
     Record,
     decode_record_tuples,
-    decode_records,
     encode_plain_records,
     encode_record,
 )
-from kafkalite.records.vector import decode_sections
+from kafkalite.records.vector import decode_records, decode_sections
 
 MAGIC_V2 = 2
 BATCH_HEADER_SIZE = 61

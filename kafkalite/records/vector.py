@@ -414,3 +414,41 @@ __all__ = [
     "walk_lockstep",
     "walk_python",
 ]
+
+
+# Below this many records numpy's fixed cost per call outweighs what it saves per record.
+_VECTOR_MIN_RECORDS = 16
+
+
+def decode_records(
+    data: bytes,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    fixed_timestamp: int | None = None,
+    pos: int = 0,
+    end: int | None = None,
+) -> list[Record]:
+    """Like ``decode_record_tuples`` but returns ``Record`` objects, through ``decode_sections`` when there are
+    enough records for numpy to pay."""
+    if count >= _VECTOR_MIN_RECORDS:
+        if end is None:
+            end = len(data)
+        section = data if pos == 0 and end == len(data) else data[pos:end]
+        fast = decode_sections([section], [count], [base_offset], [base_timestamp], [fixed_timestamp])
+        if fast is not None:
+            return fast
+    out = []
+    append = out.append
+    _set_offset, _set_timestamp, _set_key, _set_value, _set_headers = _SETTERS
+    for o, t, k, v, h in decode_record_tuples(
+        data, count, base_offset, base_timestamp, fixed_timestamp, pos, end
+    ):
+        r = _new(Record)
+        _set_offset(r, o)
+        _set_timestamp(r, t)
+        _set_key(r, k)
+        _set_value(r, v)
+        _set_headers(r, h)
+        append(r)
+    return out

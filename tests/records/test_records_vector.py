@@ -18,8 +18,8 @@ from kafkalite.records import (
     iter_batches,
 )
 from kafkalite.records.batch import BATCH_HEADER_SIZE, _records_section
-from kafkalite.records.record import decode_record_tuples, decode_records
-from kafkalite.records.vector import decode_sections
+from kafkalite.records.record import decode_record_tuples
+from kafkalite.records.vector import decode_records, decode_sections
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 T0 = 1_700_000_000_000
