@@ -215,9 +215,14 @@ class Request(Message):
     """The first flexible version (KIP-482) in Kafka's schema, if the range served reaches it."""
 
 
+# Late: the binding module needs TopicPartition from this one.
+from kafkalite.protocol.codec.binding import wire, wire_partition  # noqa: E402
+
+
 @message
 class PartitionError(Message):
-    """One partition's outcome where Kafka reports nothing but an error code."""
+    """One partition's outcome where Kafka reports nothing but an error code (Kafka's names:
+    ``partition_index``, ``error_code``; a message calling them otherwise passes ``renames``)."""
 
-    tp: TopicPartition
-    error_code: int = NO_ERROR
+    tp: TopicPartition = wire_partition()
+    error_code: int = wire("int16", "0+", NO_ERROR)

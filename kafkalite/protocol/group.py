@@ -18,6 +18,10 @@ from kafkalite.protocol.api import (
     TopicPartition,
     message,
 )
+from kafkalite.protocol.codec.binding import wire, wire_by_topic, wire_partition, wire_partitions
+
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+"""Kafka's ``authorized_operations`` when they were not asked for (kafkalite never computes them)."""
 
 # ------------------------------------------------------------------------------------- FindCoordinator
 
@@ -25,11 +29,12 @@ from kafkalite.protocol.api import (
 @message
 class FindCoordinatorResponse(Response):
     api_key = ApiKey.FIND_COORDINATOR
-    error_code: int = NO_ERROR
-    error_message: str | None = None
-    node_id: int = NO_NODE
-    host: str = ""
-    port: int = -1
+    throttle_time_ms: int = wire("int32", "1+", 0)
+    error_code: int = wire("int16", "0+", NO_ERROR)
+    error_message: str | None = wire("string", "1+", None, nullable="1+")
+    node_id: int = wire("int32", "0+", NO_NODE)
+    host: str = wire("string", "0+", "")
+    port: int = wire("int32", "0+", -1)
 
 
 @message
@@ -39,8 +44,9 @@ class FindCoordinatorRequest(Request):
 
     api_key = ApiKey.FIND_COORDINATOR
     response_type = FindCoordinatorResponse
-    key: str = ""
-    key_type: int = CoordinatorType.GROUP
+    versions = (0, 2)
+    key: str = wire("string", "0+", "")
+    key_type: int = wire("int8", "1+", CoordinatorType.GROUP)
 
 
 # ------------------------------------------------------------------------------------------- JoinGroup
@@ -50,50 +56,63 @@ class FindCoordinatorRequest(Request):
 class JoinGroupProtocol(Message):
     """An assignor the member supports (e.g. "range") with its subscription, in order of preference."""
 
-    name: str
-    metadata: bytes = b""
+    name: str = wire("string", "0+")
+    metadata: bytes = wire("bytes", "0+", b"")
 
 
 @message
 class JoinGroupMember(Message):
-    member_id: str
-    group_instance_id: str | None = None
-    metadata: bytes = b""
+    member_id: str = wire("string", "0+")
+    group_instance_id: str | None = wire("string", "5+", None, nullable="5+")
+    metadata: bytes = wire("bytes", "0+", b"")
 
 
 @message
 class JoinGroupResponse(Response):
     api_key = ApiKey.JOIN_GROUP
-    error_code: int = NO_ERROR
-    generation_id: int = -1
+    throttle_time_ms: int = wire("int32", "2+", 0)
+    error_code: int = wire("int16", "0+", NO_ERROR)
+    generation_id: int = wire("int32", "0+", -1)
     protocol_type: str | None = None
-    protocol_name: str | None = None
+    protocol_name: str | None = wire("string", "0+", None)
     """The assignor chosen: one every member supports."""
-    leader: str = ""
+    leader: str = wire("string", "0+", "")
     """Member id of the group leader, the one member that computes the assignment."""
     skip_assignment: bool = False
-    member_id: str = ""
+    member_id: str = wire("string", "0+", "")
     """This member's id, assigned by the coordinator (also returned with MEMBER_ID_REQUIRED)."""
-    members: tuple[JoinGroupMember, ...] = ()
+    members: tuple[JoinGroupMember, ...] = wire("[]struct", "0+", (), items=JoinGroupMember)
     """Every member and its subscription; filled in for the leader only."""
+
+    def wire_out(self, body: dict, version: int) -> None:
+        if body["protocol_name"] is None:  # not nullable in the versions served: no assignor chosen yet
+            body["protocol_name"] = ""
 
 
 @message
 class JoinGroupRequest(Request):
     api_key = ApiKey.JOIN_GROUP
     response_type = JoinGroupResponse
-    group_id: str = ""
-    session_timeout_ms: int = 45_000
+    versions = (0, 5)
+    group_id: str = wire("string", "0+", "")
+    session_timeout_ms: int = wire("int32", "0+", 45_000)
     """session.timeout.ms: no heartbeat for this long and the coordinator removes the member."""
-    rebalance_timeout_ms: int = 300_000
+    rebalance_timeout_ms: int = wire("int32", "1+", 300_000, wire_default=-1)
     """How long the coordinator waits for members to rejoin (the consumer sends max.poll.interval.ms)."""
-    member_id: str = ""
+    member_id: str = wire("string", "0+", "")
     """Empty on the first join."""
-    group_instance_id: str | None = None
+    group_instance_id: str | None = wire("string", "5+", None, nullable="5+")
     """group.instance.id, for static membership (KIP-345)."""
-    protocol_type: str = "consumer"
-    protocols: tuple[JoinGroupProtocol, ...] = ()
+    protocol_type: str = wire("string", "0+", "consumer")
+    protocols: tuple[JoinGroupProtocol, ...] = wire("[]struct", "0+", (), items=JoinGroupProtocol)
     reason: str | None = None
+
+    @classmethod
+    def wire_in(cls, kw: dict, body: dict, version: int) -> dict:
+        # v0 has one timeout, which bounds both the session and the rebalance
+        if version < 1 and "session_timeout_ms" in kw:
+            kw["rebalance_timeout_ms"] = kw["session_timeout_ms"]
+        return kw
 
 
 # ------------------------------------------------------------------------------------------- SyncGroup
@@ -101,17 +120,18 @@ class JoinGroupRequest(Request):
 
 @message
 class SyncGroupAssignment(Message):
-    member_id: str
-    assignment: bytes = b""
+    member_id: str = wire("string", "0+")
+    assignment: bytes = wire("bytes", "0+", b"")
 
 
 @message
 class SyncGroupResponse(Response):
     api_key = ApiKey.SYNC_GROUP
-    error_code: int = NO_ERROR
+    throttle_time_ms: int = wire("int32", "1+", 0)
+    error_code: int = wire("int16", "0+", NO_ERROR)
     protocol_type: str | None = None
     protocol_name: str | None = None
-    assignment: bytes = b""
+    assignment: bytes = wire("bytes", "0+", b"")
     """This member's share, as the leader encoded it."""
 
 
@@ -119,13 +139,14 @@ class SyncGroupResponse(Response):
 class SyncGroupRequest(Request):
     api_key = ApiKey.SYNC_GROUP
     response_type = SyncGroupResponse
-    group_id: str = ""
-    generation_id: int = -1
-    member_id: str = ""
-    group_instance_id: str | None = None
+    versions = (0, 3)
+    group_id: str = wire("string", "0+", "")
+    generation_id: int = wire("int32", "0+", -1)
+    member_id: str = wire("string", "0+", "")
+    group_instance_id: str | None = wire("string", "3+", None, nullable="3+")
     protocol_type: str | None = None
     protocol_name: str | None = None
-    assignments: tuple[SyncGroupAssignment, ...] = ()
+    assignments: tuple[SyncGroupAssignment, ...] = wire("[]struct", "0+", (), items=SyncGroupAssignment)
     """The leader's assignment for every member; empty from the other members."""
 
 
@@ -135,7 +156,8 @@ class SyncGroupRequest(Request):
 @message
 class HeartbeatResponse(Response):
     api_key = ApiKey.HEARTBEAT
-    error_code: int = NO_ERROR
+    throttle_time_ms: int = wire("int32", "1+", 0)
+    error_code: int = wire("int16", "0+", NO_ERROR)
     """REBALANCE_IN_PROGRESS tells a member to rejoin."""
 
 
@@ -143,10 +165,11 @@ class HeartbeatResponse(Response):
 class HeartbeatRequest(Request):
     api_key = ApiKey.HEARTBEAT
     response_type = HeartbeatResponse
-    group_id: str = ""
-    generation_id: int = -1
-    member_id: str = ""
-    group_instance_id: str | None = None
+    versions = (0, 3)
+    group_id: str = wire("string", "0+", "")
+    generation_id: int = wire("int32", "0+", -1)
+    member_id: str = wire("string", "0+", "")
+    group_instance_id: str | None = wire("string", "3+", None, nullable="3+")
 
 
 # ------------------------------------------------------------------------------------------ LeaveGroup
@@ -154,31 +177,46 @@ class HeartbeatRequest(Request):
 
 @message
 class MemberIdentity(Message):
-    member_id: str
-    group_instance_id: str | None = None
+    member_id: str = wire("string", "3+")
+    group_instance_id: str | None = wire("string", "3+", None, nullable="3+")
     reason: str | None = None
 
 
 @message
 class LeaveGroupMemberResponse(Message):
-    member_id: str
-    group_instance_id: str | None = None
-    error_code: int = NO_ERROR
+    member_id: str = wire("string", "3+")
+    group_instance_id: str | None = wire("string", "3+", None, nullable="3+")
+    error_code: int = wire("int16", "3+", NO_ERROR)
 
 
 @message
 class LeaveGroupResponse(Response):
     api_key = ApiKey.LEAVE_GROUP
-    error_code: int = NO_ERROR
-    members: tuple[LeaveGroupMemberResponse, ...] = ()
+    throttle_time_ms: int = wire("int32", "1+", 0)
+    error_code: int = wire("int16", "0+", NO_ERROR)
+    members: tuple[LeaveGroupMemberResponse, ...] = wire("[]struct", "3+", (), items=LeaveGroupMemberResponse)
 
 
 @message
 class LeaveGroupRequest(Request):
     api_key = ApiKey.LEAVE_GROUP
     response_type = LeaveGroupResponse
-    group_id: str = ""
-    members: tuple[MemberIdentity, ...] = ()
+    versions = (0, 3)
+    group_id: str = wire("string", "0+", "")
+    member_id: str = wire("string", "0-2", "")
+    """Only on the wire before v3, which names one member; ``wire_in`` moves it into ``members``."""
+    members: tuple[MemberIdentity, ...] = wire("[]struct", "3+", (), items=MemberIdentity)
+
+    @classmethod
+    def wire_in(cls, kw: dict, body: dict, version: int) -> dict:
+        member_id = kw.pop("member_id", "")
+        if version < 3:  # the batch of members (KIP-345) came with v3; before it, one member leaves
+            kw["members"] = (MemberIdentity(member_id=member_id),)
+        return kw
+
+    def wire_out(self, body: dict, version: int) -> None:
+        if version < 3 and self.members:
+            body["member_id"] = self.members[0].member_id
 
 
 # ----------------------------------------------------------------------------------------- OffsetCommit
@@ -186,29 +224,39 @@ class LeaveGroupRequest(Request):
 
 @message
 class OffsetCommitPartition(Message):
-    tp: TopicPartition
-    committed_offset: int = UNKNOWN_OFFSET
+    tp: TopicPartition = wire_partition()
+    committed_offset: int = wire("int64", "0+", UNKNOWN_OFFSET)
     """The next offset to consume (one past the last record processed)."""
-    committed_leader_epoch: int = UNKNOWN_EPOCH
-    committed_metadata: str | None = ""
+    committed_leader_epoch: int = wire("int32", "6+", UNKNOWN_EPOCH)
+    committed_metadata: str | None = wire("string", "0+", "", nullable="0+")
 
 
 @message
 class OffsetCommitResponse(Response):
     api_key = ApiKey.OFFSET_COMMIT
-    partitions: tuple[PartitionError, ...] = ()
+    throttle_time_ms: int = wire("int32", "3+", 0)
+    partitions: tuple[PartitionError, ...] = wire_by_topic("topics", PartitionError)
 
 
 @message
 class OffsetCommitRequest(Request):
     api_key = ApiKey.OFFSET_COMMIT
     response_type = OffsetCommitResponse
-    group_id: str = ""
-    generation_id: int = -1
+    versions = (2, 7)
+    group_id: str = wire("string", "0+", "")
+    generation_id: int = wire("int32", "1+", -1, name="generation_id_or_member_epoch")
     """-1 with an empty member_id: a commit from outside the group protocol (manual assignment)."""
-    member_id: str = ""
-    group_instance_id: str | None = None
-    partitions: tuple[OffsetCommitPartition, ...] = ()
+    member_id: str = wire("string", "1+", "")
+    group_instance_id: str | None = wire("string", "7+", None, nullable="7+")
+    retention_time_ms: int = wire("int64", "2-4", -1)
+    """-1: the broker's offsets.retention.minutes. kafkalite keeps offsets by that config alone, so
+    ``wire_in`` drops what a v2-v4 client sends."""
+    partitions: tuple[OffsetCommitPartition, ...] = wire_by_topic("topics", OffsetCommitPartition)
+
+    @classmethod
+    def wire_in(cls, kw: dict, body: dict, version: int) -> dict:
+        kw.pop("retention_time_ms", None)
+        return kw
 
 
 # ------------------------------------------------------------------------------------------ OffsetFetch
@@ -216,27 +264,33 @@ class OffsetCommitRequest(Request):
 
 @message
 class OffsetFetchPartitionResponse(Message):
-    tp: TopicPartition
-    committed_offset: int = UNKNOWN_OFFSET
+    tp: TopicPartition = wire_partition()
+    committed_offset: int = wire("int64", "0+", UNKNOWN_OFFSET)
     """-1: nothing committed (the consumer falls back to auto.offset.reset)."""
-    committed_leader_epoch: int = UNKNOWN_EPOCH
-    metadata: str | None = ""
-    error_code: int = NO_ERROR
+    committed_leader_epoch: int = wire("int32", "5+", UNKNOWN_EPOCH)
+    metadata: str | None = wire("string", "0+", "", nullable="0+")
+    error_code: int = wire("int16", "0+", NO_ERROR)
 
 
 @message
 class OffsetFetchResponse(Response):
     api_key = ApiKey.OFFSET_FETCH
-    error_code: int = NO_ERROR
-    partitions: tuple[OffsetFetchPartitionResponse, ...] = ()
+    throttle_time_ms: int = wire("int32", "3+", 0)
+    partitions: tuple[OffsetFetchPartitionResponse, ...] = wire_by_topic(
+        "topics", OffsetFetchPartitionResponse
+    )
+    error_code: int = wire("int16", "2+", NO_ERROR)
 
 
 @message
 class OffsetFetchRequest(Request):
     api_key = ApiKey.OFFSET_FETCH
     response_type = OffsetFetchResponse
-    group_id: str = ""
-    partitions: tuple[TopicPartition, ...] | None = None
+    versions = (1, 5)
+    group_id: str = wire("string", "0+", "")
+    partitions: tuple[TopicPartition, ...] | None = wire_partitions(
+        "topics", "0+", None, partitions="partition_indexes", nullable="2+"
+    )
     """None: every partition the group has committed."""
     require_stable: bool = False
     """Answer UNSTABLE_OFFSET_COMMIT rather than skip offsets of a transaction still open (KIP-447)."""
@@ -247,37 +301,53 @@ class OffsetFetchRequest(Request):
 
 @message
 class DescribedGroupMember(Message):
-    member_id: str
-    group_instance_id: str | None = None
-    client_id: str = ""
-    client_host: str = ""
-    member_metadata: bytes = b""
-    member_assignment: bytes = b""
+    member_id: str = wire("string", "0+")
+    group_instance_id: str | None = wire("string", "4+", None, nullable="4+")
+    client_id: str = wire("string", "0+", "")
+    client_host: str = wire("string", "0+", "")
+    member_metadata: bytes = wire("bytes", "0+", b"")
+    member_assignment: bytes = wire("bytes", "0+", b"")
 
 
 @message
 class DescribedGroup(Message):
-    group_id: str
-    error_code: int = NO_ERROR
-    group_state: str = ""
+    error_code: int = wire("int16", "0+", NO_ERROR)
+    group_id: str = wire("string", "0+")
+    group_state: str = wire("string", "0+", "")
     """Kafka's names: Empty, PreparingRebalance, CompletingRebalance, Stable, Dead."""
-    protocol_type: str = ""
-    protocol_data: str = ""
+    protocol_type: str = wire("string", "0+", "")
+    protocol_data: str = wire("string", "0+", "")
     """The chosen assignor."""
-    members: tuple[DescribedGroupMember, ...] = ()
+    members: tuple[DescribedGroupMember, ...] = wire("[]struct", "0+", (), items=DescribedGroupMember)
+    authorized_operations: int = wire("int32", "3+", AUTHORIZED_OPERATIONS_OMITTED)
+    """Always Kafka's "not asked for": kafkalite has no authorizer, so ``wire_in`` ignores a value read."""
+
+    @classmethod
+    def wire_in(cls, kw: dict, body: dict, version: int) -> dict:
+        kw.pop("authorized_operations", None)
+        return kw
 
 
 @message
 class DescribeGroupsResponse(Response):
     api_key = ApiKey.DESCRIBE_GROUPS
-    groups: tuple[DescribedGroup, ...] = ()
+    throttle_time_ms: int = wire("int32", "1+", 0)
+    groups: tuple[DescribedGroup, ...] = wire("[]struct", "0+", (), items=DescribedGroup)
 
 
 @message
 class DescribeGroupsRequest(Request):
     api_key = ApiKey.DESCRIBE_GROUPS
     response_type = DescribeGroupsResponse
-    groups: tuple[str, ...] = ()
+    versions = (0, 4)
+    groups: tuple[str, ...] = wire("[]string", "0+", ())
+    include_authorized_operations: bool = wire("bool", "3+", False)
+    """kafkalite has no authorizer to ask, so ``wire_in`` ignores it and groups carry Kafka's "omitted"."""
+
+    @classmethod
+    def wire_in(cls, kw: dict, body: dict, version: int) -> dict:
+        kw.pop("include_authorized_operations", None)
+        return kw
 
 
 # ------------------------------------------------------------------------------------------ ListGroups
@@ -285,22 +355,24 @@ class DescribeGroupsRequest(Request):
 
 @message
 class ListedGroup(Message):
-    group_id: str
-    protocol_type: str = ""
+    group_id: str = wire("string", "0+")
+    protocol_type: str = wire("string", "0+", "")
     group_state: str = ""
 
 
 @message
 class ListGroupsResponse(Response):
     api_key = ApiKey.LIST_GROUPS
-    error_code: int = NO_ERROR
-    groups: tuple[ListedGroup, ...] = ()
+    throttle_time_ms: int = wire("int32", "1+", 0)
+    error_code: int = wire("int16", "0+", NO_ERROR)
+    groups: tuple[ListedGroup, ...] = wire("[]struct", "0+", (), items=ListedGroup)
 
 
 @message
 class ListGroupsRequest(Request):
     api_key = ApiKey.LIST_GROUPS
     response_type = ListGroupsResponse
+    versions = (0, 2)
     states_filter: tuple[str, ...] = ()
     """Empty: groups in any state."""
 
@@ -310,14 +382,15 @@ class ListGroupsRequest(Request):
 
 @message
 class DeletableGroupResult(Message):
-    group_id: str
-    error_code: int = NO_ERROR
+    group_id: str = wire("string", "0+")
+    error_code: int = wire("int16", "0+", NO_ERROR)
 
 
 @message
 class DeleteGroupsResponse(Response):
     api_key = ApiKey.DELETE_GROUPS
-    results: tuple[DeletableGroupResult, ...] = ()
+    throttle_time_ms: int = wire("int32", "0+", 0)
+    results: tuple[DeletableGroupResult, ...] = wire("[]struct", "0+", (), items=DeletableGroupResult)
 
 
 @message
@@ -326,4 +399,6 @@ class DeleteGroupsRequest(Request):
 
     api_key = ApiKey.DELETE_GROUPS
     response_type = DeleteGroupsResponse
-    groups: tuple[str, ...] = ()
+    versions = (0, 2)
+    flexible_from = 2
+    groups: tuple[str, ...] = wire("[]string", "0+", (), name="groups_names")
