@@ -4,10 +4,13 @@ leaders of the transaction's partitions)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from kafkalite.protocol.api import (
     NO_ERROR,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
+    UNKNOWN_EPOCH,
     ApiKey,
     Message,
     PartitionError,
@@ -16,6 +19,7 @@ from kafkalite.protocol.api import (
     TopicPartition,
     message,
 )
+from kafkalite.protocol.codec.binding import wire, wire_by_topic, wire_partitions
 from kafkalite.protocol.group import OffsetCommitPartition
 
 # -------------------------------------------------------------------------------------- InitProducerId
@@ -24,9 +28,10 @@ from kafkalite.protocol.group import OffsetCommitPartition
 @message
 class InitProducerIdResponse(Response):
     api_key = ApiKey.INIT_PRODUCER_ID
-    error_code: int = NO_ERROR
-    producer_id: int = NO_PRODUCER_ID
-    producer_epoch: int = NO_PRODUCER_EPOCH
+    throttle_time_ms: int = wire("int32", "0+", 0)
+    error_code: int = wire("int16", "0+", NO_ERROR)
+    producer_id: int = wire("int64", "0+", NO_PRODUCER_ID)
+    producer_epoch: int = wire("int16", "0+", NO_PRODUCER_EPOCH)
 
 
 @message
@@ -36,8 +41,9 @@ class InitProducerIdRequest(Request):
 
     api_key = ApiKey.INIT_PRODUCER_ID
     response_type = InitProducerIdResponse
-    transactional_id: str | None = None
-    transaction_timeout_ms: int = 60_000
+    versions = (0, 1)
+    transactional_id: str | None = wire("string", "0+", None, nullable="0+")
+    transaction_timeout_ms: int = wire("int32", "0+", 60_000)
     """transaction.timeout.ms: the coordinator aborts a transaction left open longer than this."""
     producer_id: int = NO_PRODUCER_ID
     producer_epoch: int = NO_PRODUCER_EPOCH
@@ -50,7 +56,13 @@ class InitProducerIdRequest(Request):
 @message
 class AddPartitionsToTxnResponse(Response):
     api_key = ApiKey.ADD_PARTITIONS_TO_TXN
-    results: tuple[PartitionError, ...] = ()
+    throttle_time_ms: int = wire("int32", "0+", 0)
+    results: tuple[PartitionError, ...] = wire_by_topic(
+        "results",
+        PartitionError,
+        partitions="results_by_partition",
+        renames={"error_code": "partition_error_code"},
+    )
 
 
 @message
@@ -59,10 +71,11 @@ class AddPartitionsToTxnRequest(Request):
 
     api_key = ApiKey.ADD_PARTITIONS_TO_TXN
     response_type = AddPartitionsToTxnResponse
-    transactional_id: str = ""
-    producer_id: int = NO_PRODUCER_ID
-    producer_epoch: int = NO_PRODUCER_EPOCH
-    partitions: tuple[TopicPartition, ...] = ()
+    versions = (0, 2)
+    transactional_id: str = wire("string", "0+", "")
+    producer_id: int = wire("int64", "0+", NO_PRODUCER_ID)
+    producer_epoch: int = wire("int16", "0+", NO_PRODUCER_EPOCH)
+    partitions: tuple[TopicPartition, ...] = wire_partitions("topics")
 
 
 # ------------------------------------------------------------------------------------ AddOffsetsToTxn
@@ -71,7 +84,8 @@ class AddPartitionsToTxnRequest(Request):
 @message
 class AddOffsetsToTxnResponse(Response):
     api_key = ApiKey.ADD_OFFSETS_TO_TXN
-    error_code: int = NO_ERROR
+    throttle_time_ms: int = wire("int32", "0+", 0)
+    error_code: int = wire("int16", "0+", NO_ERROR)
 
 
 @message
@@ -80,10 +94,11 @@ class AddOffsetsToTxnRequest(Request):
 
     api_key = ApiKey.ADD_OFFSETS_TO_TXN
     response_type = AddOffsetsToTxnResponse
-    transactional_id: str = ""
-    producer_id: int = NO_PRODUCER_ID
-    producer_epoch: int = NO_PRODUCER_EPOCH
-    group_id: str = ""
+    versions = (0, 2)
+    transactional_id: str = wire("string", "0+", "")
+    producer_id: int = wire("int64", "0+", NO_PRODUCER_ID)
+    producer_epoch: int = wire("int16", "0+", NO_PRODUCER_EPOCH)
+    group_id: str = wire("string", "0+", "")
 
 
 # ------------------------------------------------------------------------------------ TxnOffsetCommit
@@ -92,7 +107,8 @@ class AddOffsetsToTxnRequest(Request):
 @message
 class TxnOffsetCommitResponse(Response):
     api_key = ApiKey.TXN_OFFSET_COMMIT
-    partitions: tuple[PartitionError, ...] = ()
+    throttle_time_ms: int = wire("int32", "0+", 0)
+    partitions: tuple[PartitionError, ...] = wire_by_topic("topics", PartitionError)
 
 
 @message
@@ -102,14 +118,38 @@ class TxnOffsetCommitRequest(Request):
 
     api_key = ApiKey.TXN_OFFSET_COMMIT
     response_type = TxnOffsetCommitResponse
-    transactional_id: str = ""
-    group_id: str = ""
-    producer_id: int = NO_PRODUCER_ID
-    producer_epoch: int = NO_PRODUCER_EPOCH
+    versions = (0, 2)
+    transactional_id: str = wire("string", "0+", "")
+    group_id: str = wire("string", "0+", "")
+    producer_id: int = wire("int64", "0+", NO_PRODUCER_ID)
+    producer_epoch: int = wire("int16", "0+", NO_PRODUCER_EPOCH)
     generation_id: int = -1
     member_id: str = ""
     group_instance_id: str | None = None
-    partitions: tuple[OffsetCommitPartition, ...] = ()
+
+    # Not @message: its fast __init__ sets only a class's own slots, and this one inherits them. Kept inside
+    # the request: it is no message of its own.
+    @dataclasses.dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+    class _Partition(OffsetCommitPartition):
+        """An ``OffsetCommitPartition`` as TxnOffsetCommit carries it: its leader epoch came in v2 here (v6
+        in OffsetCommit). Only the wire uses it; ``wire_in`` hands on plain ``OffsetCommitPartition``s."""
+
+        committed_leader_epoch: int = wire("int32", "2+", UNKNOWN_EPOCH)
+
+    partitions: tuple[OffsetCommitPartition, ...] = wire_by_topic("topics", _Partition)
+
+    @classmethod
+    def wire_in(cls, kw: dict, body: dict, version: int) -> dict:
+        if "partitions" not in kw:
+            return kw
+        kw["partitions"] = tuple(
+            OffsetCommitPartition(
+                tp=p.tp, committed_offset=p.committed_offset, committed_leader_epoch=p.committed_leader_epoch,
+                committed_metadata=p.committed_metadata,
+            )
+            for p in kw["partitions"]
+        )  # fmt: skip
+        return kw
 
 
 # -------------------------------------------------------------------------------------------- EndTxn
@@ -118,17 +158,19 @@ class TxnOffsetCommitRequest(Request):
 @message
 class EndTxnResponse(Response):
     api_key = ApiKey.END_TXN
-    error_code: int = NO_ERROR
+    throttle_time_ms: int = wire("int32", "0+", 0)
+    error_code: int = wire("int16", "0+", NO_ERROR)
 
 
 @message
 class EndTxnRequest(Request):
     api_key = ApiKey.END_TXN
     response_type = EndTxnResponse
-    transactional_id: str = ""
-    producer_id: int = NO_PRODUCER_ID
-    producer_epoch: int = NO_PRODUCER_EPOCH
-    committed: bool = False
+    versions = (0, 2)
+    transactional_id: str = wire("string", "0+", "")
+    producer_id: int = wire("int64", "0+", NO_PRODUCER_ID)
+    producer_epoch: int = wire("int16", "0+", NO_PRODUCER_EPOCH)
+    committed: bool = wire("bool", "0+", False)
     """True to commit, False to abort."""
 
 
