@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import dataclasses
 from enum import IntEnum
-from typing import ClassVar, NamedTuple
+from typing import ClassVar
+
+from kafkalite.protocol.codec.binding import wire, wire_partition
+from kafkalite.protocol.topic_partition import TopicPartition
 
 
 class ApiKey(IntEnum):
@@ -89,16 +92,6 @@ class ApiKey(IntEnum):
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
     ALLOCATE_PRODUCER_IDS = 67
-
-
-class TopicPartition(NamedTuple):
-    """A partition's full name. Orders by topic, then partition; prints as Kafka does, ``"orders-0"``."""
-
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 class CoordinatorType(IntEnum):
@@ -213,10 +206,6 @@ class Request(Message):
     """The versions kafkalite's TCP listener serves (and advertises in ApiVersions); None: not on the wire."""
     flexible_from: ClassVar[int] = 0x7FFF
     """The first flexible version (KIP-482) in Kafka's schema, if the range served reaches it."""
-
-
-# Late: the binding module needs TopicPartition from this one.
-from kafkalite.protocol.codec.binding import wire, wire_partition  # noqa: E402
 
 
 @message

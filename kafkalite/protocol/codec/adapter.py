@@ -47,83 +47,6 @@ def _metadata(b: dict, v: int) -> P.MetadataRequest:
     return P.MetadataRequest(topics=names, allow_auto_topic_creation=b["allow_auto_topic_creation"])
 
 
-def _join_group(b: dict, v: int) -> P.JoinGroupRequest:
-    return P.JoinGroupRequest(
-        group_id=b["group_id"],
-        session_timeout_ms=b["session_timeout_ms"],
-        rebalance_timeout_ms=b["rebalance_timeout_ms"] if v >= 1 else b["session_timeout_ms"],
-        member_id=b["member_id"],
-        group_instance_id=b["group_instance_id"],
-        protocol_type=b["protocol_type"],
-        protocols=tuple(P.JoinGroupProtocol(name=p["name"], metadata=p["metadata"]) for p in b["protocols"]),
-    )
-
-
-def _sync_group(b: dict, v: int) -> P.SyncGroupRequest:
-    return P.SyncGroupRequest(
-        group_id=b["group_id"],
-        generation_id=b["generation_id"],
-        member_id=b["member_id"],
-        group_instance_id=b["group_instance_id"],
-        assignments=tuple(
-            P.SyncGroupAssignment(member_id=a["member_id"], assignment=a["assignment"])
-            for a in b["assignments"]
-        ),
-    )
-
-
-def _heartbeat(b: dict, v: int) -> P.HeartbeatRequest:
-    return P.HeartbeatRequest(
-        group_id=b["group_id"],
-        generation_id=b["generation_id"],
-        member_id=b["member_id"],
-        group_instance_id=b["group_instance_id"],
-    )
-
-
-def _leave_group(b: dict, v: int) -> P.LeaveGroupRequest:
-    if v >= 3:
-        members = tuple(
-            P.MemberIdentity(member_id=m["member_id"], group_instance_id=m["group_instance_id"])
-            for m in b["members"]
-        )
-    else:
-        members = (P.MemberIdentity(member_id=b["member_id"]),)
-    return P.LeaveGroupRequest(group_id=b["group_id"], members=members)
-
-
-def _commit_partitions(b: dict) -> tuple:
-    """The offsets of an OffsetCommit or TxnOffsetCommit body, flattened."""
-    return _flat(
-        b, "topics", "name", "partitions", "partition_index",
-        lambda tp, p: P.OffsetCommitPartition(
-            tp=tp, committed_offset=p["committed_offset"], committed_leader_epoch=p["committed_leader_epoch"],
-            committed_metadata=p["committed_metadata"],
-        ),
-    )  # fmt: skip
-
-
-def _offset_commit(b: dict, v: int) -> P.OffsetCommitRequest:
-    parts = _commit_partitions(b)
-    return P.OffsetCommitRequest(
-        group_id=b["group_id"],
-        generation_id=b["generation_id_or_member_epoch"],
-        member_id=b["member_id"],
-        group_instance_id=b["group_instance_id"],
-        partitions=parts,
-    )
-
-
-def _offset_fetch(b: dict, v: int) -> P.OffsetFetchRequest:
-    topics = b["topics"]
-    parts = (
-        None
-        if topics is None
-        else tuple(TopicPartition(t["name"], p) for t in topics for p in t["partition_indexes"])
-    )
-    return P.OffsetFetchRequest(group_id=b["group_id"], partitions=parts)
-
-
 def _create_topics(b: dict, v: int) -> P.CreateTopicsRequest:
     topics = tuple(
         P.CreatableTopic(
@@ -139,22 +62,6 @@ def _create_topics(b: dict, v: int) -> P.CreateTopicsRequest:
         for t in b["topics"]
     )
     return P.CreateTopicsRequest(topics=topics, timeout_ms=b["timeout_ms"], validate_only=b["validate_only"])
-
-
-def _add_partitions_to_txn(b: dict, v: int) -> P.AddPartitionsToTxnRequest:
-    tps = tuple(TopicPartition(t["name"], i) for t in b["topics"] for i in t["partitions"])
-    return P.AddPartitionsToTxnRequest(
-        transactional_id=b["transactional_id"], producer_id=b["producer_id"],
-        producer_epoch=b["producer_epoch"], partitions=tps,
-    )  # fmt: skip
-
-
-def _txn_offset_commit(b: dict, v: int) -> P.TxnOffsetCommitRequest:
-    parts = _commit_partitions(b)
-    return P.TxnOffsetCommitRequest(
-        transactional_id=b["transactional_id"], group_id=b["group_id"], producer_id=b["producer_id"],
-        producer_epoch=b["producer_epoch"], partitions=parts,
-    )  # fmt: skip
 
 
 def _create_partitions(b: dict, v: int) -> P.CreatePartitionsRequest:
@@ -274,27 +181,10 @@ def _alter_configs_body(r: Any) -> dict:
     }
 
 
-def _txn_ids(b: dict) -> dict:
-    return {k: b[k] for k in ("transactional_id", "producer_id", "producer_epoch")}
-
-
 REQUESTS: dict[int, Callable[[dict, int], Any]] = {
     3: _metadata,
-    8: _offset_commit,
-    9: _offset_fetch,
-    10: lambda b, v: P.FindCoordinatorRequest(key=b["key"], key_type=b["key_type"]),
-    11: _join_group,
-    12: _heartbeat,
-    13: _leave_group,
-    14: _sync_group,
-    15: lambda b, v: P.DescribeGroupsRequest(groups=tuple(b["groups"])),
-    16: lambda b, v: P.ListGroupsRequest(),
     19: _create_topics,
     20: lambda b, v: P.DeleteTopicsRequest(topic_names=tuple(b["topic_names"]), timeout_ms=b["timeout_ms"]),
-    24: _add_partitions_to_txn,
-    25: lambda b, v: P.AddOffsetsToTxnRequest(**_txn_ids(b), group_id=b["group_id"]),
-    26: lambda b, v: P.EndTxnRequest(**_txn_ids(b), committed=b["committed"]),
-    28: _txn_offset_commit,
     37: _create_partitions,
     43: _elect_leaders,
     45: _alter_reassignments,
@@ -302,7 +192,6 @@ REQUESTS: dict[int, Callable[[dict, int], Any]] = {
         timeout_ms=b["timeout_ms"], partitions=_topic_partitions(b["topics"], "name", "partition_indexes")
     ),
     32: _describe_configs,
-    42: lambda b, v: P.DeleteGroupsRequest(groups=tuple(b["groups_names"])),
     33: lambda b, v: P.AlterConfigsRequest(
         resources=_alter_resources(b, False), validate_only=b["validate_only"]
     ),
@@ -323,9 +212,6 @@ REQUESTS: dict[int, Callable[[dict, int], Any]] = {
         ),
         timeout_ms=b["timeout_ms"],
     ),  # fmt: skip
-    22: lambda b, v: P.InitProducerIdRequest(
-        transactional_id=b["transactional_id"], transaction_timeout_ms=b["transaction_timeout_ms"]
-    ),
 }
 
 
@@ -379,83 +265,11 @@ def _metadata_body(r: P.MetadataResponse) -> dict:
     }
 
 
-def _offset_commit_body(r: P.OffsetCommitResponse) -> dict:
-    return {"topics": _partition_errors(r.partitions, "name", "partitions", "partition_index", "error_code")}
-
-
-def _offset_fetch_body(r: P.OffsetFetchResponse) -> dict:
-    return {
-        "error_code": r.error_code,
-        "topics": _by_topic(
-            r.partitions,
-            "name",
-            "partitions",
-            lambda p: {
-                "partition_index": p.tp.partition,
-                "committed_offset": p.committed_offset,
-                "committed_leader_epoch": p.committed_leader_epoch,
-                "metadata": p.metadata,
-                "error_code": p.error_code,
-            },
-        ),
-    }
-
-
-def _join_group_body(r: P.JoinGroupResponse) -> dict:
-    return {
-        "error_code": r.error_code,
-        "generation_id": r.generation_id,
-        "protocol_name": r.protocol_name or "",
-        "leader": r.leader,
-        "member_id": r.member_id,
-        "members": [
-            {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "metadata": m.metadata}
-            for m in r.members
-        ],
-    }
-
-
-def _describe_groups_body(r: P.DescribeGroupsResponse) -> dict:
-    return {
-        "groups": [
-            {
-                "error_code": g.error_code,
-                "group_id": g.group_id,
-                "group_state": g.group_state,
-                "protocol_type": g.protocol_type,
-                "protocol_data": g.protocol_data,
-                "members": [
-                    {
-                        "member_id": m.member_id,
-                        "group_instance_id": m.group_instance_id,
-                        "client_id": m.client_id,
-                        "client_host": m.client_host,
-                        "member_metadata": m.member_metadata,
-                        "member_assignment": m.member_assignment,
-                    }
-                    for m in g.members
-                ],
-            }
-            for g in r.groups
-        ]
-    }
-
-
 def _partition_errors(entries: Any, name: str, parts: str, index: str, code: str) -> list[dict]:
     return _by_topic(entries, name, parts, lambda p: {index: p.tp.partition, code: p.error_code})
 
 
 RESPONSES: dict[type, Callable[[Any], dict]] = {
-    P.AddPartitionsToTxnResponse: lambda r: {
-        "results": _partition_errors(
-            r.results, "name", "results_by_partition", "partition_index", "partition_error_code"
-        )
-    },
-    P.AddOffsetsToTxnResponse: lambda r: {"error_code": r.error_code},
-    P.EndTxnResponse: lambda r: {"error_code": r.error_code},
-    P.TxnOffsetCommitResponse: lambda r: {
-        "topics": _partition_errors(r.partitions, "name", "partitions", "partition_index", "error_code")
-    },
     P.CreatePartitionsResponse: lambda r: {
         "results": [
             {"name": t.name, "error_code": t.error_code, "error_message": t.error_message} for t in r.results
@@ -516,9 +330,6 @@ RESPONSES: dict[type, Callable[[Any], dict]] = {
         )  # fmt: skip
     },
     P.DescribeConfigsResponse: _describe_configs_body,
-    P.DeleteGroupsResponse: lambda r: {
-        "results": [{"group_id": g.group_id, "error_code": g.error_code} for g in r.results]
-    },
     P.AlterConfigsResponse: _alter_configs_body,
     P.IncrementalAlterConfigsResponse: _alter_configs_body,
     P.DescribeClusterResponse: lambda r: {
@@ -530,30 +341,6 @@ RESPONSES: dict[type, Callable[[Any], dict]] = {
         ],
     },
     P.MetadataResponse: _metadata_body,
-    P.OffsetCommitResponse: _offset_commit_body,
-    P.OffsetFetchResponse: _offset_fetch_body,
-    P.JoinGroupResponse: _join_group_body,
-    P.DescribeGroupsResponse: _describe_groups_body,
-    P.FindCoordinatorResponse: lambda r: {
-        "error_code": r.error_code,
-        "error_message": r.error_message,
-        "node_id": r.node_id,
-        "host": r.host,
-        "port": r.port,
-    },
-    P.SyncGroupResponse: lambda r: {"error_code": r.error_code, "assignment": r.assignment},
-    P.HeartbeatResponse: lambda r: {"error_code": r.error_code},
-    P.LeaveGroupResponse: lambda r: {
-        "error_code": r.error_code,
-        "members": [
-            {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "error_code": m.error_code}
-            for m in r.members
-        ],
-    },
-    P.ListGroupsResponse: lambda r: {
-        "error_code": r.error_code,
-        "groups": [{"group_id": g.group_id, "protocol_type": g.protocol_type} for g in r.groups],
-    },
     P.CreateTopicsResponse: lambda r: {
         "topics": [
             {"name": t.name, "error_code": t.error_code, "error_message": t.error_message} for t in r.topics
@@ -563,11 +350,6 @@ RESPONSES: dict[type, Callable[[Any], dict]] = {
         "responses": [
             {"name": t.name, "error_code": t.error_code, "error_message": t.error_message} for t in r.topics
         ]
-    },
-    P.InitProducerIdResponse: lambda r: {
-        "error_code": r.error_code,
-        "producer_id": r.producer_id,
-        "producer_epoch": r.producer_epoch,
     },
 }
 

@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from dataclasses import MISSING
 from typing import Any
 
-from kafkalite.protocol.api import TopicPartition
-from kafkalite.protocol.codec.schema import PRIMITIVES, Field, _range
+from kafkalite.protocol.codec.schema import NULL, PRIMITIVES, Field, _range
+from kafkalite.protocol.topic_partition import TopicPartition
 
 _META = "wire"
 _ABSENT = object()
@@ -166,6 +166,8 @@ def _default_of(cls: type, attr: str, b: Binding) -> Any:
     for f in dataclasses.fields(cls):
         if f.name == attr:
             d = f.default
+            if d is None and b.nullable:
+                return NULL  # absent in an older version means null, as in Kafka's generated code
             if d is MISSING or isinstance(d, tuple) or d is None:
                 return None
             if b.kind == _PLAIN and b.type in ("bytes", "records"):

@@ -19,6 +19,8 @@ from typing import Any
 from kafkalite.protocol.codec.types import Reader, WireFormatError, Writer
 
 ANY = 0x7FFF  # "and every later version"
+NULL = type("Null", (), {"__repr__": lambda self: "NULL"})()
+"""A field default that is null (None itself means "the type's zero value")."""
 
 PRIMITIVES = frozenset(
     {
@@ -67,6 +69,8 @@ class Field:
         return self.nullable[0] <= v <= self.nullable[1]
 
     def default_value(self) -> Any:
+        if self.default is NULL:
+            return None
         if self.default is not None:
             return self.default
         t = self.type
