@@ -59,6 +59,8 @@ from kafkalite.protocol.configs import (
     DescribedConfig,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
+    SetConfig,
+    SetConfigsResource,
 )
 from kafkalite.protocol.controller import (
     AlterPartitionItem,
@@ -254,6 +256,8 @@ __all__ = [
     "AlterConfigsResource",
     "AlterConfigsRequest",
     "AlterConfigOp",
+    "SetConfig",
+    "SetConfigsResource",
     "DescribeClusterResponse",
     "DescribeClusterRequest",
     "DescribeClusterBroker",

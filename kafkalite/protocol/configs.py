@@ -6,6 +6,7 @@ from __future__ import annotations
 from enum import IntEnum
 
 from kafkalite.protocol.api import NO_ERROR, ApiKey, Message, Request, Response, message
+from kafkalite.protocol.codec.binding import wire
 
 
 class ConfigResourceType(IntEnum):
@@ -54,54 +55,68 @@ class AlterConfigOp(IntEnum):
 
 @message
 class DescribeConfigsResource(Message):
-    resource_type: int
-    resource_name: str
-    configuration_keys: tuple[str, ...] | None = None
+    resource_type: int = wire("int8")
+    resource_name: str = wire("string")
+    configuration_keys: tuple[str, ...] | None = wire("[]string", "0+", None, nullable="0+")
     """None: every key."""
 
 
 @message
 class ConfigSynonym(Message):
-    name: str
-    value: str | None
-    source: int
+    name: str = wire("string", "1+")
+    value: str | None = wire("string", "1+", nullable="0+")
+    source: int = wire("int8", "1+")
 
 
 @message
 class DescribedConfig(Message):
-    name: str
-    value: str | None
-    read_only: bool = False
-    config_source: int = ConfigSource.DEFAULT_CONFIG
-    is_sensitive: bool = False
-    synonyms: tuple[ConfigSynonym, ...] = ()
+    name: str = wire("string")
+    value: str | None = wire("string", nullable="0+")
+    read_only: bool = wire("bool", "0+", False)
+    is_default: bool = wire("bool", "0", False)
+    """v0's flag, written as ``config_source == DEFAULT_CONFIG`` whatever this holds, and dropped when read:
+    ``config_source`` says it."""
+    config_source: int = wire("int8", "1+", ConfigSource.DEFAULT_CONFIG, wire_default=-1)
+    is_sensitive: bool = wire("bool", "0+", False)
+    synonyms: tuple[ConfigSynonym, ...] = wire("[]struct", "1+", (), items=ConfigSynonym)
     """The values this key would take, most specific first (only when asked for)."""
-    config_type: int = ConfigType.UNKNOWN
-    documentation: str | None = None
+    config_type: int = wire("int8", "3+", ConfigType.UNKNOWN)
+    documentation: str | None = wire("string", "3+", None, nullable="0+")
+
+    @classmethod
+    def wire_in(cls, kw: dict, body: dict, version: int) -> dict:
+        kw.pop("is_default", None)
+        return kw
+
+    def wire_out(self, body: dict, version: int) -> None:
+        body["is_default"] = self.config_source == ConfigSource.DEFAULT_CONFIG
 
 
 @message
 class DescribeConfigsResult(Message):
-    resource_type: int
-    resource_name: str
-    error_code: int = NO_ERROR
-    error_message: str | None = None
-    configs: tuple[DescribedConfig, ...] = ()
+    error_code: int = wire("int16", "0+", NO_ERROR)
+    error_message: str | None = wire("string", "0+", None, nullable="0+")
+    resource_type: int = wire("int8")
+    resource_name: str = wire("string")
+    configs: tuple[DescribedConfig, ...] = wire("[]struct", "0+", (), items=DescribedConfig)
 
 
 @message
 class DescribeConfigsResponse(Response):
     api_key = ApiKey.DESCRIBE_CONFIGS
-    results: tuple[DescribeConfigsResult, ...] = ()
+    throttle_time_ms: int = wire("int32", "0+", 0)
+    results: tuple[DescribeConfigsResult, ...] = wire("[]struct", "0+", (), items=DescribeConfigsResult)
 
 
 @message
 class DescribeConfigsRequest(Request):
     api_key = ApiKey.DESCRIBE_CONFIGS
     response_type = DescribeConfigsResponse
-    resources: tuple[DescribeConfigsResource, ...] = ()
-    include_synonyms: bool = False
-    include_documentation: bool = False
+    versions = (0, 4)
+    flexible_from = 4
+    resources: tuple[DescribeConfigsResource, ...] = wire("[]struct", "0+", (), items=DescribeConfigsResource)
+    include_synonyms: bool = wire("bool", "1+", False)
+    include_documentation: bool = wire("bool", "3+", False)
 
 
 # --------------------------------------------------------------------- AlterConfigs / Incremental
@@ -109,31 +124,52 @@ class DescribeConfigsRequest(Request):
 
 @message
 class AlterableConfig(Message):
-    name: str
-    value: str | None
-    op: int = AlterConfigOp.SET
-    """AlterConfigs only sets; IncrementalAlterConfigs says per key."""
+    name: str = wire("string")
+    op: int = wire("int8", "0+", AlterConfigOp.SET, name="config_operation")
+    """AlterConfigs only sets (its wire entry has no operation); IncrementalAlterConfigs says per key."""
+    value: str | None = wire("string", nullable="0+")
 
 
 @message
 class AlterConfigsResource(Message):
-    resource_type: int
-    resource_name: str
-    configs: tuple[AlterableConfig, ...] = ()
+    resource_type: int = wire("int8")
+    resource_name: str = wire("string")
+    configs: tuple[AlterableConfig, ...] = wire("[]struct", "0+", (), items=AlterableConfig)
+
+
+@message
+class SetConfig(Message):
+    """AlterConfigs' entry on the wire: a key and its value, no operation. ``AlterConfigsRequest`` holds
+    ``AlterableConfig``s with ``op`` SET."""
+
+    name: str = wire("string")
+    value: str | None = wire("string", nullable="0+")
+
+
+@message
+class SetConfigsResource(Message):
+    """AlterConfigs' resource on the wire, with ``SetConfig`` entries; read into an ``AlterConfigsResource``."""
+
+    resource_type: int = wire("int8")
+    resource_name: str = wire("string")
+    configs: tuple[SetConfig, ...] = wire("[]struct", "0+", (), items=SetConfig)
 
 
 @message
 class AlterConfigsResult(Message):
-    resource_type: int
-    resource_name: str
-    error_code: int = NO_ERROR
-    error_message: str | None = None
+    error_code: int = wire("int16", "0+", NO_ERROR)
+    error_message: str | None = wire("string", "0+", None, nullable="0+")
+    resource_type: int = wire("int8")
+    resource_name: str = wire("string")
 
 
 @message
 class AlterConfigsResponse(Response):
     api_key = ApiKey.ALTER_CONFIGS
-    results: tuple[AlterConfigsResult, ...] = ()
+    throttle_time_ms: int = wire("int32", "0+", 0)
+    results: tuple[AlterConfigsResult, ...] = wire(
+        "[]struct", "0+", (), name="responses", items=AlterConfigsResult
+    )
 
 
 @message
@@ -142,14 +178,32 @@ class AlterConfigsRequest(Request):
 
     api_key = ApiKey.ALTER_CONFIGS
     response_type = AlterConfigsResponse
-    resources: tuple[AlterConfigsResource, ...] = ()
-    validate_only: bool = False
+    versions = (0, 2)
+    flexible_from = 2
+    resources: tuple[AlterConfigsResource, ...] = wire("[]struct", "0+", (), items=SetConfigsResource)
+    """Written from each ``AlterConfigsResource`` (its entries' ``op`` is left off)."""
+    validate_only: bool = wire("bool", "0+", False)
+
+    @classmethod
+    def wire_in(cls, kw: dict, body: dict, version: int) -> dict:
+        kw["resources"] = tuple(
+            AlterConfigsResource(
+                resource_type=r.resource_type,
+                resource_name=r.resource_name,
+                configs=tuple(AlterableConfig(name=c.name, value=c.value) for c in r.configs),
+            )
+            for r in kw.get("resources", ())
+        )
+        return kw
 
 
 @message
 class IncrementalAlterConfigsResponse(Response):
     api_key = ApiKey.INCREMENTAL_ALTER_CONFIGS
-    results: tuple[AlterConfigsResult, ...] = ()
+    throttle_time_ms: int = wire("int32", "0+", 0)
+    results: tuple[AlterConfigsResult, ...] = wire(
+        "[]struct", "0+", (), name="responses", items=AlterConfigsResult
+    )
 
 
 @message
@@ -158,5 +212,7 @@ class IncrementalAlterConfigsRequest(Request):
 
     api_key = ApiKey.INCREMENTAL_ALTER_CONFIGS
     response_type = IncrementalAlterConfigsResponse
-    resources: tuple[AlterConfigsResource, ...] = ()
-    validate_only: bool = False
+    versions = (0, 1)
+    flexible_from = 1
+    resources: tuple[AlterConfigsResource, ...] = wire("[]struct", "0+", (), items=AlterConfigsResource)
+    validate_only: bool = wire("bool", "0+", False)
