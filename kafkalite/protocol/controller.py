@@ -18,6 +18,7 @@ from kafkalite.protocol.api import (
     TopicPartition,
     message,
 )
+from kafkalite.protocol.codec.binding import wire, wire_by_topic, wire_partition, wire_partitions
 from kafkalite.protocol.metadata import BrokerEndpoint
 
 # ---------------------------------------------------------------------------------------- LeaderAndIsr
@@ -149,28 +150,35 @@ class ControlledShutdownRequest(Request):
 
 @message
 class ElectionResult(Message):
-    tp: TopicPartition
-    error_code: int = NO_ERROR
+    tp: TopicPartition = wire_partition("partition_id")
+    error_code: int = wire("int16", "0+", NO_ERROR)
     """ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE, ELIGIBLE_LEADERS_NOT_AVAILABLE, ..."""
-    error_message: str | None = None
+    error_message: str | None = wire("string", "0+", None, nullable="0+")
 
 
 @message
 class ElectLeadersResponse(Response):
     api_key = ApiKey.ELECT_LEADERS
-    error_code: int = NO_ERROR
-    results: tuple[ElectionResult, ...] = ()
+    throttle_time_ms: int = wire("int32", "0+", 0)
+    error_code: int = wire("int16", "1+", NO_ERROR)
+    results: tuple[ElectionResult, ...] = wire_by_topic(
+        "replica_election_results", ElectionResult, topic="topic", partitions="partition_result"
+    )
 
 
 @message
 class ElectLeadersRequest(Request):
     api_key = ApiKey.ELECT_LEADERS
     response_type = ElectLeadersResponse
-    election_type: int = 0
+    versions = (0, 2)
+    flexible_from = 2
+    election_type: int = wire("int8", "1+", 0)
     """0: preferred (move leadership back to the first replica); 1: unclean (allow an out-of-sync one)."""
-    partitions: tuple[TopicPartition, ...] | None = None
+    partitions: tuple[TopicPartition, ...] | None = wire_partitions(
+        "topic_partitions", "0+", None, topic="topic", nullable="0+"
+    )
     """None: every partition."""
-    timeout_ms: int = 60_000
+    timeout_ms: int = wire("int32", "0+", 60_000)
 
 
 # -------------------------------------------------------------------------- AlterPartitionReassignments
@@ -178,32 +186,35 @@ class ElectLeadersRequest(Request):
 
 @message
 class Reassignment(Message):
-    tp: TopicPartition
-    replicas: tuple[int, ...] | None = None
+    tp: TopicPartition = wire_partition()
+    replicas: tuple[int, ...] | None = wire("[]int32", "0+", None, nullable="0+")
     """The target replica list; None cancels a reassignment in progress."""
 
 
 @message
 class ReassignmentResult(Message):
-    tp: TopicPartition
-    error_code: int = NO_ERROR
-    error_message: str | None = None
+    tp: TopicPartition = wire_partition()
+    error_code: int = wire("int16", "0+", NO_ERROR)
+    error_message: str | None = wire("string", "0+", None, nullable="0+")
 
 
 @message
 class AlterPartitionReassignmentsResponse(Response):
     api_key = ApiKey.ALTER_PARTITION_REASSIGNMENTS
-    error_code: int = NO_ERROR
-    error_message: str | None = None
-    results: tuple[ReassignmentResult, ...] = ()
+    throttle_time_ms: int = wire("int32", "0+", 0)
+    error_code: int = wire("int16", "0+", NO_ERROR)
+    error_message: str | None = wire("string", "0+", None, nullable="0+")
+    results: tuple[ReassignmentResult, ...] = wire_by_topic("responses", ReassignmentResult)
 
 
 @message
 class AlterPartitionReassignmentsRequest(Request):
     api_key = ApiKey.ALTER_PARTITION_REASSIGNMENTS
     response_type = AlterPartitionReassignmentsResponse
-    timeout_ms: int = 60_000
-    reassignments: tuple[Reassignment, ...] = ()
+    versions = (0, 0)
+    flexible_from = 0
+    timeout_ms: int = wire("int32", "0+", 60_000)
+    reassignments: tuple[Reassignment, ...] = wire_by_topic("topics", Reassignment)
 
 
 # -------------------------------------------------------------------------- ListPartitionReassignments
@@ -211,27 +222,32 @@ class AlterPartitionReassignmentsRequest(Request):
 
 @message
 class OngoingReassignment(Message):
-    tp: TopicPartition
-    replicas: tuple[int, ...] = ()
+    tp: TopicPartition = wire_partition()
+    replicas: tuple[int, ...] = wire("[]int32", "0+", ())
     """Every replica the partition has while it moves: the target ones and those still to leave."""
-    adding_replicas: tuple[int, ...] = ()
-    removing_replicas: tuple[int, ...] = ()
+    adding_replicas: tuple[int, ...] = wire("[]int32", "0+", ())
+    removing_replicas: tuple[int, ...] = wire("[]int32", "0+", ())
 
 
 @message
 class ListPartitionReassignmentsResponse(Response):
     api_key = ApiKey.LIST_PARTITION_REASSIGNMENTS
-    error_code: int = NO_ERROR
-    error_message: str | None = None
-    reassignments: tuple[OngoingReassignment, ...] = ()
+    throttle_time_ms: int = wire("int32", "0+", 0)
+    error_code: int = wire("int16", "0+", NO_ERROR)
+    error_message: str | None = wire("string", "0+", None, nullable="0+")
+    reassignments: tuple[OngoingReassignment, ...] = wire_by_topic("topics", OngoingReassignment)
 
 
 @message
 class ListPartitionReassignmentsRequest(Request):
     api_key = ApiKey.LIST_PARTITION_REASSIGNMENTS
     response_type = ListPartitionReassignmentsResponse
-    timeout_ms: int = 60_000
-    partitions: tuple[TopicPartition, ...] | None = None
+    versions = (0, 0)
+    flexible_from = 0
+    timeout_ms: int = wire("int32", "0+", 60_000)
+    partitions: tuple[TopicPartition, ...] | None = wire_partitions(
+        "topics", "0+", None, partitions="partition_indexes", nullable="0+"
+    )
     """None: every reassignment in progress; otherwise those of these partitions that are moving."""
 
 
