@@ -94,7 +94,9 @@ class MetadataRequest(Request):
     api_key = ApiKey.METADATA
     response_type = MetadataResponse
     versions = (0, 8)
-    topics: tuple[str, ...] | None = wire("[]struct", "0+", None, nullable="1+", items=MetadataRequestTopic)
+    topics: tuple[str, ...] | None = wire(
+        "[]struct", "0+", None, nullable="1+", items=MetadataRequestTopic, unwrap="name"
+    )
     """None asks for every topic; ``()`` for none (brokers and controller only)."""
     allow_auto_topic_creation: bool = wire("bool", "4+", True)
     include_cluster_authorized_operations: bool = wire("bool", "8+", False)
@@ -106,10 +108,14 @@ class MetadataRequest(Request):
     def wire_in(cls, kw: dict, body: dict, version: int) -> dict:
         topics = kw.get("topics")
         every = topics is None or (version == 0 and not topics)  # v0 asks for every topic with an empty list
-        kw["topics"] = None if every else tuple(t.name for t in topics)
+        kw["topics"] = None if every else topics
         kw.pop("include_cluster_authorized_operations", None)
         kw.pop("include_topic_authorized_operations", None)
         return kw
+
+    def wire_out(self, body: dict, version: int) -> None:
+        if version == 0 and self.topics is None:
+            body["topics"] = []
 
 
 # ---------------------------------------------------------------------------------------- CreateTopics
@@ -137,13 +143,10 @@ class CreatableTopic(Message):
     when ``assignments`` is given."""
     replication_factor: int = wire("int16", "0+", -1)
     assignments: tuple[ReplicaAssignment, ...] = wire("[]struct", "0+", (), items=ReplicaAssignment)
-    configs: tuple[tuple[str, str], ...] = wire("[]struct", "0+", (), items=CreatableTopicConfig)
+    configs: tuple[tuple[str, str], ...] = wire(
+        "[]struct", "0+", (), items=CreatableTopicConfig, unwrap=("name", "value")
+    )
     """Topic config overrides as (name, value) pairs, e.g. ``(("cleanup.policy", "compact"),)``."""
-
-    @classmethod
-    def wire_in(cls, kw: dict, body: dict, version: int) -> dict:
-        kw["configs"] = tuple((c.name, c.value) for c in kw.get("configs", ()))
-        return kw
 
 
 @message
@@ -188,15 +191,9 @@ class CreatePartitionsTopic(Message):
     count: int = wire("int32")
     """The topic's new total number of partitions (more than it has)."""
     assignments: tuple[tuple[int, ...], ...] | None = wire(
-        "[]struct", "0+", None, nullable="0+", items=CreatePartitionsAssignment
+        "[]struct", "0+", None, nullable="0+", items=CreatePartitionsAssignment, unwrap="broker_ids"
     )
     """Replicas of each new partition, in partition order; None: placed as Kafka places added partitions."""
-
-    @classmethod
-    def wire_in(cls, kw: dict, body: dict, version: int) -> dict:
-        if kw.get("assignments") is not None:
-            kw["assignments"] = tuple(a.broker_ids for a in kw["assignments"])
-        return kw
 
 
 @message

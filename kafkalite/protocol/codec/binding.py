@@ -48,6 +48,7 @@ class Binding:
     topic: str = ""
     partitions: str = ""
     renames: Mapping[str, str] | None = None
+    unwrap: str | tuple[str, ...] | None = None
 
 
 def _field(default: Any, binding: Binding) -> Any:
@@ -67,12 +68,14 @@ def wire(
     wire_default: Any = None,
     items: type | None = None,
     renames: Mapping[str, str] | None = None,
+    unwrap: str | tuple[str, ...] | None = None,
 ) -> Any:
     """A wire field: a primitive (``"int32"``), an array of primitives (``"[]int32"``), a ``"struct"`` or
     an array of structs (``"[]struct"``) of the message class ``items``. ``name`` is Kafka's field name
     where it differs from the attribute's; ``wire_default`` the value Kafka's schema gives an absent field
     where it differs from the dataclass default; ``renames`` gives the items' fields other Kafka names in
-    this message (one entry class serves several APIs)."""
+    this message (one entry class serves several APIs). ``unwrap`` keeps an array of structs as plain
+    values: each item's one field (``"name"``), or a tuple of its fields (``("name", "value")``)."""
     if type in ("struct", "[]struct"):
         if items is None:
             raise ValueError(f"{name or type}: a struct field needs its items class")
@@ -82,9 +85,12 @@ def wire(
         if base not in PRIMITIVES:
             raise ValueError(f"{name}: unknown wire type {type!r}")
         kind = _PRIMS if type.startswith("[]") else _PLAIN
-    return _field(
-        default, Binding(kind, type, versions, name, nullable, tag, wire_default, items, renames=renames)
+    if unwrap is not None and kind != _STRUCTS:
+        raise ValueError(f"{name or type}: only an array of structs unwraps")
+    binding = Binding(
+        kind, type, versions, name, nullable, tag, wire_default, items, renames=renames, unwrap=unwrap
     )
+    return _field(default, binding)
 
 
 def wire_partition(name: str = "partition_index") -> Any:
@@ -229,7 +235,13 @@ def from_wire(cls: type, body: dict, version: int, renames: Mapping[str, str] | 
         elif k == _STRUCT:
             kw[s.attr] = from_wire(b.items, v, version, b.renames)  # type: ignore[arg-type]
         elif k == _STRUCTS:
-            kw[s.attr] = tuple(from_wire(b.items, x, version, b.renames) for x in v)  # type: ignore[arg-type]
+            u = b.unwrap
+            if u is None:
+                kw[s.attr] = tuple(from_wire(b.items, x, version, b.renames) for x in v)  # type: ignore[arg-type]
+            elif isinstance(u, str):
+                kw[s.attr] = tuple(_plain(x[u]) for x in v)
+            else:
+                kw[s.attr] = tuple(tuple(_plain(x[f]) for f in u) for x in v)
         elif k == _BY_TOPIC:
             kw[s.attr] = tuple(
                 from_wire(b.items, p, version, b.renames, t[b.topic])  # type: ignore[arg-type]
@@ -242,6 +254,15 @@ def from_wire(cls: type, body: dict, version: int, renames: Mapping[str, str] | 
     if hook is not None:
         kw = hook(kw, body, version)
     return cls(**kw)
+
+
+def _plain(value: Any) -> Any:
+    """An unwrapped item's value as the dataclass keeps it: arrays as tuples."""
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _listed(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
 
 
 def _group(entries: Any, b: Binding, version: int) -> list[dict]:
@@ -273,7 +294,13 @@ def to_wire(msg: Any, version: int, renames: Mapping[str, str] | None = None) ->
         elif k == _STRUCT:
             d[s.wname] = to_wire(v, version, b.renames)
         elif k == _STRUCTS:
-            d[s.wname] = [to_wire(x, version, b.renames) for x in v]
+            u = b.unwrap
+            if u is None:
+                d[s.wname] = [to_wire(x, version, b.renames) for x in v]
+            elif isinstance(u, str):
+                d[s.wname] = [{u: _listed(x)} for x in v]
+            else:
+                d[s.wname] = [{f: _listed(y) for f, y in zip(u, x, strict=True)} for x in v]
         else:
             d[s.wname] = _group(v, b, version)
     hook = getattr(msg, "wire_out", None)
