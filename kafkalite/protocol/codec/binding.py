@@ -212,48 +212,116 @@ def schema_of(cls: type, renames: Mapping[str, str] | None = None) -> tuple[Fiel
 
 
 # ---------------------------------------------------------------------------------------- conversions
+#
+# Each (class, renames) gets two small functions generated from its plan, the first time it is converted:
+# the listener converts every request and response, and a walk over the plan per message would cost
+# several times the hand-written adapters these declarations replaced.
+
+_READERS: dict[tuple[type, Any], Any] = {}
+_WRITERS: dict[tuple[type, Any], Any] = {}
 
 
 def from_wire(cls: type, body: dict, version: int, renames: Mapping[str, str] | None = None,
               topic: str | None = None) -> Any:  # fmt: skip
-    """The ``cls`` instance a decoded wire dict describes (``topic``: the enclosing topic's name)."""
-    kw: dict[str, Any] = {}
-    for s in plan_of(cls, renames):
-        v = body.get(s.wname, _ABSENT)
-        if v is _ABSENT:
-            continue  # a field the schema it was read with does not have: the dataclass default stands
-        b = s.b
-        k = b.kind
-        if k == _PLAIN:
-            kw[s.attr] = v
-        elif k == _PARTITION:
-            kw[s.attr] = TopicPartition(topic, v)  # type: ignore[arg-type]
-        elif v is None:
-            kw[s.attr] = None
-        elif k == _PRIMS:
-            kw[s.attr] = tuple(v)
-        elif k == _STRUCT:
-            kw[s.attr] = from_wire(b.items, v, version, b.renames)  # type: ignore[arg-type]
-        elif k == _STRUCTS:
-            u = b.unwrap
-            if u is None:
-                kw[s.attr] = tuple(from_wire(b.items, x, version, b.renames) for x in v)  # type: ignore[arg-type]
-            elif isinstance(u, str):
-                kw[s.attr] = tuple(_plain(x[u]) for x in v)
-            else:
-                kw[s.attr] = tuple(tuple(_plain(x[f]) for f in u) for x in v)
-        elif k == _BY_TOPIC:
-            kw[s.attr] = tuple(
-                from_wire(b.items, p, version, b.renames, t[b.topic])  # type: ignore[arg-type]
-                for t in v
-                for p in t[b.partitions]
-            )
+    """The ``cls`` instance a decoded wire dict describes (``topic``: the enclosing topic's name). A field
+    missing from ``body`` (the schema it was read with lacks it) keeps its dataclass default."""
+    key = (cls, _renames_key(renames))
+    fn = _READERS.get(key) or _compile_reader(cls, renames, key)
+    return fn(body, version, topic)
+
+
+def to_wire(msg: Any, version: int, renames: Mapping[str, str] | None = None) -> dict:
+    """The wire dict of a message, ready for the codec's ``encode``."""
+    key = (type(msg), _renames_key(renames))
+    fn = _WRITERS.get(key) or _compile_writer(type(msg), renames, key)
+    return fn(msg, version)
+
+
+def _compile_reader(cls: type, renames: Mapping[str, str] | None, key: Any) -> Any:
+    ns: dict[str, Any] = {"_A": _ABSENT, "TP": TopicPartition, "cls": cls, "_plain": _plain}
+    lines = ["def read(body, version, topic):", "    kw = {}", "    get = body.get"]
+    for n, s in enumerate(plan_of(cls, renames)):
+        b, a = s.b, repr(s.attr)
+        if b.kind == _PARTITION:
+            lines.append(f"    kw[{a}] = TP(topic, body[{s.wname!r}])")
+            continue
+        lines += [f"    v = get({s.wname!r}, _A)", "    if v is not _A:"]
+        if b.kind == _PLAIN:
+            lines.append(f"        kw[{a}] = v")
+            continue
+        if b.kind in (_STRUCT, _STRUCTS, _BY_TOPIC):
+            ns[f"R{n}"] = _reader_of(b.items, b.renames)  # type: ignore[arg-type]
+        if b.kind == _PRIMS:
+            expr = "tuple(v)"
+        elif b.kind == _STRUCT:
+            expr = f"R{n}(v, version, None)"
+        elif b.kind == _STRUCTS and b.unwrap is None:
+            expr = f"tuple([R{n}(x, version, None) for x in v])"
+        elif b.kind == _STRUCTS and isinstance(b.unwrap, str):
+            expr = f"tuple([_plain(x[{b.unwrap!r}]) for x in v])"
+        elif b.kind == _STRUCTS:
+            inner = ", ".join(f"_plain(x[{f!r}])" for f in b.unwrap)  # type: ignore[union-attr]
+            expr = f"tuple([({inner},) for x in v])"
+        elif b.kind == _BY_TOPIC:
+            expr = f"tuple([R{n}(p, version, t[{b.topic!r}]) for t in v for p in t[{b.partitions!r}]])"
         else:
-            kw[s.attr] = tuple(TopicPartition(t[b.topic], i) for t in v for i in t[b.partitions])
-    hook = getattr(cls, "wire_in", None)
-    if hook is not None:
-        kw = hook(kw, body, version)
-    return cls(**kw)
+            expr = f"tuple([TP(t[{b.topic!r}], i) for t in v for i in t[{b.partitions!r}]])"
+        lines.append(f"        kw[{a}] = None if v is None else {expr}")
+    if getattr(cls, "wire_in", None) is not None:
+        lines.append("    kw = cls.wire_in(kw, body, version)")
+    lines.append("    return cls(**kw)")
+    exec("\n".join(lines), ns)  # noqa: S102 - generated from the class's own declarations
+    _READERS[key] = ns["read"]
+    return ns["read"]
+
+
+def _reader_of(cls: type, renames: Mapping[str, str] | None) -> Any:
+    key = (cls, _renames_key(renames))
+    return _READERS.get(key) or _compile_reader(cls, renames, key)
+
+
+def _writer_of(cls: type, renames: Mapping[str, str] | None) -> Any:
+    key = (cls, _renames_key(renames))
+    return _WRITERS.get(key) or _compile_writer(cls, renames, key)
+
+
+def _compile_writer(cls: type, renames: Mapping[str, str] | None, key: Any) -> Any:
+    ns: dict[str, Any] = {"_listed": _listed, "_bytes": _bytes, "_group": _group, "_group_tps": _group_tps}
+    lines = ["def write(msg, version):", "    d = {}"]
+    for n, s in enumerate(plan_of(cls, renames)):
+        b, w = s.b, repr(s.wname)
+        v = f"msg.{s.attr}"
+        if b.kind == _PLAIN:
+            conv = f"_bytes({v})" if b.type in ("bytes", "records") else v
+            lines.append(f"    d[{w}] = {conv}")
+            continue
+        if b.kind == _PARTITION:
+            lines.append(f"    d[{w}] = {v}.partition")
+            continue
+        if b.kind in (_STRUCT, _STRUCTS, _BY_TOPIC):
+            ns[f"W{n}"] = _writer_of(b.items, b.renames)  # type: ignore[arg-type]
+        if b.kind == _PRIMS:
+            expr = "list(v)"
+        elif b.kind == _STRUCT:
+            expr = f"W{n}(v, version)"
+        elif b.kind == _STRUCTS and b.unwrap is None:
+            expr = f"[W{n}(x, version) for x in v]"
+        elif b.kind == _STRUCTS and isinstance(b.unwrap, str):
+            expr = f"[{{{b.unwrap!r}: _listed(x)}} for x in v]"
+        elif b.kind == _STRUCTS:
+            inner = ", ".join(f"{f!r}: _listed(x[{i}])" for i, f in enumerate(b.unwrap))  # type: ignore[arg-type]
+            expr = f"[{{{inner}}} for x in v]"
+        elif b.kind == _BY_TOPIC:
+            expr = f"_group(v, W{n}, version, {b.topic!r}, {b.partitions!r})"
+        else:
+            expr = f"_group_tps(v, {b.topic!r}, {b.partitions!r})"
+        lines += [f"    v = {v}", f"    d[{w}] = None if v is None else {expr}"]
+    if getattr(cls, "wire_out", None) is not None:
+        lines.append("    msg.wire_out(d, version)")
+    lines.append("    return d")
+    exec("\n".join(lines), ns)  # noqa: S102 - generated from the class's own declarations
+    _WRITERS[key] = ns["write"]
+    return ns["write"]
 
 
 def _plain(value: Any) -> Any:
@@ -265,45 +333,25 @@ def _listed(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
-def _group(entries: Any, b: Binding, version: int) -> list[dict]:
+def _bytes(value: Any) -> Any:
+    """Bytes as bytes; a file slice left as it is, for the sender to ``sendfile``."""
+    return bytes(value) if isinstance(value, bytearray | memoryview) else value
+
+
+def _group(entries: Any, write: Any, version: int, topic: str, partitions: str) -> list[dict]:
     """Entries regrouped by topic, in the order each topic first appears."""
     out: dict[str, list] = {}
-    if b.kind == _TPS:
-        for tp in entries:
-            out.setdefault(tp.topic, []).append(tp.partition)
-    else:
-        for e in entries:
-            out.setdefault(e.tp.topic, []).append(to_wire(e, version, b.renames))
-    return [{b.topic: t, b.partitions: ps} for t, ps in out.items()]
+    for e in entries:
+        tp = e.tp
+        got = out.get(tp.topic)
+        if got is None:
+            got = out[tp.topic] = []
+        got.append(write(e, version))
+    return [{topic: t, partitions: ps} for t, ps in out.items()]
 
 
-def to_wire(msg: Any, version: int, renames: Mapping[str, str] | None = None) -> dict:
-    """The wire dict of a message, ready for the codec's ``encode``."""
-    d: dict[str, Any] = {}
-    for s in plan_of(type(msg), renames):
-        b, v = s.b, getattr(msg, s.attr)
-        k = b.kind
-        if k == _PLAIN:
-            d[s.wname] = bytes(v) if isinstance(v, bytearray | memoryview) else v
-        elif k == _PARTITION:
-            d[s.wname] = v.partition
-        elif v is None:
-            d[s.wname] = None
-        elif k == _PRIMS:
-            d[s.wname] = list(v)
-        elif k == _STRUCT:
-            d[s.wname] = to_wire(v, version, b.renames)
-        elif k == _STRUCTS:
-            u = b.unwrap
-            if u is None:
-                d[s.wname] = [to_wire(x, version, b.renames) for x in v]
-            elif isinstance(u, str):
-                d[s.wname] = [{u: _listed(x)} for x in v]
-            else:
-                d[s.wname] = [{f: _listed(y) for f, y in zip(u, x, strict=True)} for x in v]
-        else:
-            d[s.wname] = _group(v, b, version)
-    hook = getattr(msg, "wire_out", None)
-    if hook is not None:
-        hook(d, version)
-    return d
+def _group_tps(tps: Any, topic: str, partitions: str) -> list[dict]:
+    out: dict[str, list] = {}
+    for tp in tps:
+        out.setdefault(tp.topic, []).append(tp.partition)
+    return [{topic: t, partitions: ps} for t, ps in out.items()]
