@@ -13,6 +13,10 @@ leader's LEO is below ours we truncate to it; otherwise ListOffsets EARLIEST, an
 is above our LEO we empty the log and restart it there, else we keep it and fetch on from our LEO. Errors
 back off ``replica.fetch.backoff.ms``; a request unanswered within ``replica.socket.timeout.ms`` is
 abandoned and retried.
+
+``ReplicaFetcherManager`` (Kafka's ``AbstractFetcherManager``) keeps the fetchers: a partition is added to
+its leader's fetcher (created on demand) and removed from whichever holds it; a fetcher left without
+partitions stops.
 """
 
 from __future__ import annotations
@@ -52,6 +56,39 @@ if TYPE_CHECKING:
 
 TRUNCATING, FETCHING, RESETTING, FAILED = "truncating", "fetching", "resetting", "failed"
 _BYTES = (bytes, bytearray)
+
+
+class ReplicaFetcherManager:
+    """The fetchers of one broker, one per leader it follows partitions of."""
+
+    def __init__(self, rm: ReplicaManager) -> None:
+        self.rm = rm
+        self.fetchers: dict[int, ReplicaFetcher] = {}
+
+    def has(self, tp: TopicPartition, leader: int) -> bool:
+        f = self.fetchers.get(leader)
+        return f is not None and tp in f.partitions
+
+    def add(
+        self, tp: TopicPartition, leader: int, fetch_offset: int, leader_epoch: int, truncate: bool
+    ) -> None:
+        """Follow ``tp`` at ``leader`` from ``fetch_offset`` (``truncate``: find the divergence first)."""
+        f = self.fetchers.get(leader)
+        if f is None:
+            f = self.fetchers[leader] = ReplicaFetcher(self.rm, leader)
+        f.add_partition(tp, fetch_offset, leader_epoch, truncate)
+
+    def remove(self, tp: TopicPartition) -> None:
+        for leader, f in list(self.fetchers.items()):
+            f.remove_partition(tp)
+            if f.is_empty():
+                f.stop()
+                del self.fetchers[leader]
+
+    def shutdown(self) -> None:
+        for f in self.fetchers.values():
+            f.stop()
+        self.fetchers.clear()
 
 
 @dataclass

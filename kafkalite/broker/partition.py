@@ -3,19 +3,57 @@
 The leader keeps, for every other replica, the state its fetches reveal (Kafka's ``Replica``: log end
 offset, the leader's LEO at the previous fetch, ``lastCaughtUpTimeMs``), computes the high watermark as the
 smallest LEO in the (maximal) ISR, which only moves forward, and decides which replicas should leave or
-join the ISR. ISR changes are only *proposed* here (``pending_isr``, KIP-497): the controller's answer
-makes them real. A follower's high watermark is ``min(leader HW, own LEO)``.
+join the ISR. ISR changes are only *proposed* here (``pending_isr``, KIP-497; the ``AlterPartitionManager``
+sends them): the controller's answer makes them real. A follower's high watermark is
+``min(leader HW, own LEO)``.
+
+As in Kafka, the leader's side of the requests that touch one replica is here too: the append with its
+leader epoch after the min-ISR check (``append_records_to_leader``), whether a waiting acks=all produce is
+done (``check_enough_replicas_reach_offset``), the read for a fetch with its epoch and divergence checks
+(``read_records``), ListOffsets (``fetch_offset_for_timestamp``) and OffsetForLeaderEpoch
+(``last_offset_for_leader_epoch``). The ``ReplicaManager`` finds the partition and answers the request.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kafkalite.protocol import TopicPartition
+from kafkalite.common.acks import Acks
+from kafkalite.common.isolation_level import IsolationLevel
+from kafkalite.errors import (
+    CorruptRecordError,
+    FencedLeaderEpochError,
+    KafkaError,
+    KafkaStorageError,
+    NotEnoughReplicasAfterAppendError,
+    NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
+    OffsetNotAvailableError,
+    OffsetOutOfRangeError,
+    UnknownLeaderEpochError,
+)
+from kafkalite.protocol import (
+    CONSUMER_REPLICA_ID,
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    NO_ERROR,
+    AbortedTransaction,
+    AlterPartitionResult,
+    EpochEndOffset,
+    FetchPartitionResponse,
+    FetchRequest,
+    ListOffsetsPartitionResponse,
+    OffsetForLeaderEpochPartitionResponse,
+    TopicPartition,
+)
 from kafkalite.records import BATCH_HEADER_SIZE, BatchHeader
+from kafkalite.storage.leader_epoch import UNDEFINED_EPOCH
 from kafkalite.storage.log import Log
+
+logger = logging.getLogger("kafkalite.broker")
 
 
 @dataclass
@@ -58,6 +96,7 @@ class Partition:
         self.high_watermark = min(max(high_watermark, 0), log.log_end_offset)
         self._log_event = log_event or (lambda *a, **k: None)
         self._tp_name = str(tp)  # events name the partition several times per produced batch
+        self._reported_corruption: set[tuple[str, int]] = set()
 
     # ----- views -----------------------------------------------------------------------------------
     @property
@@ -215,6 +254,224 @@ class Partition:
             and st.log_end_offset >= self.high_watermark
             and st.log_end_offset >= self.leader_epoch_start_offset
         )
+
+    # ----- ISR changes (KIP-497): decided here, sent by the AlterPartitionManager ------------------
+    def maybe_shrink_isr(self, now_ms: int, max_lag_ms: int) -> tuple[int, ...] | None:
+        """Kafka's ``maybeShrinkIsr``: the ISR without the followers that fell behind (each logged as
+        ``isr_lagging``), or None when there is nothing to propose (no laggard, not the leader, or a
+        proposal still waits for the controller)."""
+        if not self.is_leader or self.pending_isr is not None:
+            return None
+        out = self.out_of_sync_replicas(now_ms, max_lag_ms)
+        if not out:
+            return None
+        for r in out:
+            self.event(
+                "isr_lagging", replica=r, lag_ms=now_ms - self.last_caught_up_ms(r), leo=self.remote_leo(r)
+            )
+        return tuple(r for r in self.isr if r not in out)
+
+    def maybe_expand_isr(self, replica: int) -> tuple[int, ...] | None:
+        """Kafka's ``maybeExpandIsr``, after ``replica``'s fetch: the ISR with it, once it may join."""
+        if self.pending_isr is None and self.can_join_isr(replica):
+            return tuple(sorted(set(self.isr) | {replica}))
+        return None
+
+    def prepare_isr_change(self, new_isr: tuple[int, ...], why: str, now_ms: int) -> None:
+        """Hold ``new_isr`` as the pending proposal (the HW already waits for what it adds)."""
+        self.pending_isr = new_isr
+        self.pending_since_ms = now_ms
+        self.event("isr_change_proposed", change=why, isr=list(self.isr), new_isr=list(new_isr))
+
+    def handle_alter_partition_result(self, r: AlterPartitionResult) -> bool:
+        """The controller's answer to the pending proposal: adopt the ISR it wrote (True), or learn that
+        it refused, or that a newer LeaderAndIsr already superseded it (False)."""
+        proposed, self.pending_isr = self.pending_isr, None
+        if r.error_code != NO_ERROR:
+            self.event("isr_change_failed", error_code=r.error_code, new_isr=list(proposed or ()))
+            return False
+        if r.leader_epoch != self.leader_epoch or r.partition_epoch < self.partition_epoch:
+            return False
+        old = self.isr
+        self.isr = tuple(r.isr)
+        self.partition_epoch = r.partition_epoch
+        kind = "isr_shrink" if len(self.isr) < len(old) else "isr_expand"
+        self.event(
+            kind,
+            old_isr=list(old),
+            isr=list(self.isr),
+            partition_epoch=self.partition_epoch,
+            hw=self.high_watermark,
+        )
+        return True
+
+    # ----- the leader's side of produce, fetch, ListOffsets, OffsetForLeaderEpoch ----------------------
+    def check_current_leader_epoch(self, current_leader_epoch: int) -> int:
+        """KIP-320: a request naming an older epoch is fenced, a newer one is not known here yet."""
+        if current_leader_epoch == UNDEFINED_EPOCH or current_leader_epoch == self.leader_epoch:
+            return NO_ERROR
+        if current_leader_epoch < self.leader_epoch:
+            return FencedLeaderEpochError.code
+        return UnknownLeaderEpochError.code
+
+    def append_records_to_leader(self, records: Any, acks: int, min_isr: int, *, internal: bool) -> Any:
+        """Kafka's ``appendRecordsToLeader``: refuse unless leading, or (acks=all) with an ISR below the
+        effective ``min.insync.replicas``; else append with this leader's epoch. ``internal``: a
+        coordinator's own write (no client validation). Returns the log's append info."""
+        if not self.is_leader:
+            raise NotLeaderOrFollowerError(f"broker {self.broker_id} is not the leader of {self.tp}")
+        min_isr = min(min_isr, len(self.replicas))  # effective (Kafka 3.7)
+        if acks == Acks.ALL and len(self.isr) < min_isr:
+            raise NotEnoughReplicasError(
+                f"{self.tp}: ISR {list(self.isr)} is smaller than min.insync.replicas={min_isr}"
+            )
+        info = self.log.append(
+            records, leader_epoch=self.leader_epoch, from_coordinator=internal, from_client=not internal
+        )
+        self.event("leo", replica=self.broker_id, leo=self.log_end_offset)
+        return info
+
+    def check_enough_replicas_reach_offset(self, required_offset: int, min_isr: int) -> tuple[bool, int]:
+        """Kafka's rule for a waiting acks=all produce: done once the HW passed ``required_offset``, with
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR is then below the effective ``min.insync.replicas``."""
+        if self.high_watermark < required_offset:
+            return False, NO_ERROR
+        if len(self.maximal_isr) < min(min_isr, len(self.replicas)):
+            return True, NotEnoughReplicasAfterAppendError.code
+        return True, NO_ERROR
+
+    def low_watermark(self, live: Any = None) -> int:
+        """The smallest log start offset of the leader and its followers on ``live`` brokers (all if empty)."""
+        low = self.log.log_start_offset
+        for r, st in self.remotes.items():
+            if st.log_start_offset >= 0 and (not live or r in live):
+                low = min(low, st.log_start_offset)
+        return low
+
+    def read_records(
+        self, req: FetchRequest, fp: Any, *, copy: bool = True, slices: bool = False
+    ) -> tuple[FetchPartitionResponse | None, int]:
+        """The answer to ``fp`` (one partition of fetch ``req``) and its size in bytes. ``copy=False`` only
+        sizes the data (None instead of a response when there is data), as a waiting fetch checks
+        ``fetch.min.bytes`` without reading what it will read again on completion. ``slices``: answer with
+        the log's file slice itself, for a sender that ``sendfile``s it."""
+        if not self.is_leader:
+            return FetchPartitionResponse(tp=fp.tp, error_code=NotLeaderOrFollowerError.code), 0
+        code = self.check_current_leader_epoch(fp.current_leader_epoch)
+        if code != NO_ERROR:
+            return FetchPartitionResponse(tp=fp.tp, error_code=code), 0
+        follower = req.replica_id >= 0
+        hw = self.high_watermark
+        log = self.log
+        start = log.log_start_offset
+        lso = log.last_stable_offset(hw)
+        committed_only = not follower and req.isolation_level == IsolationLevel.READ_COMMITTED
+        if follower and fp.last_fetched_epoch >= 0:
+            # KIP-320: the follower's last epoch is not ours up to its fetch offset -> it diverged.
+            epoch, end = log.leader_epoch_cache.end_offset_for(fp.last_fetched_epoch, log.log_end_offset)
+            if epoch != fp.last_fetched_epoch or end < fp.fetch_offset:
+                div = EpochEndOffset(epoch=epoch, end_offset=end)
+                return FetchPartitionResponse(
+                    tp=fp.tp,
+                    diverging_epoch=div,
+                    high_watermark=hw,
+                    last_stable_offset=lso,
+                    log_start_offset=start,
+                ), 0
+        try:
+            info = log.read(
+                fp.fetch_offset,
+                min(fp.partition_max_bytes, req.max_bytes),
+                max_offset=None if follower else (lso if committed_only else hw),
+                verify=True,
+            )
+        except (OffsetOutOfRangeError, CorruptRecordError, KafkaStorageError) as e:
+            if isinstance(e, CorruptRecordError):
+                self._report_corruption(fp.fetch_offset, str(e), req.replica_id)
+            return FetchPartitionResponse(
+                tp=fp.tp,
+                error_code=e.code,
+                high_watermark=hw,
+                last_stable_offset=lso,
+                log_start_offset=start,
+            ), 0
+        if info.bad_batch is not None and info.records.position == info.bad_batch.position:
+            self._report_corruption(fp.fetch_offset, info.bad_batch.describe(str(self.tp)), req.replica_id)
+        if not copy:
+            return None, info.records.size
+        # bytes on a simulated link, whose delivery is later: the leader's file may change underneath
+        data = info.records if slices else info.records.read()
+        aborted = None
+        if committed_only:
+            # Kafka's read_committed answer: the aborted transactions overlapping what is returned, so
+            # the consumer can drop their records (it skips control batches itself).
+            aborted = tuple(
+                AbortedTransaction(producer_id=e.producer_id, first_offset=e.first_offset)
+                for e in log.collect_aborted(fp.fetch_offset, lso)
+            )
+        return FetchPartitionResponse(
+            tp=fp.tp, records=data, high_watermark=hw, last_stable_offset=lso, log_start_offset=start,
+            aborted_transactions=aborted,
+        ), len(data)  # fmt: skip
+
+    def _report_corruption(self, offset: int, what: str, replica_id: int) -> None:
+        """Log a corrupt batch a fetch ran into, once per batch (Kafka logs the failed fetch)."""
+        key = (what, offset)
+        if key in self._reported_corruption:
+            return
+        self._reported_corruption.add(key)
+        self.event("corrupt_batch", offset=offset, error=what, fetcher=replica_id)
+        logger.error("Broker %d: fetch of %s at offset %d: %s", self.broker_id, self.tp, offset, what)
+
+    def fetch_offset_for_timestamp(
+        self, lp: Any, replica_id: int, isolation_level: IsolationLevel
+    ) -> ListOffsetsPartitionResponse:
+        """Kafka's ``fetchOffsetForTimestamp``: the answer to one partition of a ListOffsets."""
+        tp = lp.tp
+        if not self.is_leader:
+            return ListOffsetsPartitionResponse(tp=tp, error_code=NotLeaderOrFollowerError.code)
+        code = self.check_current_leader_epoch(lp.current_leader_epoch)
+        if code != NO_ERROR:
+            return ListOffsetsPartitionResponse(tp=tp, error_code=code)
+        # Kafka's "last fetchable offset": what a client with this isolation level may read up to (the
+        # LSO under read_committed, else the HW); a replica or a debugging tool sees the whole log.
+        if replica_id != CONSUMER_REPLICA_ID:
+            bound = self.log_end_offset
+        elif isolation_level == IsolationLevel.READ_COMMITTED:
+            bound = self.log.last_stable_offset(self.high_watermark)
+        else:
+            bound = self.high_watermark
+        # A new leader whose HW is still below the start of its epoch does not yet know what its
+        # predecessor had committed: Kafka answers a client's "latest" (and a lookup it cannot answer
+        # below the bound) with the retriable OFFSET_NOT_AVAILABLE until the HW catches up.
+        lagging = replica_id == CONSUMER_REPLICA_ID and self.leader_epoch_start_offset > self.high_watermark
+        if lp.timestamp == LATEST_TIMESTAMP:
+            if lagging:
+                return ListOffsetsPartitionResponse(tp=tp, error_code=OffsetNotAvailableError.code)
+            return ListOffsetsPartitionResponse(tp=tp, offset=bound, leader_epoch=self.leader_epoch)
+        if lp.timestamp == EARLIEST_TIMESTAMP:
+            off = self.log.log_start_offset
+            epoch = self.log.leader_epoch_cache.epoch_for_offset(off)
+            return ListOffsetsPartitionResponse(tp=tp, offset=off, leader_epoch=epoch)
+        try:
+            found = self.log.offset_for_timestamp(lp.timestamp)
+        except KafkaError as e:
+            return ListOffsetsPartitionResponse(tp=tp, error_code=e.code)
+        if found is None or found[0] >= bound:  # a record not readable yet is not an answer
+            code = OffsetNotAvailableError.code if lagging else NO_ERROR
+            return ListOffsetsPartitionResponse(tp=tp, error_code=code)
+        epoch = self.log.leader_epoch_cache.epoch_for_offset(found[0])
+        return ListOffsetsPartitionResponse(tp=tp, offset=found[0], timestamp=found[1], leader_epoch=epoch)
+
+    def last_offset_for_leader_epoch(self, ep: Any) -> OffsetForLeaderEpochPartitionResponse:
+        """Kafka's ``lastOffsetForLeaderEpoch``: where ``ep.leader_epoch`` ends on this leader's log."""
+        if not self.is_leader:
+            return OffsetForLeaderEpochPartitionResponse(tp=ep.tp, error_code=NotLeaderOrFollowerError.code)
+        code = self.check_current_leader_epoch(ep.current_leader_epoch)
+        if code != NO_ERROR:
+            return OffsetForLeaderEpochPartitionResponse(tp=ep.tp, error_code=code)
+        epoch, end = self.log.leader_epoch_cache.end_offset_for(ep.leader_epoch, self.log_end_offset)
+        return OffsetForLeaderEpochPartitionResponse(tp=ep.tp, leader_epoch=epoch, end_offset=end)
 
     # ----- follower side ----------------------------------------------------------------------------
     def update_follower_hw(self, leader_hw: int) -> None:
