@@ -1,4 +1,12 @@
-"""Kafka's ``GroupMetadataManager``: the groups of one broker kept in the compacted topic ``__consumer_offsets``.
+"""Kafka's ``GroupMetadataManager`` and ``OffsetMetadataManager``: what a group coordinator stores, kept in the
+compacted topic ``__consumer_offsets``. The coordinator keeps the rebalance protocol; this module the rest.
+
+``OffsetMetadataManager`` holds the committed offsets of the coordinator's groups: it stores an OffsetCommit
+the coordinator accepted (each partition's metadata checked against ``offset.metadata.max.bytes``; the
+commit applied and answered only once the write succeeded), a TxnOffsetCommit (held until the
+transaction's marker), answers OffsetFetch, and removes offsets: expired ones, those of deleted topics, and
+all of a deleted group. It writes through the coordinator's ``store`` (a ``GroupStore``); without one (unit
+tests) every write succeeds at once.
 
 The group a coordinator serves is decided by placement (``coordinator_partition``): the broker leading
 partition ``p`` of ``__consumer_offsets`` coordinates every group hashing to ``p``. This manager follows that
@@ -21,10 +29,9 @@ Empty with no offsets is removed too, with a tombstone for its metadata.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
-from kafkalite.broker.group.coordinator import Done, GroupCoordinator
 from kafkalite.broker.group.member import GroupMetadata, GroupState, MemberMetadata, OffsetAndMetadata
 from kafkalite.common.utils import coordinator_partition
 from kafkalite.errors import (
@@ -45,7 +52,8 @@ from kafkalite.errors import (
     UnknownServerError,
     UnknownTopicOrPartitionError,
 )
-from kafkalite.protocol import NO_ERROR, CreatableTopic, TopicPartition
+from kafkalite.protocol import NO_ERROR, UNKNOWN_EPOCH, UNKNOWN_OFFSET, CreatableTopic, TopicPartition
+from kafkalite.protocol.group import OffsetFetchPartitionResponse
 from kafkalite.protocol.offsets_schema import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -61,8 +69,30 @@ from kafkalite.protocol.offsets_schema import (
 )
 from kafkalite.records import build_batch, set_producer_fields
 
+if TYPE_CHECKING:
+    from kafkalite.broker.group.coordinator import GroupCoordinator
+
 OFFSETS_TOPIC = "__consumer_offsets"
 GROUP_METADATA_TOPIC_NAME = OFFSETS_TOPIC
+OFFSET_METADATA_TOO_LARGE = 12  # Kafka's error code: commit metadata longer than offset.metadata.max.bytes
+
+Done = Callable[[int], None]
+"""Called with an error code (NO_ERROR on success) once a store operation is over."""
+
+
+class GroupStore(Protocol):
+    """Where a coordinator persists offsets and group metadata (``GroupMetadataManager``)."""
+
+    def store_offsets(
+        self,
+        group: GroupMetadata,
+        offsets: dict[TopicPartition, OffsetAndMetadata],
+        done: Done,
+        producer: tuple[int, int] | None = None,
+    ) -> None: ...
+
+    def store_group(self, group: GroupMetadata, assignment: dict[str, bytes], done: Done) -> None: ...
+
 
 _INVALID_FETCH_SIZE = 4  # Kafka's INVALID_FETCH_SIZE, counted with the "too large" errors below
 _TOO_LARGE = {MessageTooLargeError.code, RecordListTooLargeError.code, _INVALID_FETCH_SIZE}
@@ -110,6 +140,155 @@ def offsets_topic(config: Any) -> CreatableTopic:
             ("segment.bytes", str(config.offsets_topic_segment_bytes)),
         ),
     )
+
+
+class OffsetMetadataManager:
+    """The committed offsets of one coordinator's groups. See the module doc."""
+
+    def __init__(self, coordinator: GroupCoordinator) -> None:
+        self.coordinator = coordinator
+
+    def _event(self, event: str, **fields: Any) -> None:
+        self.coordinator._log_event(event, **fields)
+
+    def _write(
+        self,
+        group: GroupMetadata,
+        offsets: dict[TopicPartition, OffsetAndMetadata],
+        done: Done,
+        producer: tuple[int, int] | None = None,
+    ) -> None:
+        store = self.coordinator.store
+        if store is None:
+            done(NO_ERROR)
+        elif producer is None:
+            store.store_offsets(group, offsets, done)
+        else:
+            store.store_offsets(group, offsets, done, producer)
+
+    def commit_offsets(
+        self,
+        group: GroupMetadata,
+        member_id: str,
+        generation: int,
+        parts: Sequence[Any],
+        respond: Callable[[dict[TopicPartition, int]], None],
+    ) -> None:
+        """Store the partitions ``parts`` of an OffsetCommit the coordinator accepted; ``respond`` gets each
+        partition's error code once the write is over. A failed write applies nothing; a group unloaded
+        meanwhile is answered NOT_COORDINATOR."""
+        now = self.coordinator.clock.now_ms()
+        max_bytes = self.coordinator.config.offset_metadata_max_bytes
+        committed: dict[TopicPartition, OffsetAndMetadata] = {}
+        too_large: set[TopicPartition] = set()
+        for p in parts:
+            if len((p.committed_metadata or "").encode("utf-8")) > max_bytes:
+                too_large.add(p.tp)
+                continue
+            committed[p.tp] = OffsetAndMetadata(
+                offset=p.committed_offset,
+                leader_epoch=p.committed_leader_epoch,
+                metadata=p.committed_metadata,
+                commit_timestamp_ms=now,
+            )
+
+        def answer(code: int) -> None:
+            respond({p.tp: OFFSET_METADATA_TOO_LARGE if p.tp in too_large else code for p in parts})
+
+        def stored(code: int) -> None:
+            if code != NO_ERROR or self.coordinator.groups.get(group.group_id) is not group:
+                self._event("group_commit_failed", group=group.group_id, member=member_id, error=code)
+                answer(code if code != NO_ERROR else NotCoordinatorError.code)
+                return
+            group.offsets.update(committed)
+            self._event(
+                "group_commit",
+                group=group.group_id,
+                member=member_id,
+                generation=generation,
+                offsets={str(tp): om.offset for tp, om in committed.items()},
+            )
+            if self.coordinator.on_commit is not None:
+                self.coordinator.on_commit(group.group_id, committed)
+            answer(NO_ERROR)
+
+        if not committed:
+            stored(NO_ERROR)
+        else:
+            self._write(group, committed, stored)
+
+    def commit_txn_offsets(
+        self, group: GroupMetadata, producer: tuple[int, int], parts: Sequence[Any], respond: Done
+    ) -> None:
+        """Offsets written inside the transaction of ``producer`` (id, epoch): stored now as that producer's
+        transactional batch, but visible only once its COMMIT marker reaches the offsets partition
+        (``complete_txn_offsets``)."""
+        now = self.coordinator.clock.now_ms()
+        offsets = {
+            p.tp: OffsetAndMetadata(p.committed_offset, p.committed_leader_epoch, p.committed_metadata, now)
+            for p in parts
+        }
+
+        def stored(code: int) -> None:
+            if code != NO_ERROR or self.coordinator.groups.get(group.group_id) is not group:
+                respond(code if code != NO_ERROR else NotCoordinatorError.code)
+                return
+            group.pending_txn_offsets.setdefault(producer[0], {}).update(offsets)
+            self._event("group_txn_commit", group=group.group_id, producer_id=producer[0],
+                        offsets={str(tp): om.offset for tp, om in offsets.items()})  # fmt: skip
+            respond(NO_ERROR)
+
+        self._write(group, offsets, stored, producer)
+
+    def complete_txn_offsets(self, group_id: str, producer_id: int, committed: bool) -> None:
+        """The producer's COMMIT/ABORT marker for ``group_id``'s partition landed: its offsets count or go."""
+        group = self.coordinator.groups.get(group_id)
+        if group is None:
+            return
+        pending = group.complete_pending_txn_offset_commit(producer_id, committed)
+        if pending and committed:
+            self._event("group_txn_offsets_committed", group=group_id, producer_id=producer_id,
+                        offsets={str(tp): om.offset for tp, om in pending.items()})  # fmt: skip
+
+    def fetch_offsets(
+        self, group: GroupMetadata | None, tps: Iterable[TopicPartition] | None
+    ) -> tuple[OffsetFetchPartitionResponse, ...]:
+        """OffsetFetch: the committed offset of each of ``tps`` (None: every one committed)."""
+        offsets = group.offsets if group is not None else {}
+        out = []
+        for tp in sorted(offsets) if tps is None else tps:
+            om = offsets.get(tp)
+            if om is None:
+                out.append(OffsetFetchPartitionResponse(tp=tp, committed_offset=UNKNOWN_OFFSET, metadata=""))
+            else:
+                epoch = om.leader_epoch if om.leader_epoch is not None else UNKNOWN_EPOCH
+                out.append(
+                    OffsetFetchPartitionResponse(
+                        tp=tp, committed_offset=om.offset, committed_leader_epoch=epoch, metadata=om.metadata
+                    )
+                )
+        return tuple(out)
+
+    def remove_offsets(self, group_id: str, tps: Iterable[TopicPartition]) -> list[TopicPartition]:
+        """Drop the group's committed offsets for ``tps`` (their topic is gone); returns those removed."""
+        group = self.coordinator.groups.get(group_id)
+        return [] if group is None else group.remove_offsets(tps)
+
+    def remove_expired_offsets(
+        self, group_id: str, now_ms: int, retention_ms: int
+    ) -> tuple[list[TopicPartition], bool]:
+        """Offset retention for one group (``GroupMetadata.remove_expired_offsets``). Returns the removed
+        partitions and whether the group, now Empty without offsets, was removed (Dead)."""
+        group = self.coordinator.groups.get(group_id)
+        if group is None or group.is_(GroupState.DEAD):
+            return [], False
+        expired = group.remove_expired_offsets(now_ms, retention_ms)
+        if expired:
+            self._event("group_offsets_expired", group=group_id, partitions=[str(tp) for tp in expired])
+        dead = group.is_(GroupState.EMPTY) and not group.offsets and not group.pending_members
+        if dead:
+            self.coordinator.remove_group(group, "empty group without offsets")
+        return expired, dead
 
 
 class GroupMetadataManager:
@@ -282,7 +461,7 @@ class GroupMetadataManager:
         if tp.topic != OFFSETS_TOPIC:
             return
         for gid in self.groups_in(tp.partition):
-            self.coordinator.complete_txn_offsets(gid, producer_id, committed)
+            self.coordinator.offset_manager.complete_txn_offsets(gid, producer_id, committed)
 
     def delete_groups(self, group_ids: tuple[str, ...]) -> dict[str, int]:
         """DeleteGroups: each Empty group this broker coordinates goes, with tombstones for its metadata and
@@ -291,8 +470,10 @@ class GroupMetadataManager:
         for gid in group_ids:
             code = InvalidGroupIdError.code if not gid else self.ownership_error(gid)
             if code == NO_ERROR:
-                code, removed = self.coordinator.delete_group(gid)
-                if code == NO_ERROR:
+                group = self.coordinator.groups.get(gid)
+                code = self.coordinator.delete_group(gid)
+                if code == NO_ERROR and group is not None:
+                    removed = group.remove_all_offsets()
                     tombstones: list[tuple[bytes, bytes | None]] = [
                         (encode_offset_commit_key(gid, tp.topic, tp.partition), None) for tp in removed
                     ]
@@ -308,7 +489,7 @@ class GroupMetadataManager:
         gone = set(tps)
         for p in sorted(self.owned):
             for gid in self.groups_in(p):
-                removed = self.coordinator.remove_offsets(gid, gone)
+                removed = self.coordinator.offset_manager.remove_offsets(gid, gone)
                 if removed:
                     tombstones: list[tuple[bytes, bytes | None]] = [
                         (encode_offset_commit_key(gid, tp.topic, tp.partition), None) for tp in removed
@@ -330,7 +511,7 @@ class GroupMetadataManager:
         removed: dict[str, list[TopicPartition]] = {}
         for p in sorted(self.owned):
             for gid in self.groups_in(p):
-                expired, dead = self.coordinator.remove_expired_offsets(gid, now, retention_ms)
+                expired, dead = self.coordinator.offset_manager.remove_expired_offsets(gid, now, retention_ms)
                 if not expired and not dead:
                     continue
                 removed[gid] = expired
@@ -521,7 +702,11 @@ def read_groups(log: Any, *, log_event: Callable[..., None] | None = None) -> di
 __all__ = [
     "GROUP_METADATA_TOPIC_NAME",
     "OFFSETS_TOPIC",
+    "OFFSET_METADATA_TOO_LARGE",
+    "Done",
     "GroupMetadataManager",
+    "GroupStore",
+    "OffsetMetadataManager",
     "group_from_value",
     "group_metadata_value",
     "offset_commit_error",

@@ -1,15 +1,19 @@
-"""A consumer group's in-memory state: its members and its generation (Kafka's ``MemberMetadata`` and
-``GroupMetadata`` of the classic group protocol). Plain data plus the bookkeeping that needs no timers;
-``GroupCoordinator`` drives the state machine."""
+"""A consumer group's in-memory state: its members, its generation and its committed offsets (Kafka's
+``MemberMetadata`` and ``GroupMetadata`` of the classic group protocol). Plain data plus the bookkeeping that
+needs no timers, as Kafka's ``GroupMetadata`` keeps it: state transitions checked against
+``VALID_PREVIOUS_STATES``, members and static members, the next generation and its leader, the answers held
+for members waiting on a rebalance, and the offsets (retention, transactional offsets). ``GroupCoordinator``
+drives the state machine; ``OffsetMetadataManager`` stores the offsets."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
 from kafkalite.protocol.api import TopicPartition
+from kafkalite.protocol.group import DescribedGroup, DescribedGroupMember
 
 
 class GroupState(Enum):
@@ -82,6 +86,22 @@ class MemberMetadata:
                 return name
         raise ValueError(f"member {self.member_id} supports none of {sorted(candidates)}")
 
+    def answer_join(self, response: Any) -> bool:
+        """Kafka's ``maybeInvokeJoinCallback``: hand ``response`` to the JoinGroup waiting, if one is."""
+        callback, self.awaiting_join = self.awaiting_join, None
+        if callback is None:
+            return False
+        callback(response)
+        return True
+
+    def answer_sync(self, response: Any) -> bool:
+        """Kafka's ``maybeInvokeSyncCallback``: hand ``response`` to the SyncGroup waiting, if one is."""
+        callback, self.awaiting_sync = self.awaiting_sync, None
+        if callback is None:
+            return False
+        callback(response)
+        return True
+
 
 @dataclass(frozen=True)
 class OffsetAndMetadata:
@@ -106,9 +126,9 @@ class GroupMetadata:
     pending_members: set[str] = field(default_factory=set)
     """Member ids handed out with MEMBER_ID_REQUIRED that have not joined with them yet (KIP-394)."""
     pending_sync_members: set[str] = field(default_factory=set)
+    """Members of the new generation that have not sent SyncGroup yet."""
     pending_txn_offsets: dict[int, dict[Any, Any]] = field(default_factory=dict)
     """Offsets committed inside a transaction, by producer id: they count once its COMMIT marker lands."""
-    """Members of the new generation that have not sent SyncGroup yet."""
     new_member_added: bool = False
     join_timer: int | None = None
     join_initial_delay: bool = False
@@ -121,6 +141,15 @@ class GroupMetadata:
 
     def is_(self, *states: GroupState) -> bool:
         return self.state in states
+
+    def transition_to(self, state: GroupState, now_ms: int) -> None:
+        """Enter ``state`` at ``now_ms``; a transition Kafka does not allow is a bug (AssertionError)."""
+        if self.state not in VALID_PREVIOUS_STATES[state]:
+            raise AssertionError(
+                f"group {self.group_id}: illegal transition {self.state.value} -> {state.value}"
+            )
+        self.state = state
+        self.state_timestamp_ms = now_ms
 
     def has(self, member_id: str) -> bool:
         return member_id in self.members
@@ -151,6 +180,38 @@ class GroupMetadata:
             self.leader_id = next(iter(self.members), None)
         return member
 
+    def update_member(
+        self,
+        member: MemberMetadata,
+        protocols: tuple[tuple[str, bytes], ...],
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        respond: Callable[[Any], None],
+        retry_response: Any,
+    ) -> None:
+        """Kafka's ``updateMember``: a known member rejoins with ``protocols`` and waits with ``respond``; an
+        older JoinGroup of it still waiting is answered with ``retry_response`` (the newest wins)."""
+        member.protocols = protocols
+        member.rebalance_timeout_ms = rebalance_timeout_ms
+        member.session_timeout_ms = session_timeout_ms
+        if member.awaiting_join is not None and member.awaiting_join is not respond:
+            member.awaiting_join(retry_response)
+        member.awaiting_join = respond
+
+    def replace_static_member(self, instance_id: str, old_id: str, new_id: str) -> MemberMetadata:
+        """Kafka's ``replaceStaticMember``: the static member ``instance_id`` is known as ``new_id`` from
+        now on, wherever the group knew it as ``old_id`` (leader, pending sync)."""
+        member = self.members.pop(old_id)
+        member.member_id = new_id
+        self.members[new_id] = member
+        self.static_members[instance_id] = new_id
+        if self.leader_id == old_id:
+            self.leader_id = new_id
+        if old_id in self.pending_sync_members:
+            self.pending_sync_members.discard(old_id)
+            self.pending_sync_members.add(new_id)
+        return member
+
     def static_member_id(self, instance_id: str | None) -> str | None:
         return None if instance_id is None else self.static_members.get(instance_id)
 
@@ -169,6 +230,27 @@ class GroupMetadata:
 
     def not_yet_rejoined(self) -> list[MemberMetadata]:
         return [m for m in self.members.values() if not m.is_awaiting_join]
+
+    def maybe_elect_new_joined_leader(self) -> bool:
+        """Keep the leader if it rejoined, else the first member that did; False when none did."""
+        leader = self.members.get(self.leader_id or "")
+        if leader is not None and leader.is_awaiting_join:
+            return True
+        joined = [m.member_id for m in self.members.values() if m.is_awaiting_join]
+        if not joined:
+            return False
+        self.leader_id = joined[0]
+        return True
+
+    def init_next_generation(self) -> None:
+        """A new generation: with members, the protocol they voted for; without, no protocol or leader.
+        (The coordinator then moves the group to CompletingRebalance or Empty.)"""
+        self.generation_id += 1
+        if self.members:
+            self.protocol_name = self.select_protocol()
+        else:
+            self.protocol_name = None
+            self.leader_id = None
 
     def rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
@@ -198,6 +280,66 @@ class GroupMetadata:
         return [
             (m.member_id, m.group_instance_id, m.metadata(self.protocol_name)) for m in self.members.values()
         ]
+
+    def summary(self) -> DescribedGroup:
+        """Kafka's ``summary``: the group as DescribeGroups shows it (subscriptions and shares when Stable)."""
+        stable = self.is_(GroupState.STABLE)
+        members = tuple(
+            DescribedGroupMember(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                member_metadata=m.metadata(self.protocol_name) if stable and self.protocol_name else b"",
+                member_assignment=m.assignment if stable else b"",
+            )
+            for m in self.members.values()
+        )
+        return DescribedGroup(
+            group_id=self.group_id,
+            group_state=self.state.value,
+            protocol_type=self.protocol_type or "",
+            protocol_data=(self.protocol_name or "") if stable else "",
+            members=members,
+        )
+
+    # ----- offsets -----------------------------------------------------------------------------------
+    def remove_offsets(self, tps: Iterable[TopicPartition]) -> list[TopicPartition]:
+        """Drop the committed offsets of ``tps``; returns those removed, sorted."""
+        wanted = set(tps)
+        removed = sorted(tp for tp in self.offsets if tp in wanted)
+        for tp in removed:
+            del self.offsets[tp]
+        return removed
+
+    def remove_all_offsets(self) -> list[TopicPartition]:
+        return self.remove_offsets(list(self.offsets))
+
+    def remove_expired_offsets(self, now_ms: int, retention_ms: int) -> list[TopicPartition]:
+        """Kafka's ``removeExpiredOffsets``: offsets older than ``retention_ms`` go. An Empty consumer group
+        counts from when it became Empty (its currentStateTimestamp); a group used only for commits (no
+        protocol type) counts from each commit. Groups with members keep their offsets here (Kafka also
+        expires, in a Stable group, offsets of topics no member subscribes to)."""
+        if self.protocol_type is not None and not self.is_(GroupState.EMPTY):
+            return []
+        expired = []
+        for tp, om in sorted(self.offsets.items()):
+            base = om.commit_timestamp_ms
+            if self.protocol_type is not None and self.state_timestamp_ms >= 0:
+                base = self.state_timestamp_ms
+            if now_ms - base >= retention_ms:
+                expired.append(tp)
+        for tp in expired:
+            del self.offsets[tp]
+        return expired
+
+    def complete_pending_txn_offset_commit(self, producer_id: int, committed: bool) -> dict[Any, Any]:
+        """The producer's transaction ended: its offsets count now (``committed``) or never. Returns the
+        offsets that were pending."""
+        pending = self.pending_txn_offsets.pop(producer_id, None) or {}
+        if committed:
+            self.offsets.update(pending)
+        return pending
 
 
 __all__ = [
