@@ -6,6 +6,10 @@ bytes; ``read`` finds the segment by base offset, the position by the sparse ind
 ``FileSlice`` of whole batches. ``open`` finishes what a crash interrupted (deletes, cleaner swaps) and
 recovers the active segment by re-validating every batch in it.
 
+As in Kafka, ``Log`` (Kafka's ``UnifiedLog``) keeps what is more than files: the log start offset,
+producer state, leader epochs and the append paths; ``local_log.LocalLog`` keeps the segment list and
+does roll, flush, read, truncate and delete on it; ``log_loader.LogLoader`` is the recovery on open.
+
 Files in the partition directory besides segments (all Kafka's text checkpoint format):
 ``leader-epoch-checkpoint`` (as in Kafka), and ``log-start-offset-checkpoint`` /
 ``cleaner-offset-checkpoint`` which Kafka keeps one level up, shared by all partitions of a log dir;
@@ -17,16 +21,14 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from bisect import bisect_right
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kafkalite.clock import Clock, SystemClock
 from kafkalite.config.topic import LONG_MAX, LogConfig
 from kafkalite.errors import (
-    CorruptRecordError,
     InvalidProducerEpochError,
     InvalidRecordError,
     KafkaStorageError,
@@ -36,7 +38,6 @@ from kafkalite.errors import (
 from kafkalite.records import (
     BatchHeader,
     decode_batch_tuples,
-    iter_batches,
     parse_control_record,
     stamp_batch,
     valid_header_fields,
@@ -47,7 +48,9 @@ from kafkalite.storage.checkpoint import LeaderEpochCheckpoint, OffsetCheckpoint
 from kafkalite.storage.file_ops import OS_FILE_OPS, FileOps
 from kafkalite.storage.file_slice import FileSlice
 from kafkalite.storage.leader_epoch import LeaderEpochCache
+from kafkalite.storage.local_log import LocalLog
 from kafkalite.storage.log_dir_failure_channel import LogDirFailureChannel
+from kafkalite.storage.log_loader import LogLoader, RecoveryReport, rebuild_producer_state
 from kafkalite.storage.log_validator import validate_records
 from kafkalite.storage.producer_state import (
     ProducerBatchInfo,
@@ -56,21 +59,11 @@ from kafkalite.storage.producer_state import (
 )
 from kafkalite.storage.retention import deletable_segments
 from kafkalite.storage.segment import (
-    CLEANED_SUFFIX,
-    DELETED_SUFFIX,
-    LOG_SUFFIX,
-    SWAP_SUFFIX,
     BadBatch,
     LogSegment,
-    parse_base_offset,
 )
 from kafkalite.storage.transaction_index import (
-    TXN_INDEX_SUFFIX,
     AbortedTxn,
-    append_txn_index,
-    read_txn_index,
-    txn_index_path,
-    write_txn_index,
 )
 
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
@@ -110,43 +103,6 @@ class FetchDataInfo:
     """A verifying read that stopped before, or consists of, a batch failing its CRC."""
 
 
-@dataclass
-class RecoveryReport:
-    """What ``Log.open`` found and repaired (printed in the storage chapter)."""
-
-    dir: str
-    read_only: bool
-    segments_loaded: int = 0
-    recovered_segments: list[int] = field(default_factory=list)
-    bytes_truncated: int = 0
-    truncations: dict[int, str] = field(default_factory=dict)
-    indexes_rebuilt: dict[int, str] = field(default_factory=dict)
-    corrupt_batches: dict[int, str] = field(default_factory=dict)
-    deleted_files_removed: list[str] = field(default_factory=list)
-    cleaned_files_removed: list[str] = field(default_factory=list)
-    swaps_completed: list[int] = field(default_factory=list)
-    log_start_offset: int = 0
-    log_end_offset: int = 0
-
-    def __str__(self) -> str:
-        lines = [
-            f"recovery of {self.dir}{' (read-only, nothing written)' if self.read_only else ''}:",
-            f"  segments loaded: {self.segments_loaded}, log offsets [{self.log_start_offset}, {self.log_end_offset}]",
-            f"  segments scanned with CRC checks: {self.recovered_segments}",
-            f"  bytes truncated: {self.bytes_truncated}",
-        ]
-        lines += [f"    segment {b}: {why}" for b, why in self.truncations.items()]
-        lines += [f"  index rebuilt for segment {b}: {why}" for b, why in self.indexes_rebuilt.items()]
-        lines += [f"  kept segment {b} with a {why}" for b, why in self.corrupt_batches.items()]
-        if self.deleted_files_removed:
-            lines.append(f"  finished deletes: {self.deleted_files_removed}")
-        if self.cleaned_files_removed:
-            lines.append(f"  dropped unfinished cleaner output: {self.cleaned_files_removed}")
-        if self.swaps_completed:
-            lines.append(f"  completed cleaner swaps for segments: {self.swaps_completed}")
-        return "\n".join(lines)
-
-
 def _topic_partition(dir: Path) -> tuple[str, int]:
     topic, _, part = dir.name.rpartition("-")
     if topic and part.isdigit():
@@ -174,7 +130,11 @@ def _handles_io_errors(what: str):
 
 
 class Log:
-    """One partition's log. Use ``Log.open``."""
+    """One partition's log. Use ``Log.open``.
+
+    It stays over 600 lines for its three append paths (a leader's single batch, a leader's request of
+    many, a follower's copy): each is validation, producer and epoch bookkeeping and the segment write
+    under one lock, written out in full because it is the hot path ``kafkalite bench produce`` measures."""
 
     def __init__(
         self,
@@ -193,18 +153,11 @@ class Log:
         self.clock = clock
         self.read_only = read_only
         self.topic, self.partition = _topic_partition(dir)
-        self._segments: list[LogSegment] = []
-        self._bases: list[int] = []
-        self._leo = 0
+        self._local = LocalLog(dir, config, clock, read_only, file_ops)
         self._log_start = 0
-        self._recovery_point = 0
-        self._unflushed = 0
-        self._last_flush_ms = 0
         self.leader_epoch_cache = LeaderEpochCache(dir / LEADER_EPOCH_CHECKPOINT, file_ops=file_ops)
         self.producer_state = ProducerStateManager(dir, dir.name, file_ops)
         self.leader_epoch_cache.on_io_error = self._io_failure
-        self._aborted: list[AbortedTxn] = []  # aborted transactions, in marker order (the .txnindex files)
-        self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._lock = threading.RLock()
         self._closed = False
         self.recovery_report = RecoveryReport(str(dir), read_only)
@@ -273,119 +226,23 @@ class Log:
         return KafkaStorageError(f"{message}: {error}")
 
     def _load(self) -> None:
-        report = self.recovery_report
-        names = sorted(os.listdir(self.dir))
-        swaps: list[int] = []
-        if not self.read_only:
-            for name in names:
-                p = self.dir / name
-                if name.endswith(DELETED_SUFFIX):
-                    p.unlink(missing_ok=True)
-                    report.deleted_files_removed.append(name)
-                elif name.endswith(CLEANED_SUFFIX) or name.endswith(".tmp"):
-                    p.unlink(missing_ok=True)
-                    report.cleaned_files_removed.append(name)
-                elif name.endswith(LOG_SUFFIX + SWAP_SUFFIX):
-                    base = parse_base_offset(name)
-                    if base is not None:
-                        swaps.append(base)
-            for base in swaps:
-                self._complete_swap(base)
-            names = sorted(os.listdir(self.dir))
-        bases = sorted(b for n in names if n.endswith(LOG_SUFFIX) and (b := parse_base_offset(n)) is not None)
-        suffix_of = dict.fromkeys(bases, "")
-        if self.read_only:
-            # A writer may be mid-swap: serve the swap file if the segment it replaces is already gone.
-            for n in names:
-                if n.endswith(LOG_SUFFIX + SWAP_SUFFIX):
-                    b = parse_base_offset(n)
-                    if b is not None and b not in suffix_of:
-                        suffix_of[b] = SWAP_SUFFIX
-            bases = sorted(suffix_of)
-
-        cp = self._read_log_start_checkpoint()
-        segments: list[LogSegment] = []
-        for i, base in enumerate(bases):
-            seg = LogSegment.open(
-                self.dir, base, self.config, self.clock, suffix=suffix_of[base], read_only=self.read_only,
-                file_ops=self.file_ops,
-            )  # fmt: skip
-            active = i == len(bases) - 1
-            problem = None if active else seg.load_state()
-            if active or problem:
-                if problem:
-                    report.indexes_rebuilt[base] = problem
-                # A closed segment is never cut: its bad bytes are served as an error, not dropped.
-                truncated = seg.recover(truncate=active)
-                report.recovered_segments.append(base)
-                if seg.bad_batch is not None:
-                    report.corrupt_batches[base] = seg.bad_batch.describe(self.dir.name)
-                if truncated:
-                    report.bytes_truncated += truncated
-                    report.truncations[base] = (
-                        f"{truncated} bytes{' ignored (read-only)' if self.read_only else ' truncated'}: "
-                        f"{seg.last_recovery_reason}"
-                    )
-                if not active:
-                    seg.on_become_inactive()
-            segments.append(seg)
-        if not segments:
-            start = cp if cp is not None else 0
-            if self.read_only:
-                raise KafkaStorageError(f"log directory {self.dir} holds no segments (opened read-only)")
-            segments.append(
-                LogSegment.create(self.dir, start, self.config, self.clock, file_ops=self.file_ops)
-            )
-        self._segments = segments
-        self._bases = [s.base_offset for s in segments]
-        self._leo = segments[-1].next_offset
-        start = max(cp if cp is not None else 0, segments[0].base_offset)
-        self._log_start = min(start, self._leo)
-        self._recovery_point = self._leo
-        self._last_flush_ms = self.clock.now_ms()
-        self.recovery_report.segments_loaded = len(segments)
-        self.recovery_report.log_start_offset = self._log_start
-        self.recovery_report.log_end_offset = self._leo
-        self._epochs = [(e, o) for e, o in self._epoch_checkpoint().read() if o < self._leo] or []
+        local = self._local
+        self._log_start = LogLoader(local, self.recovery_report).load(self._read_log_start_checkpoint)
+        segments, leo = local.segments, local.leo
+        self._epochs = [(e, o) for e, o in self._epoch_checkpoint().read() if o < leo] or []
         if not self.read_only:
             # A crash between moving the log start and rewriting the epoch checkpoint leaves entries
             # below the start; trim them as the live log would have.
             self.leader_epoch_cache.truncate_from_start(self._log_start)
         if not self.read_only and segments[-1].offset_index.mutable is False:
             segments[-1].make_active()
-        self._aborted = [
-            e for seg in segments for e in read_txn_index(txn_index_path(self.dir, seg.base_offset))
-        ]
+        local.load_aborted()
         if not self.read_only:
             self._rebuild_producer_state()
 
     # ===== producer state ===============================================================================
     def _rebuild_producer_state(self) -> None:
-        """Load the newest snapshot at or below the log end and replay the batches after it (from the
-        log start when there is none), as Kafka does on open and after a truncation."""
-        ps = self.producer_state
-        off = ps.load_latest(self._leo)
-        start = max(off, self._log_start)
-        if off < self._log_start:
-            ps.reset(self._log_start)
-            start = self._log_start
-        for f, data in self._iter_header_fields(start):
-            self._track_producer(f, f[0], data)
-        ps.advance(self._leo)
-        if off >= 0 and off < self._log_start:
-            ps.evict_before(self._log_start)
-
-    def _iter_header_fields(self, start: int):
-        """``(header fields, batch bytes)`` of the batches ending at or after ``start``, segment by segment."""
-        for seg in self._segments:
-            if seg.next_offset <= start or seg.size == 0:
-                continue
-            seg.write_deferred()
-            data = memoryview(os.pread(seg.file.fileno(), seg.size, 0))
-            end = seg.bad_batch.position if seg.bad_batch is not None else len(data)
-            for pos, h in iter_batches(data, 0, end):
-                if h.base_offset + h.last_offset_delta >= start:
-                    yield h.as_tuple(), data[pos : pos + h.batch_length + 12]
+        rebuild_producer_state(self.producer_state, self._local, self._log_start, self._track_producer)
 
     def _track_producer(self, f: tuple, base: int, data) -> None:
         """Fold one appended batch (header fields ``f``, first offset ``base``) into the producer state."""
@@ -399,7 +256,9 @@ class Log:
             first = self.producer_state.complete_txn(f[9], f[10], marker.coordinator_epoch, base, f[8])
             if first >= 0 and not marker.is_commit:
                 unstable = self.first_unstable_offset()
-                self._add_aborted(AbortedTxn(f[9], first, base, base + 1 if unstable is None else unstable))
+                self._local.add_aborted(
+                    AbortedTxn(f[9], first, base, base + 1 if unstable is None else unstable)
+                )
             return
         self.producer_state.update(_producer_info(f, base))
 
@@ -418,41 +277,11 @@ class Log:
 
     def collect_aborted(self, start: int, upper: int) -> list[AbortedTxn]:
         """Aborted transactions with records in ``[start, upper)`` (what a read_committed fetch returns)."""
-        return [e for e in self._aborted if e.last_offset >= start and e.first_offset < upper]
+        return self._local.collect_aborted(start, upper)
 
     @property
     def aborted_transactions(self) -> list[AbortedTxn]:
-        return list(self._aborted)
-
-    def _add_aborted(self, entry: AbortedTxn) -> None:
-        if entry in self._aborted:
-            return  # replaying a marker whose entry the .txnindex file already holds
-        self._aborted.append(entry)
-        if not self.read_only:
-            base = self._bases[bisect_right(self._bases, entry.last_offset) - 1]
-            append_txn_index(txn_index_path(self.dir, base), entry, self.file_ops)
-
-    def _drop_aborted(self, keep) -> None:
-        """Keep only the entries ``keep(entry)`` accepts, rewriting the .txnindex files that changed."""
-        kept = [e for e in self._aborted if keep(e)]
-        if len(kept) == len(self._aborted):
-            return
-        self._aborted = kept
-        if self.read_only:
-            return
-        by_base: dict[int, list[AbortedTxn]] = {b: [] for b in self._bases}
-        for e in kept:
-            i = bisect_right(self._bases, e.last_offset) - 1
-            if i >= 0:
-                by_base[self._bases[i]].append(e)
-        for name in os.listdir(self.dir):
-            if name.endswith(TXN_INDEX_SUFFIX):
-                base = parse_base_offset(name)
-                if base is not None and base not in by_base:
-                    (self.dir / name).unlink(missing_ok=True)
-        for base, entries in by_base.items():
-            if entries != read_txn_index(txn_index_path(self.dir, base)):
-                write_txn_index(txn_index_path(self.dir, base), entries, self.file_ops)
+        return list(self._local.aborted)
 
     def _check_marker_epoch(self, f: tuple, offset: int) -> None:
         entry = self.producer_state.producers.get(f[9])
@@ -481,24 +310,6 @@ class Log:
         dups = iter(self.producer_state.check_client_batches(wanted))
         return [None if i is None else next(dups) for i in infos]
 
-    def _complete_swap(self, base: int) -> None:
-        """Finish a cleaner swap interrupted by a crash: the ``.swap`` segment replaces what it covers."""
-        swap = LogSegment.open(
-            self.dir, base, self.config, self.clock, suffix=SWAP_SUFFIX, file_ops=self.file_ops
-        )
-        swap.recover()
-        end = swap.next_offset
-        for name in os.listdir(self.dir):
-            b = parse_base_offset(name)
-            if b is None or name.endswith(SWAP_SUFFIX):
-                continue
-            if base <= b < max(end, base + 1) and not name.endswith(DELETED_SUFFIX):
-                (self.dir / name).unlink(missing_ok=True)
-        swap.on_become_inactive()
-        swap.change_suffix("")
-        swap.close()
-        self.recovery_report.swaps_completed.append(base)
-
     def _read_log_start_checkpoint(self) -> int | None:
         offsets = OffsetCheckpoint(self.dir / LOG_START_OFFSET_CHECKPOINT).read()
         return offsets.get((self.topic, self.partition))
@@ -515,7 +326,7 @@ class Log:
     def refresh(self) -> None:
         """Re-read the directory (a read-only reader catching up with a live writer)."""
         with self._lock:
-            for seg in self._segments:
+            for seg in self._local.segments:
                 seg.file.close()
             self.recovery_report = RecoveryReport(str(self.dir), self.read_only)
             self._load()
@@ -531,24 +342,24 @@ class Log:
 
     @property
     def log_end_offset(self) -> int:
-        return self._leo
+        return self._local.leo
 
     @property
     def size_bytes(self) -> int:
-        return sum(s.size for s in self._segments)
+        return self._local.size_bytes
 
     @property
     def segments(self) -> list[LogSegment]:
-        return list(self._segments)
+        return list(self._local.segments)
 
     @property
     def active_segment(self) -> LogSegment:
-        return self._segments[-1]
+        return self._local.segments[-1]
 
     @property
     def recovery_point(self) -> int:
         """Offsets below this are known to be fsynced."""
-        return self._recovery_point
+        return self._local.recovery_point
 
     @property
     def leader_epoch_entries(self) -> list[tuple[int, int]]:
@@ -558,17 +369,17 @@ class Log:
     @property
     def pending_deletes(self) -> list[int]:
         """Base offsets of segments renamed to ``.deleted`` and waiting for ``file.delete.delay.ms``."""
-        return [s.base_offset for _, s in self._pending_deletes]
+        return [s.base_offset for _, s in self._local.pending_deletes]
 
     def update_config(self, props: Mapping[str, Any]) -> None:
         """Apply changed topic configs (Kafka names) to this log."""
         with self._lock:
-            self.config = self.config.with_overrides(props)
+            self.config = self._local.config = self.config.with_overrides(props)
             self._refresh_config()
 
     def __repr__(self) -> str:
         return (
-            f"Log({self.dir.name}, offsets=[{self._log_start}, {self._leo}], segments={len(self._segments)}"
+            f"Log({self.dir.name}, offsets=[{self._log_start}, {self._local.leo}], segments={len(self._local.segments)}"
             f"{', read-only' if self.read_only else ''})"
         )
 
@@ -610,27 +421,24 @@ class Log:
             self._check_batch(batch, 0, BatchHeader(*f), size)
         validate_records(batch, 0, f, self.dir.name, **self._validation(from_client))
         with self._lock:
-            base = self._leo
+            base = self._local.leo
             if f[9] >= 0:  # a producer id: sequences and epochs are checked before anything is written
                 dup = self._check_producers([(batch, f)], base, from_coordinator)[0]
                 if dup is not None:
                     return _duplicate_info(dup)
             last = base + f[6]
             buf, max_ts, now = self._stamp(batch, base, f[8], leader_epoch)
-            seg = self._segments[-1]
+            seg = self._local.segments[-1]
             if seg._size and seg.should_roll(size, max_ts, last, None if now < 0 else now):
                 seg = self._roll_locked()
             seg.append(buf, last, max_ts, last)
-            self._leo = last + 1
+            self._local.leo = last + 1
             if leader_epoch >= 0 and (not self._epochs or leader_epoch > self._epochs[-1][0]):
                 self._assign_epoch(leader_epoch, base)
-            self._unflushed += count
+            self._local.unflushed += count
             if f[9] >= 0:
                 self._track_producer(f, base, batch)
-            if self._unflushed >= self._flush_messages or (
-                self._flush_ms != LONG_MAX and self.clock.now_ms() - self._last_flush_ms >= self._flush_ms
-            ):
-                self._flush_locked()
+            self._flush_if_due()
         return LogAppendInfo(base, last, max_ts, last, count, size, now)
 
     @_handles_io_errors("appending records to")
@@ -709,8 +517,8 @@ class Log:
     ) -> list[LogAppendInfo]:
         infos = []
         with self._lock:
-            dups = self._check_producers(items, self._leo, from_coordinator)
-            seg = self._segments[-1]
+            dups = self._check_producers(items, self._local.leo, from_coordinator)
+            seg = self._local.segments[-1]
             try:
                 # f: header fields in BatchHeader order (last delta 6, max ts 8, producer id 9, count 12).
                 for (data, f), dup in zip(items, dups, strict=True):
@@ -718,25 +526,22 @@ class Log:
                         infos.append(_duplicate_info(dup))
                         continue
                     size = len(data)
-                    base = self._leo
+                    base = self._local.leo
                     last = base + f[6]
                     buf, max_ts, now = self._stamp(data, base, f[8], leader_epoch)
                     if seg._size and seg.should_roll(size, max_ts, last, None if now < 0 else now):
                         seg = self._roll_locked()
                     seg.append(buf, last, max_ts, last, defer=True)
-                    self._leo = last + 1
+                    self._local.leo = last + 1
                     if leader_epoch >= 0 and (not self._epochs or leader_epoch > self._epochs[-1][0]):
                         self._assign_epoch(leader_epoch, base)
-                    self._unflushed += f[12]
+                    self._local.unflushed += f[12]
                     if f[9] >= 0:
                         self._track_producer(f, base, data)
                     infos.append(LogAppendInfo(base, last, max_ts, last, f[12], size, now))
             finally:
                 seg.write_deferred()
-            if self._unflushed >= self._flush_messages or (
-                self._flush_ms != LONG_MAX and self.clock.now_ms() - self._last_flush_ms >= self._flush_ms
-            ):
-                self._flush_locked()
+            self._flush_if_due()
         return infos
 
     def _check_keys(self, buf, pos: int) -> None:
@@ -768,9 +573,9 @@ class Log:
         if not items:
             return infos
         with self._lock:
-            seg = self._segments[-1]
+            seg = self._local.segments[-1]
             try:
-                expected = self._leo
+                expected = self._local.leo
                 for _data, f in items:
                     if f[0] != expected:
                         raise InvalidRecordError(
@@ -788,17 +593,14 @@ class Log:
                     seg.append(data, last, max_ts, last, defer=True)
                     if epoch >= 0 and (not self._epochs or epoch > self._epochs[-1][0]):
                         self._assign_epoch(epoch, base)
-                    self._leo = last + 1
-                    self._unflushed += count
+                    self._local.leo = last + 1
+                    self._local.unflushed += count
                     if f[9] >= 0:
                         self._track_producer(f, base, data)
                     infos.append(LogAppendInfo(base, last, max_ts, last, count, size))
             finally:
                 seg.write_deferred()
-            if self._unflushed >= self._flush_messages or (
-                self._flush_ms != LONG_MAX and self.clock.now_ms() - self._last_flush_ms >= self._flush_ms
-            ):
-                self._flush_locked()
+            self._flush_if_due()
         return infos
 
     def crash(self, lose_unflushed: bool = False) -> int:
@@ -810,30 +612,8 @@ class Log:
         """
         if self._closed:
             return 0
-        lost = 0
         with self._lock:
-            if lose_unflushed and not self.read_only and self._recovery_point < self._leo:
-                rp = self._recovery_point
-                lost = self._leo - rp
-                for seg in self._segments:
-                    seg.write_deferred()
-                    if seg.base_offset > rp or (seg.base_offset == rp and seg is not self._segments[0]):
-                        seg.delete_files()
-                        continue
-                    found = seg.translate_offset(rp)
-                    if found is not None:
-                        seg._file.truncate(found[0])
-                        seg.offset_index.delete()
-                        seg.time_index.delete()
-                        for p in (seg.index_path, seg.timeindex_path):
-                            p.unlink(missing_ok=True)
-            for seg in self._segments:
-                seg.offset_index._drop_file_handles()
-                seg.time_index._drop_file_handles()
-                if not seg._file.closed:
-                    seg._file.close()
-            for _, seg in self._pending_deletes:
-                seg.file.close()
+            lost = self._local.crash(lose_unflushed and not self.read_only)
             self._closed = True
         return lost
 
@@ -846,19 +626,11 @@ class Log:
             return self._roll_locked()
 
     def _roll_locked(self) -> LogSegment:
-        old = self._segments[-1]
-        old.write_deferred()
-        if old.size == 0:
-            return old
-        old.on_become_inactive()
-        # Kafka flushes the finished segment right after a roll (asynchronously); so do we, synchronously.
-        old.flush()
-        new = LogSegment.create(self.dir, self._leo, self.config, self.clock, file_ops=self.file_ops)
-        self._segments.append(new)
-        self._bases.append(new.base_offset)
-        if self.producer_state.producers:
+        old = self._local.segments[-1]
+        new = self._local.roll()
+        if new is not old and self.producer_state.producers:
             # Kafka snapshots producer state at each roll, so recovery replays at most one segment.
-            self.producer_state.advance(self._leo)
+            self.producer_state.advance(self._local.leo)
             self.producer_state.take_snapshot(sync=False)
         return new
 
@@ -868,23 +640,22 @@ class Log:
         if self.read_only or self._closed:
             return
         with self._lock:
-            self._flush_locked()
+            self._local.flush()
 
-    def _flush_locked(self) -> None:
-        for seg in reversed(self._segments):
-            seg.flush()
-            if seg.base_offset <= self._recovery_point:
-                break
-        self._recovery_point = self._leo
-        self._unflushed = 0
-        self._last_flush_ms = self.clock.now_ms()
+    def _flush_if_due(self) -> None:
+        """After an append: flush once flush.messages records are unflushed or flush.ms has passed."""
+        local = self._local
+        if local.unflushed >= self._flush_messages or (
+            self._flush_ms != LONG_MAX and self.clock.now_ms() - local.last_flush_ms >= self._flush_ms
+        ):
+            local.flush()
 
     @_handles_io_errors("flushing")
     def maybe_flush(self) -> bool:
         """Apply ``flush.ms`` (what Kafka's periodic log flusher does); returns whether it flushed."""
-        if self.read_only or self._flush_ms == LONG_MAX or not self._unflushed:
+        if self.read_only or self._flush_ms == LONG_MAX or not self._local.unflushed:
             return False
-        if self.clock.now_ms() - self._last_flush_ms >= self._flush_ms:
+        if self.clock.now_ms() - self._local.last_flush_ms >= self._flush_ms:
             self.flush()
             return True
         return False
@@ -896,23 +667,20 @@ class Log:
             return
         with self._lock:
             if not self.read_only:
-                self._flush_locked()
+                self._local.flush()
                 self._write_log_start_checkpoint()
                 if self.producer_state.producers or self.producer_state.snapshot_offsets():
                     # A clean shutdown leaves a snapshot at the log end: the next open replays nothing.
-                    self.producer_state.advance(self._leo)
+                    self.producer_state.advance(self._local.leo)
                     self.producer_state.take_snapshot()
-            for seg in self._segments:
-                seg.close()
-            for _, seg in self._pending_deletes:
-                seg.file.close()
+            self._local.close()
             self._closed = True
 
     # ===== read =========================================================================================
     def _out_of_range(self, offset: int) -> OffsetOutOfRangeError:
         return OffsetOutOfRangeError(
             f"offset {offset} is out of range for {self.dir.name}: valid offsets are "
-            f"[{self._log_start}, {self._leo}] (log start offset, log end offset)"
+            f"[{self._log_start}, {self._local.leo}] (log start offset, log end offset)"
         )
 
     @_handles_io_errors("reading records from")
@@ -933,39 +701,13 @@ class Log:
         alone, or ``CorruptRecordError`` naming partition, segment, position and offset when its header
         cannot be read (``FetchDataInfo.bad_batch`` tells which)."""
         with self._lock:  # appends under the lock may run their bookkeeping ahead of the write
-            return self._read_locked(offset, max_bytes, max_offset, min_one, verify)
-
-    def _read_locked(
-        self, offset: int, max_bytes: int, max_offset: int | None, min_one: bool, verify: bool = False
-    ) -> FetchDataInfo:
-        start, leo = self._log_start, self._leo
-        if offset < start or offset > leo:
-            raise self._out_of_range(offset)
-        segs = self._segments
-        if offset == leo or (max_offset is not None and offset >= max_offset):
-            return FetchDataInfo(offset, self._empty_slice(), start, leo)
-        i = bisect_right(self._bases, offset) - 1
-        while 0 <= i < len(segs):
-            seg = segs[i]
-            max_pos = None
-            if max_offset is not None and max_offset < seg.next_offset:
-                found = seg.translate_offset(max_offset)
-                max_pos = found[0] if found else None
-            fs = seg.read(offset, max_bytes, max_position=max_pos, min_one=min_one, verify=verify)
-            bad = seg.bad_batch
-            if fs is not None:
-                if bad is not None and verify and bad.position in (fs.position, fs.end_position):
-                    return FetchDataInfo(offset, fs, start, leo, bad)
-                return FetchDataInfo(offset, fs, start, leo)
-            if bad is not None and bad.size is None and offset >= bad.offset:
-                # Behind an unreadable header: the offsets up to the next segment cannot be served.
-                raise CorruptRecordError(bad.describe(self.dir.name))
-            i += 1
-        return FetchDataInfo(offset, self._empty_slice(), start, leo)
-
-    def _empty_slice(self) -> FileSlice:
-        seg = self._segments[-1]
-        return FileSlice(seg.log_path, seg.size, 0, file=seg.file)
+            start, leo = self._log_start, self._local.leo
+            if offset < start or offset > leo:
+                raise self._out_of_range(offset)
+            if offset == leo or (max_offset is not None and offset >= max_offset):
+                return FetchDataInfo(offset, self._local.empty_slice(), start, leo)
+            fs, bad = self._local.read(offset, max_bytes, max_offset, min_one, verify)
+            return FetchDataInfo(offset, fs, start, leo, bad)
 
     def read_records(self, offset: int, max_bytes: int = 1 << 20, *, max_offset: int | None = None) -> list:
         """Convenience: decoded records of ``read`` at or after ``offset`` (and below ``max_offset``)."""
@@ -980,7 +722,7 @@ class Log:
         """Every record in ``[start, end)`` (default: the whole log), fetching batch slices across segments
         the way a consumer's fetch loop does. Control records (transaction markers) are skipped."""
         offset = self._log_start if start is None else start
-        end = self._leo if end is None else end
+        end = self._local.leo if end is None else end
         while offset < end:
             batches = list(self.read(offset, fetch_max_bytes, max_offset=end).records.batches())
             if not batches:
@@ -1000,15 +742,15 @@ class Log:
         if timestamp_ms == EARLIEST_TIMESTAMP:
             return self._log_start, -1
         if timestamp_ms == LATEST_TIMESTAMP:
-            return self._leo, -1
+            return self._local.leo, -1
         if timestamp_ms == MAX_TIMESTAMP:
-            best = max(self._segments, key=lambda s: s.largest_timestamp)
+            best = max(self._local.segments, key=lambda s: s.largest_timestamp)
             if best.largest_timestamp < 0:
                 return None
             return best.offset_of_max_timestamp, best.largest_timestamp
         if timestamp_ms < 0:
             raise InvalidRecordError(f"invalid timestamp {timestamp_ms} (use >= 0, or -1, -2, -3)")
-        for seg in self._segments:
+        for seg in self._local.segments:
             if seg.largest_timestamp >= timestamp_ms and seg.next_offset > self._log_start:
                 found = seg.find_offset_by_timestamp(timestamp_ms, self._log_start)
                 if found is not None:
@@ -1023,30 +765,21 @@ class Log:
         if offset < 0:
             raise OffsetOutOfRangeError(f"cannot truncate {self.dir.name} to negative offset {offset}")
         with self._lock:
-            if offset >= self._leo:
+            if offset >= self._local.leo:
                 # Nothing to cut, but an epoch entry starting at the log end goes, as in Kafka: a
                 # replica elected leader that appended nothing before losing leadership holds an
                 # epoch the new leader never had, and would keep "diverging" at this very offset.
-                self.leader_epoch_cache.truncate_from_end(self._leo)
+                self.leader_epoch_cache.truncate_from_end(self._local.leo)
                 return False
-            if offset < self._segments[0].base_offset:
-                self._replace_all_segments(offset)
-            else:
-                keep = [s for s in self._segments if s.base_offset <= offset]
-                doomed = [s for s in self._segments if s.base_offset > offset]
-                self._segments, self._bases = keep, [s.base_offset for s in keep]
-                self._delete_segments(doomed)
-                active = keep[-1]
-                active.truncate_to(offset)
-                active.make_active()
-            self._leo = self._segments[-1].next_offset
-            if self._log_start > self._leo:
-                self._log_start = self._leo
+            if self._local.truncate_to(offset):  # every segment went: the log restarts at offset
+                self._log_start = offset
                 self._write_log_start_checkpoint()
-            self._recovery_point = min(self._recovery_point, self._leo)
-            self.leader_epoch_cache.truncate_from_end(self._leo)
-            leo = self._leo
-            self._drop_aborted(lambda e: e.last_offset < leo)
+            if self._log_start > self._local.leo:
+                self._log_start = self._local.leo
+                self._write_log_start_checkpoint()
+            self.leader_epoch_cache.truncate_from_end(self._local.leo)
+            leo = self._local.leo
+            self._local.drop_aborted(lambda e: e.last_offset < leo)
             if self.producer_state.producers or self.producer_state.snapshot_offsets():
                 self._rebuild_producer_state()
             return True
@@ -1059,22 +792,14 @@ class Log:
         if offset < 0:
             raise OffsetOutOfRangeError(f"cannot restart {self.dir.name} at negative offset {offset}")
         with self._lock:
-            self._replace_all_segments(offset)
-            self._leo = offset
-            self._recovery_point = offset
+            self._local.replace_all_segments(offset)
+            self._log_start = offset
+            self._write_log_start_checkpoint()
+            self._local.recovery_point = offset
             self.leader_epoch_cache.clear()
             self.producer_state.delete_snapshots(above=-1)
             self.producer_state.reset(offset)
-            self._drop_aborted(lambda e: False)
-
-    def _replace_all_segments(self, offset: int) -> None:
-        doomed = list(self._segments)
-        self._segments, self._bases = [], []
-        self._delete_segments(doomed)
-        seg = LogSegment.create(self.dir, offset, self.config, self.clock, file_ops=self.file_ops)
-        self._segments, self._bases = [seg], [offset]
-        self._log_start = offset
-        self._write_log_start_checkpoint()
+            self._local.drop_aborted(lambda e: False)
 
     def _raise_log_start(self, offset: int) -> None:
         self._log_start = offset
@@ -1092,10 +817,10 @@ class Log:
         """
         self._check_writable()
         with self._lock:
-            if before_offset > self._leo or before_offset < 0:
+            if before_offset > self._local.leo or before_offset < 0:
                 raise OffsetOutOfRangeError(
                     f"cannot move the log start offset of {self.dir.name} to {before_offset}: valid range is "
-                    f"[{self._log_start}, {self._leo}]"
+                    f"[{self._log_start}, {self._local.leo}]"
                 )
             if before_offset > self._log_start:
                 self._raise_log_start(before_offset)
@@ -1110,68 +835,27 @@ class Log:
             doomed = deletable_segments(self, self.clock.now_ms(), high_watermark)
             if not doomed:
                 return []
-            gone = {id(s) for s in doomed}
-            self._segments = [s for s in self._segments if id(s) not in gone]
-            self._bases = [s.base_offset for s in self._segments]
-            self._delete_segments(doomed)
-            first_base = self._segments[0].base_offset
-            self._drop_aborted(lambda e: e.last_offset >= first_base)  # their .txnindex went with them
-            new_start = max(self._log_start, self._segments[0].base_offset)
+            self._local.remove_segments(doomed)
+            first_base = self._local.segments[0].base_offset
+            self._local.drop_aborted(lambda e: e.last_offset >= first_base)  # their .txnindex went with them
+            new_start = max(self._log_start, self._local.segments[0].base_offset)
             if new_start != self._log_start:
                 self._raise_log_start(new_start)
             else:
                 self._write_log_start_checkpoint()
             return [s.base_offset for s in doomed]
 
-    def _delete_segments(self, segments: list[LogSegment]) -> None:
-        """Rename to ``.deleted`` now; unlink after ``file.delete.delay.ms`` (at once if it is 0)."""
-        for seg in segments:
-            seg.change_suffix(DELETED_SUFFIX)
-            txn_index_path(self.dir, seg.base_offset).unlink(missing_ok=True)
-        self._schedule_deletes(segments)
-
-    def _schedule_deletes(self, segments: list[LogSegment]) -> None:
-        delay = self.config.file_delete_delay_ms
-        due = self.clock.now_ms() + delay
-        for seg in segments:
-            if delay <= 0:
-                seg.delete_files()
-            else:
-                self._pending_deletes.append((due, seg))
-
     @_handles_io_errors("deleting segments of")
     def run_scheduled_deletes(self) -> list[int]:
         """Unlink ``.deleted`` segments whose delay has passed; returns their base offsets."""
-        if not self._pending_deletes:
-            return []
-        now = self.clock.now_ms()
-        done, waiting = [], []
-        for due, seg in self._pending_deletes:
-            if due <= now:
-                seg.delete_files()
-                done.append(seg.base_offset)
-            else:
-                waiting.append((due, seg))
-        self._pending_deletes = waiting
-        return done
+        return self._local.run_scheduled_deletes()
 
     # ===== hooks for the cleaner ========================================================================
     @_handles_io_errors("swapping cleaned segments into")
     def _replace_segments(self, old: list[LogSegment], new: LogSegment) -> None:
         """Swap a cleaned segment in for ``old`` (files of ``new`` carry the ``.swap`` suffix)."""
         with self._lock:
-            idx = self._segments.index(old[0])
-            gone = {id(s) for s in old}
-            rest = [s for s in self._segments if id(s) not in gone]
-            rest.insert(idx, new)
-            # Old files become ".deleted" before the swap file takes their name: a crash in between
-            # leaves a ".swap" that open() completes and ".deleted" files it removes.
-            for seg in old:
-                seg.change_suffix(DELETED_SUFFIX)
-            new.change_suffix("")
-            self._segments = rest
-            self._bases = [s.base_offset for s in rest]
-            self._schedule_deletes(old)
+            self._local.replace_segments(old, new)
 
     def _read_cleaner_checkpoint(self) -> int | None:
         return OffsetCheckpoint(self.dir / CLEANER_OFFSET_CHECKPOINT).read().get((self.topic, self.partition))
