@@ -75,7 +75,11 @@ def parse_base_offset(name: str) -> int | None:
 
 
 class LogSegment:
-    """A ``.log`` file and its two indexes. Create with ``LogSegment.create`` / ``LogSegment.open``."""
+    """A ``.log`` file and its two indexes. Create with ``LogSegment.create`` / ``LogSegment.open``.
+
+    It stays whole, over 600 lines, as Kafka's ``LogSegment`` does: append, recovery, the lazy CRC check
+    and reads all work on the same file descriptor, size, indexes and verified-up-to mark, and each of
+    those parts needs the others' bookkeeping to stay consistent."""
 
     def __init__(
         self,
