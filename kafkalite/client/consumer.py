@@ -1,4 +1,9 @@
-"""The consumer: Kafka's KafkaConsumer + Fetcher as one SimNetwork node, with consumer groups.
+"""The consumer: Kafka's KafkaConsumer as one SimNetwork node, with consumer groups.
+
+As in Kafka, it is the public API and the network client over three parts: ``SubscriptionState``
+(``subscription_state``: assigned partitions, positions, pause/resume, pending resets), ``Fetcher``
+(``fetcher``: fetch requests and their answers, record parsing, read_committed, offset lookups) and,
+with a ``group.id``, ``ConsumerCoordinator`` (``consumer_coordinator``).
 
 Partitions are given with ``assign``, or by the group with ``subscribe`` (a topic list or a regex
 pattern; see ``consumer_coordinator`` for joining, heartbeats, rebalances and commits); each has a
@@ -40,7 +45,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 from kafkalite.client.consumer_coordinator import (
     CommitFailedError,
@@ -49,16 +54,14 @@ from kafkalite.client.consumer_coordinator import (
     ConsumerRebalanceListener,
     OffsetAndMetadata,
 )
+from kafkalite.client.fetcher import Fetcher, NoOffsetForPartitionError, OffsetAndTimestamp
 from kafkalite.client.metadata import ClusterMetadata
+from kafkalite.client.subscription_state import IllegalStateError, SubscriptionState, TopicPartitionState
 from kafkalite.client.wakeup import Wakeup
 from kafkalite.config.consumer import ConsumerConfig
 from kafkalite.errors import (
-    CorruptRecordError,
     InvalidGroupIdError,
-    KafkaError,
-    OffsetOutOfRangeError,
     RequestTimedOutError,
-    error_for_code,
 )
 from kafkalite.net.sim import BaseNode, NodeId
 from kafkalite.protocol import (
@@ -66,11 +69,6 @@ from kafkalite.protocol import (
     LATEST_TIMESTAMP,
     NO_LEADER,
     UNKNOWN_EPOCH,
-    FetchPartition,
-    FetchRequest,
-    FetchResponse,
-    ListOffsetsPartition,
-    ListOffsetsRequest,
     ListOffsetsResponse,
     MetadataRequest,
     MetadataResponse,
@@ -78,7 +76,7 @@ from kafkalite.protocol import (
     ResponseEnvelope,
     TopicPartition,
 )
-from kafkalite.records import BatchHeader, Record, decode_batches, iter_batches
+from kafkalite.records import Record
 
 __all__ = [
     "CommitFailedError",
@@ -92,76 +90,11 @@ __all__ = [
     "OffsetAndTimestamp",
 ]
 
-OFFSET_OUT_OF_RANGE = 1
-# Errors meaning "your metadata is stale" (Kafka's InvalidMetadataException family, plus the epoch
-# errors): refresh, then try again after retry.backoff.ms.
-INVALID_METADATA_CODES = frozenset({3, 5, 6, 13, 56, 74, 75, 76})
 RECONNECT_BACKOFF_MS = 50  # Kafka's reconnect.backoff.ms default
-
-
-class NoOffsetForPartitionError(Exception):
-    """A partition has no position and ``auto.offset.reset`` is ``none`` (Kafka's NoOffsetForPartition).
-
-    Client-side, like Kafka's: it has no wire error code, so it is not a ``KafkaError``."""
-
-    def __init__(self, partitions: Iterable[TopicPartition]) -> None:
-        self.partitions = sorted(partitions)
-        names = ", ".join(str(tp) for tp in self.partitions)
-        super().__init__(f"Undefined offset with no reset policy for partitions: {names}")
-
-
-class IllegalStateError(RuntimeError):
-    """A call that the consumer's state does not allow (Kafka's IllegalStateException)."""
 
 
 class ConsumerClosedError(IllegalStateError):
     """Any call after ``close()``."""
-
-
-class OffsetAndTimestamp(NamedTuple):
-    """``offsets_for_times``'s answer for one partition."""
-
-    offset: int
-    timestamp: int
-    leader_epoch: int | None = None
-
-
-class _TPState:
-    """One assigned partition: its position, pending reset, buffered records and fetch state."""
-
-    __slots__ = ("position", "reset_ts", "paused", "buffer", "buffer_end", "hw", "log_start",
-                 "generation", "backoff_until", "reset_inflight", "error", "committed_fetch")  # fmt: skip
-
-    def __init__(self) -> None:
-        self.position: int | None = None
-        self.reset_ts: int | None = None  # EARLIEST/LATEST_TIMESTAMP when a reset was asked for
-        self.paused = False
-        self.buffer: list[Record] = []  # fetched records at or after the position, in offset order
-        self.buffer_end = 0  # the position once the buffer is drained (past trailing control batches)
-        self.hw: int | None = None
-        self.log_start: int | None = None
-        self.generation = 0  # bumped by every seek/reset: answers to older fetches are dropped
-        self.backoff_until = 0
-        self.reset_inflight = False
-        self.error: Exception | None = None  # raised by the next poll
-        self.committed_fetch = False  # the group's committed offset is wanted before any reset
-
-
-class _Lookup:
-    """A ListOffsets question about several partitions (a user call or the consumer's own resets)."""
-
-    __slots__ = ("timestamps", "results", "errors", "inflight", "backoff")
-
-    def __init__(self, timestamps: Mapping[TopicPartition, int]) -> None:
-        self.timestamps = dict(timestamps)
-        self.results: dict[TopicPartition, Any] = {}
-        self.errors: dict[TopicPartition, KafkaError] = {}
-        self.inflight: set[TopicPartition] = set()
-        self.backoff: dict[TopicPartition, int] = {}
-
-    @property
-    def done(self) -> bool:
-        return len(self.results) + len(self.errors) >= len(self.timestamps)
 
 
 class _InFlight:
@@ -190,11 +123,10 @@ class Consumer(BaseNode):
         self.metadata = ClusterMetadata(list(bootstrap), self.config.metadata_max_age_ms)
         if not self.metadata.bootstrap:
             raise ValueError("bootstrap must name at least one broker")
-        self._assigned: dict[TopicPartition, _TPState] = {}
-        self._lookups: list[_Lookup] = []
+        self._subscriptions = SubscriptionState()
+        self._fetcher = Fetcher(self, self._subscriptions)
         self._corr = 0
         self._inflight: dict[int, _InFlight] = {}
-        self._fetching: dict[int, int] = {}  # broker -> correlation id of its fetch in flight
         self._node_backoff: dict[int, int] = {}
         self._meta_inflight: _InFlight | None = None
         self._meta_backoff_until = 0
@@ -249,17 +181,14 @@ class Consumer(BaseNode):
         elif req.kind == "group":
             req.lookup(resp, now_ms)
         elif req.kind == "fetch":
-            if self._fetching.get(req.node) == req.corr:
-                del self._fetching[req.node]
-            if isinstance(resp, FetchResponse):
-                self._on_fetch(req, resp, now_ms)
+            self._fetcher.on_fetch(req, resp, now_ms)
         elif isinstance(resp, ListOffsetsResponse):
-            self._on_list_offsets(req, resp, now_ms)
+            self._fetcher.on_list_offsets(req, resp, now_ms)
         self._run(now_ms)
 
     def on_crash(self) -> None:
         self._inflight.clear()
-        self._fetching.clear()
+        self._fetcher.fetching.clear()
         self._meta_inflight = None
         self._wakeup.cancel()
         self._closed = True
@@ -294,7 +223,7 @@ class Consumer(BaseNode):
                                       "a valid group.id in the consumer configuration.")  # fmt: skip
         if (topics is None) == (pattern is None):
             raise ValueError("subscribe takes either topics or pattern, not both and not neither")
-        if self._assigned and not self._coord.subscribed:
+        if self._subscriptions.assigned and not self._coord.subscribed:
             raise IllegalStateError("Subscription to topics, partitions and pattern are mutually exclusive")
         if listener is not None and not all(
             callable(getattr(listener, m, None)) for m in ("on_partitions_revoked", "on_partitions_assigned")
@@ -338,7 +267,7 @@ class Consumer(BaseNode):
         self.assign([])
 
     def assignment(self) -> set[TopicPartition]:
-        return set(self._assigned)
+        return set(self._subscriptions.assigned)
 
     # ----------------------------------------------------------------------------------- groups
 
@@ -397,8 +326,7 @@ class Consumer(BaseNode):
         """Make ``offset`` the next record ``poll`` returns for ``tp``."""
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise ValueError(f"seek offset must be an integer >= 0, got {offset!r}")
-        st = self._state(tp)
-        self._set_position(st, offset)
+        self._state(tp).set_position(offset)
         self._kick()
 
     def seek_to_beginning(self, partitions: Iterable[TopicPartition] | None = None) -> None:
@@ -435,13 +363,13 @@ class Consumer(BaseNode):
         self._kick()
 
     def paused(self) -> set[TopicPartition]:
-        return {tp for tp, st in self._assigned.items() if st.paused}
+        return self._subscriptions.paused()
 
     def beginning_offsets(
         self, partitions: Iterable[TopicPartition], timeout_ms: int | None = None
     ) -> dict[TopicPartition, int]:
         """Each partition's log start offset."""
-        res = self._lookup({tp: EARLIEST_TIMESTAMP for tp in partitions}, timeout_ms)
+        res = self._fetcher.offsets_by_times({tp: EARLIEST_TIMESTAMP for tp in partitions}, timeout_ms)
         return {tp: r.offset for tp, r in res.items()}  # type: ignore[union-attr]
 
     def end_offsets(
@@ -450,7 +378,7 @@ class Consumer(BaseNode):
         """The offset after the last record this consumer can read in each partition: the high watermark,
         or under ``isolation.level=read_committed`` the last stable offset (an open transaction's first
         offset stops it), as Kafka's ``endOffsets``."""
-        res = self._lookup({tp: LATEST_TIMESTAMP for tp in partitions}, timeout_ms)
+        res = self._fetcher.offsets_by_times({tp: LATEST_TIMESTAMP for tp in partitions}, timeout_ms)
         return {tp: r.offset for tp, r in res.items()}  # type: ignore[union-attr]
 
     def offsets_for_times(
@@ -462,7 +390,7 @@ class Consumer(BaseNode):
             if isinstance(ts, bool) or not isinstance(ts, int) or ts < 0:
                 raise ValueError(f"The target time for partition {tp} is {ts}. The target time cannot be "
                                  "negative.")  # fmt: skip
-        return self._lookup(timestamps, timeout_ms)
+        return self._fetcher.offsets_by_times(timestamps, timeout_ms)
 
     def poll(self, timeout_ms: int = 0) -> dict[TopicPartition, list[Record]]:
         """Up to ``max.poll.records`` records, per partition in offset order, starting at each position.
@@ -476,20 +404,20 @@ class Consumer(BaseNode):
             raise ValueError(f"timeout_ms must be an integer >= 0, got {timeout_ms!r}")
         coord = self._coord
         subscribed = coord is not None and coord.subscribed
-        if not self._assigned and not subscribed:
+        if not self._subscriptions.assigned and not subscribed:
             raise IllegalStateError("Consumer is not subscribed to any topics or assigned any partitions")
         net = self.net
         deadline = net._now + timeout_ms
-        ready = self._poll_ready
+        ready = self._subscriptions.has_ready
         if coord is not None:
-            ready = lambda: self._poll_ready() or coord.needs_app(net._now)  # noqa: E731
+            ready = lambda: self._subscriptions.has_ready() or coord.needs_app(net._now)  # noqa: E731
         self._polling = True
         try:
             while True:
                 if coord is not None and not net._running:
                     coord.poll_app(net._now)  # listeners, rebalances, auto-commit: the application's part
                 self._raise_errors()
-                out = self._drain()
+                out = self._fetcher.collect_fetch()
                 if out:
                     self._kick()  # pipeline: the next fetches go out while the caller works
                     return out
@@ -510,7 +438,7 @@ class Consumer(BaseNode):
             err = self._coord.close(self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms)
         self._closed = True
         self._wakeup.cancel()
-        self._assigned.clear()
+        self._subscriptions.assigned.clear()
         if err is not None:
             raise err
 
@@ -529,32 +457,25 @@ class Consumer(BaseNode):
 
     def all_consumed(self) -> dict[TopicPartition, OffsetAndMetadata]:
         """The position of every assigned partition that has one: what auto-commit commits."""
-        return {
-            tp: OffsetAndMetadata(st.position) for tp, st in self._assigned.items() if st.position is not None
-        }
+        return self._subscriptions.all_consumed()
 
     def _set_group_assignment(self, partitions: Iterable[TopicPartition]) -> None:
         """Replace the assignment, keeping the state of partitions kept; with a group, new partitions
         start from the committed offset."""
-        old = self._assigned
-        self._assigned = {}
+        partitions = list(partitions)
+        self._subscriptions.assign(partitions, from_group=self._coord is not None)
         for tp in partitions:
-            st = old.get(tp)
-            if st is None:
-                st = _TPState()
-                st.committed_fetch = self._coord is not None
-            self._assigned[tp] = st
             self.metadata.add_topic(tp.topic)
         self._kick()
 
     def _apply_committed(self, tp: TopicPartition, generation: int, om: OffsetAndMetadata | None) -> None:
-        st = self._assigned.get(tp)
+        st = self._subscriptions.assigned.get(tp)
         if st is None or st.generation != generation or not st.committed_fetch:
             return  # unassigned or seeked since
         if om is None:
             st.committed_fetch = False  # nothing committed: auto.offset.reset decides
         else:
-            self._set_position(st, om.offset)
+            st.set_position(om.offset)
             self.log("offset_committed_position", tp=str(tp), offset=om.offset)
 
     def _send_group(self, node: int, request: Any, now: int, handler: Any, timeout_ms: int) -> bool:
@@ -575,26 +496,14 @@ class Consumer(BaseNode):
             if req is not None:
                 req.lookup(None, now)
 
-    def _state(self, tp: TopicPartition) -> _TPState:
+    def _state(self, tp: TopicPartition) -> TopicPartitionState:
         self._check_open()
-        st = self._assigned.get(TopicPartition(*tp))
-        if st is None:
-            raise IllegalStateError(f"No current assignment for partition {TopicPartition(*tp)}")
-        return st
-
-    def _set_position(self, st: _TPState, offset: int | None, reset_ts: int | None = None) -> None:
-        st.position = offset
-        st.reset_ts = reset_ts
-        st.reset_inflight = False
-        st.buffer = []
-        st.generation += 1
-        st.error = None
-        st.committed_fetch = False
+        return self._subscriptions.state(tp)
 
     def _request_reset(self, partitions: Iterable[TopicPartition] | None, ts: int) -> None:
-        tps = list(self._assigned) if partitions is None else list(partitions)
+        tps = list(self._subscriptions.assigned) if partitions is None else list(partitions)
         for tp in tps:
-            self._set_position(self._state(tp), None, ts)
+            self._state(tp).set_position(None, ts)
         self._kick()
 
     def _kick(self) -> None:
@@ -609,64 +518,18 @@ class Consumer(BaseNode):
             )
         self.net.run_until(done, timeout_ms)
 
-    def _poll_ready(self) -> bool:
-        return any(st.error is not None or (st.buffer and not st.paused) for st in self._assigned.values())
-
     def _raise_errors(self) -> None:
-        errs = [(tp, st) for tp, st in self._assigned.items() if st.error is not None]
+        errs = [(tp, st) for tp, st in self._subscriptions.assigned.items() if st.error is not None]
         if not errs:
             return
         no_offset = [tp for tp, st in errs if isinstance(st.error, NoOffsetForPartitionError)]
         if no_offset:
             for tp in no_offset:
-                self._assigned[tp].error = None
+                self._subscriptions.assigned[tp].error = None
             raise NoOffsetForPartitionError(no_offset)
         tp, st = errs[0]
         err, st.error = st.error, None
         raise err  # type: ignore[misc]
-
-    def _drain(self) -> dict[TopicPartition, list[Record]]:
-        """Take up to max.poll.records buffered records, rotating partitions so none starves."""
-        room = self.config.max_poll_records
-        out: dict[TopicPartition, list[Record]] = {}
-        for tp in list(self._assigned):
-            if room <= 0:
-                break
-            st = self._assigned[tp]
-            if st.paused or not st.buffer:
-                continue
-            take, st.buffer = st.buffer[:room], st.buffer[room:]
-            room -= len(take)
-            out[tp] = take
-            st.position = st.buffer[0].offset if st.buffer else st.buffer_end
-            # Move the partition to the back: the next poll starts with the others.
-            del self._assigned[tp]
-            self._assigned[tp] = st
-        n = sum(len(v) for v in out.values())
-        self._metrics["records-consumed-total"] += n
-        return out
-
-    def _lookup(
-        self, timestamps: Mapping[TopicPartition, int], timeout_ms: int | None
-    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
-        self._check_open()
-        timeout = self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms
-        lookup = _Lookup({TopicPartition(*tp): ts for tp, ts in timestamps.items()})
-        if not lookup.timestamps:
-            return {}
-        for tp in lookup.timestamps:
-            self.metadata.add_topic(tp.topic)
-        self._lookups.append(lookup)
-        try:
-            self._kick()
-            self._block(lambda: lookup.done, timeout)
-        finally:
-            self._lookups.remove(lookup)
-        if lookup.errors:
-            raise next(iter(lookup.errors.values()))
-        if not lookup.done:
-            raise RequestTimedOutError(f"Failed to get offsets by times in {timeout}ms")
-        return {tp: lookup.results[tp] for tp in lookup.timestamps}
 
     def _next_corr(self) -> int:
         self._corr += 1
@@ -686,82 +549,24 @@ class Consumer(BaseNode):
         """Send whatever can go now (metadata, offset lookups, fetches) and set the next wake-up."""
         if self._closed:
             return
-        cfg = self.config
         for req in [r for r in self._inflight.values() if r.deadline <= now]:
             if req.corr in self._inflight:
                 self._metrics["request-timeout-total"] += 1
                 self.log("request_timeout", broker=req.node, correlation_id=req.corr, kind=req.kind)
                 self._disconnect(req.node, now)
         wake: list[int] = [r.deadline for r in self._inflight.values()]
-        # Offset resets: auto.offset.reset for partitions with no position, or a seek_to_*.
-        resets: dict[int, list[tuple[TopicPartition, int]]] = {}
-        for tp, st in self._assigned.items():
-            if st.position is not None or st.reset_inflight or st.error is not None or st.committed_fetch:
-                continue
-            ts = st.reset_ts
-            if ts is None:
-                policy = cfg.auto_offset_reset
-                if policy == "none":
-                    st.error = NoOffsetForPartitionError([tp])
-                    continue
-                ts = EARLIEST_TIMESTAMP if policy == "earliest" else LATEST_TIMESTAMP
-                st.reset_ts = ts
-            if st.backoff_until > now:
-                wake.append(st.backoff_until)
-                continue
-            leader, _epoch = self._leader(tp)
-            if leader < 0:
-                self.metadata.request_update()
-                continue
-            if self._node_backoff.get(leader, 0) > now:
-                wake.append(self._node_backoff[leader])
-                continue
-            resets.setdefault(leader, []).append((tp, ts))
-        for node, items in sorted(resets.items()):
-            self._send_list_offsets(node, items, now, None)
-        # User lookups (beginning/end offsets, offsets_for_times).
-        for lookup in self._lookups:
-            by_node: dict[int, list[tuple[TopicPartition, int]]] = {}
-            for tp, ts in lookup.timestamps.items():
-                if tp in lookup.results or tp in lookup.errors or tp in lookup.inflight:
-                    continue
-                until = max(lookup.backoff.get(tp, 0), self._node_backoff.get(self._leader(tp)[0], 0))
-                if until > now:
-                    wake.append(until)
-                    continue
-                leader, _epoch = self._leader(tp)
-                if leader < 0:
-                    self.metadata.request_update()
-                    continue
-                by_node.setdefault(leader, []).append((tp, ts))
-            for node, items in sorted(by_node.items()):
-                self._send_list_offsets(node, items, now, lookup)
-        # Fetches: one request per leader for its fetchable partitions, one in flight per leader.
-        fetches: dict[int, list[TopicPartition]] = {}
-        for tp, st in self._assigned.items():
-            if st.paused or st.position is None or st.buffer or st.error is not None:
-                continue
-            if st.backoff_until > now:
-                wake.append(st.backoff_until)
-                continue
-            leader, _epoch = self._leader(tp)
-            if leader < 0:
-                self.metadata.request_update()
-                continue
-            if leader in self._fetching:
-                continue
-            if self._node_backoff.get(leader, 0) > now:
-                wake.append(self._node_backoff[leader])
-                continue
-            fetches.setdefault(leader, []).append(tp)
-        for node, tps in sorted(fetches.items()):
-            self._send_fetch(node, tps, now)
+        fetcher = self._fetcher
+        fetcher.send_resets(now, wake)
+        fetcher.send_lookups(now, wake)
+        fetcher.send_fetches(now, wake)
         if self._coord is not None:
             self._coord.run(now, wake)
         # Metadata: unknown leaders, errors that asked for a refresh, max age.
         meta = self.metadata
         active = bool(
-            self._assigned or self._lookups or (self._coord is not None and self._coord.needs_metadata())
+            self._subscriptions.assigned
+            or fetcher.lookups
+            or (self._coord is not None and self._coord.needs_metadata())
         )
         if active and meta.update_due(now):
             if self._meta_inflight is None and now < self._meta_backoff_until:
@@ -791,53 +596,7 @@ class Consumer(BaseNode):
         if kind == "fetch":
             timeout += self.config.fetch_max_wait_ms  # the broker may hold a fetch that long on purpose
         self._inflight[corr] = _InFlight(corr, node, kind, now + timeout, tps, lookup)
-        if kind == "fetch":
-            self._fetching[node] = corr
         return True
-
-    def _send_fetch(self, node: int, tps: list[TopicPartition], now: int) -> None:
-        cfg = self.config
-        parts = []
-        sent = {}
-        for tp in tps:
-            st = self._assigned[tp]
-            _leader, epoch = self._leader(tp)
-            parts.append(FetchPartition(tp=tp, fetch_offset=st.position, current_leader_epoch=epoch,
-                                        partition_max_bytes=cfg.max_partition_fetch_bytes))  # fmt: skip
-            sent[tp] = (st.position, st.generation)
-        req = FetchRequest(
-            max_wait_ms=cfg.fetch_max_wait_ms,
-            min_bytes=cfg.fetch_min_bytes,
-            max_bytes=cfg.fetch_max_bytes,
-            isolation_level=self.config.isolation_level,
-            partitions=tuple(parts),
-        )
-        if self._send(node, req, "fetch", now, tps=sent):
-            self._metrics["fetch-total"] += 1
-
-    def _send_list_offsets(
-        self, node: int, items: list[tuple[TopicPartition, int]], now: int, lookup: _Lookup | None
-    ) -> None:
-        parts = tuple(
-            ListOffsetsPartition(tp=tp, timestamp=ts, current_leader_epoch=self._leader(tp)[1])
-            for tp, ts in items
-        )
-        if lookup is None:
-            tps = {tp: self._assigned[tp].generation for tp, _ts in items}
-            kind = "reset"
-        else:
-            tps = {tp: None for tp, _ts in items}
-            kind = "lookup"
-        # the consumer's isolation level bounds the answers too: under read_committed "latest" is the LSO
-        req = ListOffsetsRequest(isolation_level=self.config.isolation_level, partitions=parts)
-        if not self._send(node, req, kind, now, tps=tps, lookup=lookup):
-            return
-        self._metrics["list-offsets-total"] += 1
-        for tp, _ts in items:
-            if lookup is None:
-                self._assigned[tp].reset_inflight = True
-            else:
-                lookup.inflight.add(tp)
 
     def _maybe_send_metadata(self, now: int) -> None:
         if self._meta_inflight is not None or now < self._meta_backoff_until:
@@ -872,158 +631,5 @@ class Consumer(BaseNode):
                 req.lookup(None, now)
             elif req.kind == "metadata":
                 self._meta_inflight = None
-            elif req.kind == "fetch":
-                self._fetching.pop(node, None)
-            elif req.kind == "reset":
-                for tp, gen in req.tps.items():
-                    st = self._assigned.get(tp)
-                    if st is not None and st.generation == gen:
-                        st.reset_inflight = False
-            elif req.kind == "lookup":
-                req.lookup.inflight.difference_update(req.tps)
-
-    # --------------------------------------------------------------------------------- responses
-
-    def _retry_later(self, tp: TopicPartition, code: int, now: int) -> None:
-        if code in INVALID_METADATA_CODES:
-            self.metadata.request_update()
-        st = self._assigned.get(tp)
-        if st is not None:
-            st.backoff_until = now + self.config.retry_backoff_ms
-
-    def _on_fetch(self, req: _InFlight, resp: FetchResponse, now: int) -> None:
-        for pr in resp.partitions:
-            tp = pr.tp
-            st = self._assigned.get(tp)
-            sent = req.tps.get(tp)
-            if st is None or sent is None or sent != (st.position, st.generation):
-                continue  # unassigned, seeked or reset since: this answer is stale
-            if pr.error_code:
-                self._metrics["fetch-error-total"] += 1
-                if pr.error_code == OFFSET_OUT_OF_RANGE:
-                    self._offset_out_of_range(tp, st, sent[0], pr)
-                elif pr.error_code == CorruptRecordError.code:
-                    # The broker cannot even read the batch there: the application hears of it, as from
-                    # a CRC check, and the position stays (seek past it to go on, as in Kafka).
-                    st.error = CorruptRecordError(
-                        f"Record batch for partition {tp} at offset {sent[0]} is invalid, cause: "
-                        f"the broker answered CORRUPT_MESSAGE"
-                    )
-                    self.log("fetch_corrupt", tp=str(tp), offset=sent[0], broker=req.node)
-                else:
-                    self.log("fetch_error", tp=str(tp), error=pr.error_code, broker=req.node)
-                    self._retry_later(tp, pr.error_code, now)
-                continue
-            st.hw = pr.high_watermark
-            st.log_start = pr.log_start_offset
-            data = pr.records
-            if not isinstance(data, bytes | bytearray | memoryview):
-                data = data.read()  # type: ignore[attr-defined]
-            if not data:
-                continue
-            self._metrics["bytes-consumed-total"] += len(data)
-            position = sent[0]
-            end = position
-            wanted = []
-            # read_committed: the fetch lists the aborted transactions overlapping it; a producer's
-            # transactional batches are dropped from its aborted transaction's first offset to its ABORT
-            # marker (Kafka's Fetcher does the same walk).
-            aborted = sorted(pr.aborted_transactions or (), key=lambda a: a.first_offset)
-            aborting: set[int] = set()
-            for pos, header in iter_batches(data):
-                while aborted and aborted[0].first_offset <= header.base_offset + header.last_offset_delta:
-                    aborting.add(aborted.pop(0).producer_id)
-                if header.next_offset <= position:
-                    if header.is_control:
-                        aborting.discard(header.producer_id)
-                    continue
-                end = max(end, header.next_offset)
-                if header.is_control:
-                    aborting.discard(header.producer_id)
-                    continue  # commit/abort markers: never returned, but the position moves past them
-                if header.is_transactional and header.producer_id in aborting:
-                    continue  # part of an aborted transaction
-                wanted.append(pos)
-            # All batches of the fetch in one vectorised pass; records before the position (the start of
-            # the first batch) are checked but never built.
-            try:
-                records = decode_batches(data, wanted, verify_crc=self.config.check_crcs, min_offset=position)
-            except CorruptRecordError as exc:
-                records, end = self._records_before_corrupt(tp, st, data, wanted, position, exc)
-            if records:
-                st.buffer = records
-                st.buffer_end = end
-            elif end > position:
-                st.position = end  # only control batches (or nothing at or after the position)
-
-    def _records_before_corrupt(
-        self, tp: TopicPartition, st: _TPState, data: Any, wanted: list[int], position: int, exc: Exception
-    ) -> tuple[list[Record], int]:
-        """A batch failed its CRC check: the records of the batches before it, and where they end. With
-        none before it, the next poll raises Kafka's error naming the partition and the batch's offset."""
-        records: list[Record] = []
-        for pos in wanted:
-            try:
-                records += decode_batches(data, [pos], verify_crc=True, min_offset=position)
-            except CorruptRecordError as e:
-                offset = max(position, BatchHeader.parse(data, pos).base_offset)
-                if not records:
-                    cause = re.sub(r" (in batch )?at position \d+", "", e.message)  # of the fetched bytes
-                    st.error = CorruptRecordError(
-                        f"Record batch for partition {tp} at offset {offset} is invalid, cause: {cause}"
-                    )
-                    self.log("fetch_corrupt", tp=str(tp), offset=offset, error=e.message)
-                return records, offset
-        return records, position  # not reached: exc came from one of the batches
-
-    def _offset_out_of_range(self, tp: TopicPartition, st: _TPState, offset: int, pr: Any) -> None:
-        policy = self.config.auto_offset_reset
-        self.log("offset_out_of_range", tp=str(tp), offset=offset, policy=policy)
-        if policy == "none":
-            self._set_position(st, offset)
-            st.error = OffsetOutOfRangeError(
-                f"Fetch position {offset} is out of range for partition {tp} "
-                f"(log start {pr.log_start_offset}, high watermark {pr.high_watermark})"
-            )
-            return
-        self._metrics["offset-reset-total"] += 1
-        self._set_position(st, None, EARLIEST_TIMESTAMP if policy == "earliest" else LATEST_TIMESTAMP)
-
-    def _on_list_offsets(self, req: _InFlight, resp: ListOffsetsResponse, now: int) -> None:
-        answered = {pr.tp: pr for pr in resp.partitions}
-        for tp, gen in req.tps.items():
-            pr = answered.get(tp)
-            if req.kind == "reset":
-                st = self._assigned.get(tp)
-                if st is None or st.generation != gen:
-                    continue
-                st.reset_inflight = False
-                if pr is None or pr.error_code:
-                    code = -1 if pr is None else pr.error_code
-                    self._retry_later(tp, code, now)
-                    continue
-                self._set_position(st, pr.offset)
-                self.log("offset_reset", tp=str(tp), offset=pr.offset)
-                continue
-            lookup: _Lookup = req.lookup
-            lookup.inflight.discard(tp)
-            if pr is None or pr.error_code:
-                code = -1 if pr is None else pr.error_code
-                exc = error_for_code(code) or KafkaError
-                if code in INVALID_METADATA_CODES or (pr is None) or exc.retriable:
-                    self.metadata.request_update()
-                    lookup.backoff[tp] = now + self.config.retry_backoff_ms
-                else:
-                    lookup.errors[tp] = exc(f"ListOffsets for {tp}")
-                continue
-            ts = lookup.timestamps[tp]
-            if ts in (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP):
-                lookup.results[tp] = OffsetAndTimestamp(pr.offset, pr.timestamp, _epoch(pr.leader_epoch))
-            elif pr.offset < 0:
-                lookup.results[tp] = None
             else:
-                lookup.results[tp] = OffsetAndTimestamp(pr.offset, pr.timestamp, _epoch(pr.leader_epoch))
-
-
-def _epoch(e: int) -> int | None:
-    return None if e < 0 else e
+                self._fetcher.on_disconnect(req)

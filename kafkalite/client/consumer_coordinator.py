@@ -347,7 +347,7 @@ class ConsumerCoordinator(AbstractCoordinator):
         if self.cfg.enable_auto_commit and self.generation != NO_GENERATION:
             self._commit_sync_quietly(self.c.all_consumed(), min(self.cfg.max_poll_interval_ms,
                                                                   self.cfg.default_api_timeout_ms))  # fmt: skip
-        owned = set(self.c._assigned)
+        owned = set(self.c._subscriptions.assigned)
         err = None
         if self.generation == NO_GENERATION or self.member_id == UNKNOWN_MEMBER_ID:
             if owned:
@@ -365,7 +365,7 @@ class ConsumerCoordinator(AbstractCoordinator):
                           partitions=_names(gone), protocol="COOPERATIVE")  # fmt: skip
                 self._metric("partitions-revoked-total", len(gone))
                 err = self._invoke("on_partitions_revoked", gone)
-                self.c._set_group_assignment([tp for tp in self.c._assigned if tp not in gone])
+                self.c._set_group_assignment([tp for tp in self.c._subscriptions.assigned if tp not in gone])
         self._prepared = True
         self.rejoin_needed = False
         self._join_retry_at = 0
@@ -392,7 +392,7 @@ class ConsumerCoordinator(AbstractCoordinator):
                     self._sticky_memory = (assigned, self.generation)
                 elif a.name == "cooperative-sticky":
                     self._coop_generation = self.generation
-        owned = set(self.c._assigned)
+        owned = set(self.c._subscriptions.assigned)
         new = set(assigned)
         err = None
         if self.protocol is RebalanceProtocol.COOPERATIVE:
@@ -523,7 +523,7 @@ class ConsumerCoordinator(AbstractCoordinator):
 
     # ------------------------------------------------------------------------ leaving (application)
     def on_leave_prepare(self) -> Exception | None:
-        owned = set(self.c._assigned)
+        owned = set(self.c._subscriptions.assigned)
         if not self.subscribed or not owned:
             return None
         if self.generation == NO_GENERATION or self.rebalance_in_progress():
@@ -561,7 +561,7 @@ class ConsumerCoordinator(AbstractCoordinator):
             self.subscribed
             or self._commits
             or self._fetches
-            or any(st.committed_fetch for st in self.c._assigned.values())
+            or any(st.committed_fetch for st in self.c._subscriptions.assigned.values())
         )
 
     def _background_work(self, node: int, now: int, wake: list[int]) -> None:
@@ -587,7 +587,7 @@ class ConsumerCoordinator(AbstractCoordinator):
         self._joined_subscription = frozenset(self.topics)  # what a later subscription change compares to
         topics = tuple(sorted(self.topics))
         owned = (
-            tuple(self.c._assigned) if self.protocol is RebalanceProtocol.COOPERATIVE else ()
+            tuple(self.c._subscriptions.assigned) if self.protocol is RebalanceProtocol.COOPERATIVE else ()
         )
         out = []
         for a in self.assignors:
@@ -750,7 +750,7 @@ class ConsumerCoordinator(AbstractCoordinator):
     def _maybe_fetch_positions(self) -> None:
         if any(not f.user for f in self._fetches):
             return
-        want = {tp: st.generation for tp, st in self.c._assigned.items() if st.committed_fetch}
+        want = {tp: st.generation for tp, st in self.c._subscriptions.assigned.items() if st.committed_fetch}
         if want:
             self._fetches.append(_Fetch(list(want), user=False, generations=want))
 
