@@ -19,9 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkalite.config.base import DeclaredConfig, key
+from kafkalite.config.base import DeclaredConfig, choice_of, invalid, key
 from kafkalite.config.topic import REPLICATION_KEYS, LogConfig
 from kafkalite.errors import InvalidConfigError
+from kafkalite.security.listeners import PROTOCOLS, protocol_map
 
 _TOPIC_KEYS = {"min.insync.replicas", "unclean.leader.election.enable"}
 
@@ -66,6 +67,23 @@ _LOG_KEY_FOR_BROKER_KEY = {b: t for t, b in TOPIC_KEY_SYNONYMS.items() if t not 
 
 def _text(_name: str, value: Any) -> str:
     return str(value)  # a .properties file gives text; a path or a number given in Python is kept as text
+
+
+# Kafka's default: every security protocol is also a listener name that speaks it.
+_PROTOCOL_MAP = "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
+_PROTOCOL_MAP_VALID = "NAME:PROTOCOL pairs, comma separated; PROTOCOL one of " + ", ".join(PROTOCOLS)
+_CLIENT_AUTH = ("required", "requested", "none")
+
+
+def _protocol_map(name: str, value: Any) -> str:
+    text = value.strip() if isinstance(value, str) else None
+    try:
+        protocol_map(text)
+    except ValueError as e:
+        raise invalid(name, value, str(e), _PROTOCOL_MAP_VALID) from None
+    if text is None:
+        raise invalid(name, value, "expected a string", _PROTOCOL_MAP_VALID)
+    return text
 
 
 @dataclass(frozen=True)
@@ -263,6 +281,43 @@ class BrokerConfig(DeclaredConfig):
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = key(
         "transaction.abort.timed.out.transaction.cleanup.interval.ms", "INT", 10000,
         "How often timed-out transactions are aborted.", low=1,
+    )  # fmt: skip
+    # Listeners, TLS, SASL and ACLs (kafkalite.security): the host server and the broker read these;
+    # a per-listener override (listener.name.<name>.<key>) stays in ``extra`` and wins over them.
+    listeners: str | None = key(
+        "listeners", "STRING", None,
+        "NAME://HOST:PORT entries the broker accepts connections on (null: one PLAINTEXT listener on "
+        "a free port; Kafka's default is PLAINTEXT://:9092).",
+        nullable=True, check=_text,
+    )  # fmt: skip
+    listener_security_protocol_map: str = key(
+        "listener.security.protocol.map", "STRING", _PROTOCOL_MAP,
+        "Which security protocol each listener name speaks, as NAME:PROTOCOL pairs.",
+        check=_protocol_map, valid=_PROTOCOL_MAP_VALID,
+    )  # fmt: skip
+    ssl_keystore_location: str | None = key(
+        "ssl.keystore.location", "STRING", None,
+        "PEM file with the broker's private key and certificate chain, for TLS listeners.",
+        nullable=True, check=_text,
+    )  # fmt: skip
+    ssl_truststore_location: str | None = key(
+        "ssl.truststore.location", "STRING", None,
+        "PEM file of the CA certificates a client certificate must chain to.",
+        nullable=True, check=_text,
+    )  # fmt: skip
+    ssl_client_auth: str = key(
+        "ssl.client.auth", "STRING", "none",
+        "Whether a TLS listener asks clients for a certificate: required, requested or none.",
+        choices=_CLIENT_AUTH, check=choice_of(*_CLIENT_AUTH),
+    )  # fmt: skip
+    sasl_jaas_config: str | None = key(
+        "sasl.jaas.config", "PASSWORD", None,
+        "JAAS line of the SASL login; for PLAIN, its user_<name>=\"<password>\" entries are the users.",
+        nullable=True,
+    )  # fmt: skip
+    authorizer_class_name: str = key(
+        "authorizer.class.name", "STRING", "",
+        "Any value turns on ACL authorization (kafkalite has one authorizer); empty: none.", check=_text,
     )  # fmt: skip
     # kafkalite switch: False = pre-KIP-101 follower truncation to the high watermark.
     truncate_by_leader_epoch: bool = key(

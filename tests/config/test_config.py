@@ -52,3 +52,55 @@ def test_every_config_class_rejects_a_boolean_where_a_number_goes():
     ):
         with pytest.raises(InvalidConfigError, match=key.replace(".", r"\.")):
             cls.from_props({key: True})
+
+
+# ------------------------------------------------------------------ listeners, TLS, SASL, ACLs
+
+
+def test_security_keys_are_declared_with_kafkas_names_and_defaults():
+    keys = BrokerConfig.config_keys()
+    want = {
+        "listeners": ("STRING", None),
+        "listener.security.protocol.map": (
+            "STRING",
+            "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
+        ),
+        "ssl.keystore.location": ("STRING", None),
+        "ssl.truststore.location": ("STRING", None),
+        "ssl.client.auth": ("STRING", "none"),
+        "sasl.jaas.config": ("PASSWORD", None),
+        "authorizer.class.name": ("STRING", ""),
+    }
+    assert {k: (keys[k].type, keys[k].default) for k in want} == want
+
+
+def test_security_keys_parse_and_reach_the_props_the_broker_reads(tmp_path):
+    c = BrokerConfig.from_props(
+        {
+            "listeners": "PLAINTEXT://127.0.0.1:0,CLIENTS://127.0.0.1:0",
+            "listener.security.protocol.map": "CLIENTS:SASL_SSL",
+            "ssl.keystore.location": tmp_path / "broker.pem",
+            "ssl.client.auth": " Required ",
+            "listener.name.clients.ssl.client.auth": "none",
+        }
+    )
+    props = c.to_props()
+    assert c.ssl_client_auth == props["ssl.client.auth"] == "required"
+    assert props["ssl.keystore.location"] == str(tmp_path / "broker.pem")
+    assert props["listener.security.protocol.map"] == "CLIENTS:SASL_SSL"
+    assert props["listener.name.clients.ssl.client.auth"] == "none", "a per-listener key is kept"
+    assert props["authorizer.class.name"] == ""
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "words"),
+    [
+        ("ssl.client.auth", "sometimes", r"'ssl.client.auth'.*one of required, requested, none"),
+        ("listener.security.protocol.map", "CLIENTS:TLS", r"'listener.security.protocol.map'.*'CLIENTS:TLS'"),
+        ("listener.security.protocol.map", 7, r"'listener.security.protocol.map'.*expected a string"),
+        ("sasl.jaas.config", 3, r"'sasl.jaas.config'.*expected a string"),
+    ],
+)
+def test_a_bad_security_value_is_refused_naming_the_key(key, value, words):
+    with pytest.raises(InvalidConfigError, match=words):
+        BrokerConfig.from_props({key: value})
