@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from kafkalite.broker.controller.controller import decode_topic_config, encode_topic_config
+from kafkalite.broker.controller.topic_admin import decode_topic_config, encode_topic_config
 from kafkalite.broker.topic_validator import is_valid_topic, validate_topic, validate_topic_configs
 from kafkalite.config.broker import TOPIC_KEY_SYNONYMS, BrokerConfig
 from kafkalite.config.topic import TOPIC_KEYS

@@ -28,7 +28,6 @@ from kafkalite.protocol import (
     StopReplicaRequest,
     TopicPartition,
     UpdateMetadataPartitionState,
-    UpdateMetadataRequest,
 )
 
 LEADER_DURING_DELETE = -2
@@ -110,7 +109,7 @@ class TopicDeletionManager:
                 stops.setdefault(broker, []).append(tp)
                 d.requested.add((broker, tp))
         for broker, tps in sorted(stops.items()):
-            self.c.send_request(
+            self.c.channel.send_request(
                 broker,
                 StopReplicaRequest(
                     controller_id=self.c.broker_id,
@@ -138,18 +137,7 @@ class TopicDeletionManager:
             )
             for p, rs in sorted(d.partitions.items())
         )
-        brokers = tuple(ctx.endpoints[b] for b in ctx.live_brokers if b in ctx.endpoints)
-        for b in ctx.live_brokers:
-            self.c.send_request(
-                b,
-                UpdateMetadataRequest(
-                    controller_id=self.c.broker_id,
-                    controller_epoch=ctx.epoch,
-                    broker_epoch=ctx.live_brokers[b],
-                    partition_states=states,
-                    live_brokers=brokers,
-                ),
-            )
+        self.c.channel.broadcast_metadata(states)
 
     def on_stop_replica_response(self, broker: int, request: StopReplicaRequest, response: Any) -> None:
         errors = {e.tp: e.error_code for e in getattr(response, "partition_errors", ())}

@@ -1,4 +1,5 @@
-"""What the active controller knows (Kafka's ``ControllerContext``) and the requests one event collects."""
+"""What the active controller knows (Kafka's ``ControllerContext``), shared by the controller and its state
+machines."""
 
 from __future__ import annotations
 
@@ -6,12 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkalite.coordination import paths
-from kafkalite.protocol import (
-    BrokerEndpoint,
-    LeaderAndIsrPartitionState,
-    StopReplicaPartitionState,
-    TopicPartition,
-)
+from kafkalite.protocol import BrokerEndpoint, TopicPartition
 
 
 @dataclass
@@ -65,14 +61,11 @@ class ControllerContext:
         return self.topics.get(tp.topic, {}).get(tp.partition)
 
 
-class RequestBatch:
-    """Requests collected while handling one event, sent together at the end (Kafka's request batch)."""
-
-    def __init__(self) -> None:
-        self.leader_and_isr: dict[int, dict[TopicPartition, LeaderAndIsrPartitionState]] = {}
-        self.stop_replica: dict[int, dict[TopicPartition, StopReplicaPartitionState]] = {}
-        self.metadata: set[TopicPartition] = set()
-        self.metadata_all = False
+def config_flag(value: Any) -> bool:
+    """A boolean controller setting, given as a bool or as Kafka's ``"true"``/``"false"`` text."""
+    if isinstance(value, str):
+        return value.strip().lower() == "true"
+    return bool(value)
 
 
-__all__ = ["ControllerContext", "PartitionInfo", "RequestBatch"]
+__all__ = ["ControllerContext", "PartitionInfo", "config_flag"]

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafkalite.broker.controller.context import RequestBatch
+from kafkalite.broker.controller.channel_manager import ControllerBrokerRequestBatch
+from kafkalite.broker.controller.partition_state_machine import controlled_shutdown_partition_leader_election
 from kafkalite.errors import BrokerNotAvailableError, StaleBrokerEpochError
-from kafkalite.protocol import (
-    ControlledShutdownRequest,
-    ControlledShutdownResponse,
-    StopReplicaPartitionState,
-)
+from kafkalite.protocol import ControlledShutdownRequest, ControlledShutdownResponse
 
 STALE_BROKER_EPOCH = StaleBrokerEpochError.code
 
@@ -30,7 +27,8 @@ def controlled_shutdown(c: Any, req: ControlledShutdownRequest) -> ControlledShu
         c._log("controlled_shutdown", broker=b)
     ctx.shutting_down.add(b)
     eligible = ctx.eligible_leaders()
-    batch = RequestBatch()
+    psm = c.partition_state_machine
+    batch = ControllerBrokerRequestBatch()
     for tp, info in ctx.partitions():
         st = info.state
         if (
@@ -42,20 +40,18 @@ def controlled_shutdown(c: Any, req: ControlledShutdownRequest) -> ControlledShu
             continue
         isr = tuple(r for r in st.isr if r != b)
         if st.leader == b:
-            leader = next((r for r in info.replicas if r in isr and r in eligible), None)
+            leader = controlled_shutdown_partition_leader_election(info.replicas, isr, eligible)
             if leader is not None:
-                c._change_state(
+                psm.update_leader_and_isr(
                     tp, info, leader, isr, batch, reason="controlled_shutdown", event="leader_elected",
                     extra={"election": "controlled_shutdown"},
                 )  # fmt: skip
         elif b in st.isr:
-            c._change_state(
+            psm.update_leader_and_isr(
                 tp, info, st.leader, isr, batch, reason="controlled_shutdown", event="isr_changed"
             )
-            batch.stop_replica.setdefault(b, {})[tp] = StopReplicaPartitionState(
-                tp=tp, leader_epoch=info.state.leader_epoch, delete_partition=False
-            )
-    c._send_batch(batch)
+            batch.add_stop_replica(b, tp, info.state.leader_epoch, delete_partition=False)
+    c.channel.send_batch(batch)
     remaining = tuple(
         tp
         for tp, info in ctx.partitions()

@@ -25,8 +25,16 @@ Kafka's shape, in brief:
 * **Reassignment** (KIP-455 flow): replicas become original + target, wait until every target replica is in
   the ISR, move the leader if it is not a target, shrink to the target and StopReplica the removed ones.
 
-The context it works from is in ``context.py``; reassignment in ``reassignment.py``; controlled shutdown in
-``controlled_shutdown.py``; topic deletion in ``kafkalite.broker.topic_deletion``.
+Split along Kafka's seams, every part sharing the one ``ControllerContext`` (``context.py``):
+
+* ``partition_state_machine.py``: Kafka's ``PartitionStateMachine`` and its four election algorithms
+  (offline, reassign, preferred, controlled shutdown); every write of a partition's state znode.
+* ``replica_state_machine.py``: Kafka's ``ReplicaStateMachine`` (OnlineReplica, OfflineReplica).
+* ``channel_manager.py``: ``ControllerBrokerRequestBatch`` (the requests one event collects) and
+  ``ControllerChannelManager`` (sending, retrying and matching answers).
+* ``topic_admin.py``: CreateTopics, CreatePartitions, DeleteTopics (the topic half of Kafka's ZkAdminManager).
+* ``alter_partition.py``, ``reassignment.py``, ``controlled_shutdown.py``: AlterPartition, the KIP-455
+  reassignment and ControlledShutdown; topic deletion is ``kafkalite.broker.topic_deletion``.
 
 Sans-I/O: ZooKeeper through a ``ZkLink``, the network through the ``send``/``set_timer`` callables, time
 from the timers. Every decision is logged with ``log(kind, **fields)``.
@@ -35,26 +43,29 @@ from the timers. Every decision is logged with ``log(kind, **fields)``.
 from __future__ import annotations
 
 import contextlib
-import json
 import random
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from typing import Any
 
-from kafkalite.broker.controller.context import ControllerContext, PartitionInfo, RequestBatch
+from kafkalite.broker.controller.alter_partition import STALE_BROKER_EPOCH, alter_partition
+from kafkalite.broker.controller.channel_manager import (
+    CONTROLLER_CORRELATION_BASE,
+    ControllerBrokerRequestBatch,
+    ControllerChannelManager,
+)
+from kafkalite.broker.controller.context import ControllerContext, PartitionInfo, config_flag
 from kafkalite.broker.controller.controlled_shutdown import controlled_shutdown
+from kafkalite.broker.controller.partition_state_machine import PartitionStateMachine
 from kafkalite.broker.controller.reassignment import ReassignmentManager
-from kafkalite.broker.placement import assign_new_partitions, assign_replicas
+from kafkalite.broker.controller.replica_state_machine import ReplicaStateMachine
+from kafkalite.broker.controller.topic_admin import TopicAdmin, decode_topic_config
 from kafkalite.broker.topic_deletion import TopicDeletionManager
-from kafkalite.broker.topic_validator import colliding_topics, validate_topic, validate_topic_configs
-from kafkalite.config.broker import BrokerConfig
 from kafkalite.coordination import paths
 from kafkalite.coordination.store import (
     BadVersion,
     Check,
     CoordinationError,
-    Create,
     Delete,
     NodeExists,
     NoNode,
@@ -65,38 +76,16 @@ from kafkalite.coordination.store import (
 from kafkalite.coordination.zk_node import ConnectionLossError, ZkLink
 from kafkalite.errors import (
     ElectionNotNeededError,
-    EligibleLeadersNotAvailableError,
-    FencedLeaderEpochError,
-    IneligibleReplicaError,
-    InvalidPartitionsError,
-    InvalidReplicaAssignmentError,
-    InvalidReplicationFactorError,
     InvalidRequestError,
-    InvalidTopicError,
-    InvalidUpdateVersionError,
-    KafkaError,
     KafkaStorageError,
     NotControllerError,
-    NotLeaderOrFollowerError,
-    PolicyViolationError,
-    PreferredLeaderNotAvailableError,
-    ReassignmentInProgressError,
-    RequestTimedOutError,
-    StaleBrokerEpochError,
     StaleControllerEpochError,
-    TopicAlreadyExistsError,
-    TopicDeletionDisabledError,
-    UnknownLeaderEpochError,
-    UnknownTopicOrPartitionError,
 )
 from kafkalite.protocol import (
-    NO_ERROR,
-    NO_LEADER,
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
     AlterPartitionRequest,
     AlterPartitionResponse,
-    AlterPartitionResult,
     BrokerEndpoint,
     ControlledShutdownRequest,
     ControlledShutdownResponse,
@@ -106,13 +95,10 @@ from kafkalite.protocol import (
     CreatePartitionsTopicResult,
     CreateTopicsRequest,
     CreateTopicsResponse,
-    DeletableTopicResult,
     DeleteTopicsRequest,
-    DeleteTopicsResponse,
     ElectionResult,
     ElectLeadersRequest,
     ElectLeadersResponse,
-    LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
@@ -120,20 +106,10 @@ from kafkalite.protocol import (
     ResponseEnvelope,
     StopReplicaRequest,
     TopicPartition,
-    UpdateMetadataPartitionState,
-    UpdateMetadataRequest,
 )
-
-# Kafka error codes kafkalite.errors does not define yet (Kafka's numbers).
-INVALID_REPLICA_ASSIGNMENT = InvalidReplicaAssignmentError.code
-STALE_BROKER_EPOCH = StaleBrokerEpochError.code
-INVALID_UPDATE_VERSION = InvalidUpdateVersionError.code
-INELIGIBLE_REPLICA = IneligibleReplicaError.code
 
 PREFERRED, UNCLEAN = 0, 1  # ElectLeaders election types
 
-#: KRaft's most metadata records one operation may write (QuorumController.MAX_RECORDS_PER_USER_OP).
-MAX_RECORDS_PER_USER_OP = 10_000
 CONTROLLER_DEFAULTS: dict[str, Any] = {
     "unclean.leader.election.enable": False,
     "auto.leader.rebalance.enable": True,
@@ -144,31 +120,12 @@ CONTROLLER_DEFAULTS: dict[str, Any] = {
     "default.replication.factor": 1,
 }
 
-# Controller requests use correlation ids from a range of their own, so a broker can route an answer to its
-# controller or to its replica manager without a shared counter.
-CONTROLLER_CORRELATION_BASE = 1 << 40
 # How soon a watch-triggered event aborted by a ZooKeeper connection loss runs again.
 ZK_EVENT_RETRY_MS = 100
 
 
-def _bool(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() == "true"
-    return bool(value)
-
-
 class ControllerMovedError(Exception):
     """A conditional write failed on ``/controller_epoch``: another controller has been elected."""
-
-
-def encode_topic_config(config: Mapping[str, str]) -> bytes:
-    """``/config/topics/<t>``: Kafka's entity config JSON."""
-    return json.dumps({"version": 1, "config": dict(config)}, separators=(",", ":")).encode()
-
-
-def decode_topic_config(data: bytes) -> dict[str, str]:
-    obj = json.loads(data) if data else {}
-    return {str(k): str(v) for k, v in (obj.get("config") or {}).items()}
 
 
 def endpoint_from_registration(reg: paths.BrokerRegistration) -> BrokerEndpoint:
@@ -197,7 +154,15 @@ def leader_imbalance_exceeded(not_preferred: int, total: int, percentage: float)
 
 
 class Controller:
-    """One broker's controller component: watches ``/controller``, and when elected runs the cluster."""
+    """One broker's controller component: watches ``/controller``, and when elected runs the cluster.
+
+    What stays here is Kafka's ``KafkaController`` proper: election and epoch fencing, the failover that
+    loads the context, the event handlers behind each watch (brokers, topics, log dir events, the
+    preferred-election znode, topic deletions), ElectLeaders and the auto leader rebalance, and the routing
+    of the requests the controller answers. Each handler decides *which* partitions and replicas change
+    and hands the change itself to the state machines, whose requests go out through the channel manager
+    at the end of the event.
+    """
 
     def __init__(
         self,
@@ -223,12 +188,21 @@ class Controller:
         self.rng = rng if rng is not None else random.Random(broker_id)
         self.ctx: ControllerContext | None = None
         self.active_controller_id: int = -1  # as last read from /controller
-        self._next_cid = CONTROLLER_CORRELATION_BASE
-        self._pending: dict[tuple[Any, int], tuple[Any, int]] = {}  # (dst, cid) -> (request, timer)
         self._rebalance_timer: int | None = None
         self._failover_done = False  # False while a failover aborted by ZooKeeper trouble must be redone
-        self.rejections: list[tuple[Any, str, int]] = []  # (broker, api, error_code) answers refusing us
-        self._broker_conf: BrokerConfig | None = None  # parsed once, to validate topic configs
+        self.channel = ControllerChannelManager(
+            broker_id,
+            self.config,
+            context=lambda: self.ctx,
+            send=send,
+            set_timer=set_timer,
+            cancel_timer=cancel_timer,
+            log=log,
+            on_answer=self._on_answer,
+        )
+        self.partition_state_machine = PartitionStateMachine(self)
+        self.replica_state_machine = ReplicaStateMachine(self)
+        self.topic_admin = TopicAdmin(self)
         self.reassignment = ReassignmentManager(self)
 
     # ------------------------------------------------------------------------------------- status
@@ -240,6 +214,11 @@ class Controller:
     @property
     def epoch(self) -> int:
         return self.ctx.epoch if self.ctx is not None else -1
+
+    @property
+    def rejections(self) -> list[tuple[Any, str, int]]:
+        """(broker, api, error_code) of the answers that refused this controller's requests."""
+        return self.channel.rejections
 
     def _guard(self, what: str, fn: Callable[[], Any]) -> Any:
         """Run one controller event; ZooKeeper trouble aborts it (logged), a lost epoch resigns."""
@@ -340,9 +319,7 @@ class Controller:
             return
         self._log("controller_resigned", broker=self.broker_id, epoch=self.ctx.epoch, reason=reason)
         self.ctx = None
-        for _, timer in self._pending.values():
-            self._cancel_timer(timer)
-        self._pending.clear()
+        self.channel.clear()
         if self._rebalance_timer is not None:
             self._cancel_timer(self._rebalance_timer)
             self._rebalance_timer = None
@@ -355,7 +332,7 @@ class Controller:
     def crash(self) -> None:
         """Drop everything in memory (timers are gone with the node)."""
         self.ctx = None
-        self._pending.clear()
+        self.channel.clear(cancel_timers=False)
         self._rebalance_timer = None
         self.active_controller_id = -1
 
@@ -370,36 +347,6 @@ class Controller:
             if exc.op_index == 0:
                 raise ControllerMovedError() from exc
             raise
-
-    def _write_state(self, tp: TopicPartition, new: paths.PartitionState) -> bool:
-        """CAS the state znode; on a version conflict reload it and return False."""
-        ctx = self.ctx
-        assert ctx is not None
-        info = ctx.topics[tp.topic][tp.partition]
-        path = paths.partition_state_path(*tp)
-        try:
-            if info.state is None:
-                res = self._write([Create(path, new.encode(), make_parents=True)])
-                version = 0
-                del res
-            else:
-                res = self._write([SetData(path, new.encode(), info.zk_version)])
-                version = res[1].version
-                info.mzxid = res[1].mzxid
-        except (BadVersion, NodeExists):
-            self._load_state(tp, info)
-            self._log("partition_state_conflict", tp=str(tp), zk_version=info.zk_version)
-            return False
-        info.state, info.zk_version = new, version
-        return True
-
-    def _load_state(self, tp: TopicPartition, info: PartitionInfo) -> None:
-        try:
-            data, st = self.zk.get(paths.partition_state_path(*tp))
-            info.state, info.zk_version = paths.PartitionState.decode(data), st.version
-            info.mzxid = st.mzxid
-        except NoNode:
-            info.state, info.zk_version, info.mzxid = None, -1, -1
 
     def _write_assignment(self, topic: str) -> None:
         assert self.ctx is not None
@@ -424,22 +371,18 @@ class Controller:
         for topic in zk.get_children(paths.BROKER_TOPICS, watch=self._on_topics_change):
             self._load_topic(topic)
         self._delete_topics_change()  # deletions in progress leave the state machines before they start
-        batch = RequestBatch()
-        batch.metadata_all = True
-        # New partitions (no state znode yet), then offline ones, then dead replicas out of the ISR.
+        psm, rsm = self.partition_state_machine, self.replica_state_machine
+        batch = ControllerBrokerRequestBatch(metadata_all=True)
+        # New partitions (no state znode yet), then bounced and dead replicas, then offline partitions.
         for tp, info in ctx.partitions():
             if info.state is None:
-                self._init_partition(tp, info, batch)
-        self._handle_bounced_on_failover(batch)
+                psm.initialize(tp, info, batch)
+        rsm.offline_bounced_on_failover(batch)
         dead = {r for _, i in ctx.partitions() for r in i.replicas if r not in ctx.live_brokers}
-        self._handle_dead_replicas(dead, batch, reason="controller_failover")
-        self._elect_offline(batch, reason="controller_failover")
-        # Every live replica learns the state from this controller (replica state machine startup).
-        for tp, info in ctx.partitions():
-            for r in info.replicas:
-                if r in ctx.live_brokers and info.state is not None:
-                    self._add_leader_and_isr(batch, r, tp, info)
-        self._send_batch(batch)
+        rsm.offline(dead, batch, reason="controller_failover")
+        psm.elect_offline_partitions(batch, reason="controller_failover")
+        rsm.startup(batch)
+        self.channel.send_batch(batch)
         # Reassignments in flight: from the assignment znode and the admin znode.
         pending: dict[TopicPartition, tuple[int, ...]] = {}
         for tp, info in ctx.partitions():
@@ -450,31 +393,8 @@ class Controller:
             self.reassignment.start(tp, target)
         self._watch_preferred_election()
         self._log_dir_events()
-        if _bool(self.config["auto.leader.rebalance.enable"]):
+        if config_flag(self.config["auto.leader.rebalance.enable"]):
             self._arm_rebalance(FIRST_REBALANCE_CHECK_MS)
-
-    def _handle_bounced_on_failover(self, batch: RequestBatch) -> None:
-        """Leaders and ISR members whose broker registered after the state znode was last written.
-
-        Such a replica got its leadership or ISR seat in an earlier incarnation: it may have restarted
-        without the records it acknowledged (a crash loses the unflushed page cache). A running
-        controller sees the bounce as a broker epoch change and handles the broker as failed first
-        (``_broker_change``); a new controller has no earlier epochs to compare, but the state znode
-        only changes through a controller or the leader, so a registration (czxid) newer than the
-        state's last write (mzxid) means the replica bounced since. Without this, a leader that
-        restarted empty just as the controller moved (often: it was the controller) keeps leading at
-        the same leader epoch and its followers truncate the acked records away to match it.
-        """
-        ctx = self.ctx
-        assert ctx is not None
-        for tp, info in ctx.partitions():
-            st = info.state
-            if st is None:
-                continue
-            members = {st.leader, *st.isr}
-            bounced = {r for r in members if ctx.live_brokers.get(r, -1) > info.mzxid >= 0}
-            if bounced:
-                self._handle_dead_replicas(bounced, batch, reason="controller_failover_bounce", only=tp)
 
     def _read_brokers(self) -> tuple[set[int], set[int]]:
         """Refresh live brokers (with a child watch); returns (dead, new), a bounce counting as both."""
@@ -514,7 +434,7 @@ class Controller:
             info = PartitionInfo(
                 tuple(replicas), ta.adding_replicas.get(p, ()), ta.removing_replicas.get(p, ())
             )
-            self._load_state(TopicPartition(topic, p), info)
+            self.partition_state_machine.load_state(TopicPartition(topic, p), info)
             parts[p] = info
         ctx.topics[topic] = parts
         return True
@@ -531,30 +451,27 @@ class Controller:
         dead, new = self._read_brokers()
         if not dead and not new:
             return
-        batch = RequestBatch()
-        batch.metadata_all = True
+        psm, rsm = self.partition_state_machine, self.replica_state_machine
+        batch = ControllerBrokerRequestBatch(metadata_all=True)
         for b in dead | new:
             ctx.offline_replicas.pop(b, None)  # a restarted broker's dirs are tried again (Kafka does too)
         if dead:
             self._log("broker_failure", brokers=tuple(sorted(dead)), live=tuple(ctx.live_brokers))
             ctx.deletion.on_broker_failure(dead)
             ctx.shutting_down -= dead
-            self._handle_dead_replicas(dead - set(ctx.live_brokers), batch, reason="broker_failure")
+            rsm.offline(dead - set(ctx.live_brokers), batch, reason="broker_failure")
         if new:
             self._log("broker_startup", brokers=tuple(sorted(new)), live=tuple(ctx.live_brokers))
             # A bounced broker lost its leaderships: handle it as failed first, then as returned.
             bounced = new & dead
             if bounced:
-                self._handle_dead_replicas(bounced, batch, reason="broker_bounce")
-            for tp, info in ctx.partitions():
-                if info.state is None:
-                    self._init_partition(tp, info, batch)
-                    continue
-                for r in info.replicas:
-                    if r in new:
-                        self._add_leader_and_isr(batch, r, tp, info)
-            self._elect_offline(batch, reason="broker_startup")
-        self._send_batch(batch)
+                rsm.offline(bounced, batch, reason="broker_bounce")
+            fresh = [(tp, info) for tp, info in ctx.partitions() if info.state is None]
+            for tp, info in fresh:
+                psm.initialize(tp, info, batch)
+            rsm.online(new, batch, skip=[tp for tp, _ in fresh])  # initialize queued theirs
+            psm.elect_offline_partitions(batch, reason="broker_startup")
+        self.channel.send_batch(batch)
         if new:
             for tp in sorted(ctx.reassigning):
                 self.reassignment.check(tp)
@@ -588,14 +505,9 @@ class Controller:
         if not live:
             return
         self._log("log_dir_failure", brokers=tuple(live))
-        batch = RequestBatch()
-        for tp, info in ctx.partitions():
-            if info.state is None:
-                continue
-            for b in live:
-                if b in info.replicas:
-                    self._add_leader_and_isr(batch, b, tp, info)
-        self._send_batch(batch)
+        batch = ControllerBrokerRequestBatch()
+        self.replica_state_machine.online(live, batch)
+        self.channel.send_batch(batch)
 
     def _on_replicas_offline(self, broker: int, tps: Iterable[TopicPartition]) -> None:
         """A broker answered KAFKA_STORAGE_ERROR for these replicas: they are offline (OfflineReplica).
@@ -609,10 +521,10 @@ class Controller:
             return
         known.update(new)
         self._log("replicas_offline", broker=broker, partitions=[str(tp) for tp in new])
-        batch = RequestBatch()
+        batch = ControllerBrokerRequestBatch()
         for tp in new:
-            self._handle_dead_replicas({broker}, batch, reason="log_dir_failure", only=tp)
-        self._send_batch(batch)
+            self.replica_state_machine.offline({broker}, batch, reason="log_dir_failure", only=tp)
+        self.channel.send_batch(batch)
 
     def _on_topics_change(self, event: WatchedEvent) -> None:
         if self.ctx is not None:
@@ -622,17 +534,15 @@ class Controller:
         ctx = self.ctx
         assert ctx is not None
         topics = self.zk.get_children(paths.BROKER_TOPICS, watch=self._on_topics_change)
-        batch = RequestBatch()
+        batch = ControllerBrokerRequestBatch()
         for topic in topics:
             if topic in ctx.topics or ctx.deletion.is_deleting(topic):
                 continue
             self._load_topic(topic)
             for p, info in sorted(ctx.topics[topic].items()):
                 if info.state is None:
-                    self._init_partition(TopicPartition(topic, p), info, batch)
-        self._send_batch(batch)
-
-    # ---------------------------------------------------------------------- partition state machine
+                    self.partition_state_machine.initialize(TopicPartition(topic, p), info, batch)
+        self.channel.send_batch(batch)
 
     def on_topic_config_change(self, topic: str, config: dict[str, str]) -> None:
         """New overrides for ``topic``: kept for elections; enabling unclean election elects the topic's
@@ -641,315 +551,54 @@ class Controller:
         if ctx is None or topic not in ctx.topics:
             return
         ctx.topic_configs[topic] = dict(config)
-        if self._unclean_allowed(topic):
+        if self.partition_state_machine.unclean_allowed(topic):
 
             def elect() -> None:
-                batch = RequestBatch()
-                self._elect_offline(batch, reason="unclean_election_enabled")
-                self._send_batch(batch)
+                batch = ControllerBrokerRequestBatch()
+                self.partition_state_machine.elect_offline_partitions(
+                    batch, reason="unclean_election_enabled"
+                )
+                self.channel.send_batch(batch)
 
             self._guard("topic_config_change", elect)
 
-    def _unclean_allowed(self, topic: str) -> bool:
-        assert self.ctx is not None
-        override = self.ctx.topic_configs.get(topic, {}).get("unclean.leader.election.enable")
-        return _bool(self.config["unclean.leader.election.enable"] if override is None else override)
-
-    def _init_partition(self, tp: TopicPartition, info: PartitionInfo, batch: RequestBatch) -> None:
-        """NewPartition -> OnlinePartition: first live replica leads, ISR = live replicas, epoch 0."""
-        ctx = self.ctx
-        assert ctx is not None
-        live = [r for r in info.replicas if r in ctx.live_brokers]
-        if not live:
-            self._log("partition_offline", tp=str(tp), reason="no live replica at creation")
-            return
-        new = paths.PartitionState(
-            leader=live[0], leader_epoch=0, isr=tuple(live), controller_epoch=ctx.epoch
-        )
-        if not self._write_state(tp, new):
-            return
-        self._log(
-            "leader_elected",
-            tp=str(tp),
-            leader=new.leader,
-            leader_epoch=0,
-            isr=new.isr,
-            partition_epoch=info.zk_version,
-            reason="new_partition",
-        )
-        for r in live:
-            self._add_leader_and_isr(batch, r, tp, info, is_new=True)
-        batch.metadata.add(tp)
-
-    def elect_leader(
-        self, info: PartitionInfo, live: Iterable[int], *, unclean: bool
-    ) -> tuple[int, tuple[int, ...], str] | None:
-        """Kafka's offline-partition election: (leader, new ISR, how) or None when nobody is eligible."""
-        live = set(live)
-        state = info.state
-        isr = state.isr if state is not None else ()
-        for r in info.replicas:
-            if r in live and r in isr:
-                return r, tuple(b for b in isr if b in live), "clean"
-        if unclean:
-            for r in info.replicas:
-                if r in live:
-                    return r, (r,), "unclean"
-        return None
-
-    def _change_state(
-        self,
-        tp: TopicPartition,
-        info: PartitionInfo,
-        leader: int,
-        isr: tuple[int, ...],
-        batch: RequestBatch,
-        *,
-        reason: str,
-        event: str,
-        extra: Mapping[str, Any] | None = None,
-        notify: Iterable[int] | None = None,
-    ) -> bool:
-        """Write leader/ISR with leader_epoch + 1, log it, queue LeaderAndIsr and UpdateMetadata."""
-        ctx = self.ctx
-        assert ctx is not None and info.state is not None
-        old = info.state
-        new = paths.PartitionState(
-            leader=leader, leader_epoch=old.leader_epoch + 1, isr=isr, controller_epoch=ctx.epoch
-        )
-        if not self._write_state(tp, new):
-            return False
-        self._log(
-            event,
-            tp=str(tp),
-            leader=leader,
-            leader_epoch=new.leader_epoch,
-            isr=isr,
-            partition_epoch=info.zk_version,
-            prev_leader=old.leader,
-            reason=reason,
-            **(extra or {}),
-        )
-        targets = info.replicas if notify is None else notify
-        for r in targets:
-            if r in ctx.live_brokers:
-                self._add_leader_and_isr(batch, r, tp, info)
-        batch.metadata.add(tp)
-        return True
-
-    def _handle_dead_replicas(
-        self, dead: set[int], batch: RequestBatch, *, reason: str, only: TopicPartition | None = None
-    ) -> None:
-        """Leaders on dead brokers are replaced; dead followers leave the ISR (OfflineReplica)."""
-        ctx = self.ctx
-        assert ctx is not None
-        if not dead:
-            return
-        for tp, info in ctx.partitions():
-            if only is not None and tp != only:
-                continue
-            st = info.state
-            if st is None or not (st.leader in dead or any(r in dead for r in st.isr)):
-                continue
-            remaining = tuple(r for r in st.isr if r not in dead)
-            if st.leader in dead:
-                choice = self.elect_leader(
-                    replace(info, state=replace(st, isr=remaining)),
-                    ctx.eligible_leaders(tp),
-                    unclean=self._unclean_allowed(tp.topic),
-                )
-                if choice is not None:
-                    leader, isr, how = choice
-                    self._change_state(
-                        tp, info, leader, isr, batch, reason=reason, event="leader_elected",
-                        extra={"election": how},
-                    )  # fmt: skip
-                    continue
-                # Nobody eligible: offline, but keep the last ISR member so it can lead when it returns.
-                isr = remaining or st.isr[-1:]
-                if self._change_state(
-                    tp, info, NO_LEADER, isr, batch, reason=reason, event="partition_offline"
-                ):
-                    pass
-                continue
-            if st.leader == NO_LEADER and not remaining:
-                continue  # already offline: keep the last ISR member
-            self._change_state(
-                tp, info, st.leader, remaining or st.isr[-1:], batch, reason=reason, event="isr_changed"
-            )
-
-    def _elect_offline(self, batch: RequestBatch, *, reason: str) -> None:
-        """Try to bring every leaderless partition online (OfflinePartition -> OnlinePartition)."""
-        ctx = self.ctx
-        assert ctx is not None
-        for tp, info in ctx.partitions():
-            st = info.state
-            if st is None or (st.leader != NO_LEADER and st.leader in ctx.live_brokers):
-                continue
-            choice = self.elect_leader(
-                info, ctx.eligible_leaders(tp), unclean=self._unclean_allowed(tp.topic)
-            )
-            if choice is None:
-                continue
-            leader, isr, how = choice
-            self._change_state(
-                tp, info, leader, isr, batch, reason=reason, event="leader_elected", extra={"election": how}
-            )
-
     # --------------------------------------------------------------------------------- requests
-
-    def _add_leader_and_isr(
-        self,
-        batch: RequestBatch,
-        broker: int,
-        tp: TopicPartition,
-        info: PartitionInfo,
-        *,
-        is_new: bool = False,
-    ) -> None:
-        st = info.state
-        assert st is not None
-        batch.leader_and_isr.setdefault(broker, {})[tp] = LeaderAndIsrPartitionState(
-            tp=tp,
-            controller_epoch=st.controller_epoch,
-            leader=st.leader,
-            leader_epoch=st.leader_epoch,
-            isr=st.isr,
-            partition_epoch=info.zk_version,
-            replicas=info.replicas,
-            adding_replicas=info.adding,
-            removing_replicas=info.removing,
-            is_new=is_new,
-        )
-
-    def _metadata_state(self, tp: TopicPartition, info: PartitionInfo) -> UpdateMetadataPartitionState:
-        assert self.ctx is not None
-        st = info.state
-        live = self.ctx.live_brokers
-        return UpdateMetadataPartitionState(
-            tp=tp,
-            controller_epoch=st.controller_epoch if st else self.ctx.epoch,
-            leader=st.leader if st else NO_LEADER,
-            leader_epoch=st.leader_epoch if st else -1,
-            isr=st.isr if st else (),
-            partition_epoch=info.zk_version,
-            replicas=info.replicas,
-            offline_replicas=tuple(
-                r for r in info.replicas if r not in live or tp in self.ctx.offline_replicas.get(r, ())
-            ),
-        )
-
-    def _send_batch(self, batch: RequestBatch) -> None:
-        ctx = self.ctx
-        assert ctx is not None
-        for broker, states in sorted(batch.leader_and_isr.items()):
-            leaders = sorted({s.leader for s in states.values() if s.leader in ctx.endpoints})
-            self.send_request(
-                broker,
-                LeaderAndIsrRequest(
-                    controller_id=self.broker_id,
-                    controller_epoch=ctx.epoch,
-                    broker_epoch=ctx.live_brokers.get(broker, -1),
-                    partition_states=tuple(states[tp] for tp in sorted(states)),
-                    live_leaders=tuple(ctx.endpoints[b] for b in leaders),
-                ),
-            )
-        for broker, stops in sorted(batch.stop_replica.items()):
-            self.send_request(
-                broker,
-                StopReplicaRequest(
-                    controller_id=self.broker_id,
-                    controller_epoch=ctx.epoch,
-                    broker_epoch=ctx.live_brokers.get(broker, -1),
-                    partition_states=tuple(stops[tp] for tp in sorted(stops)),
-                ),
-            )
-        if batch.metadata_all or batch.metadata:
-            self.send_update_metadata(None if batch.metadata_all else batch.metadata)
 
     def send_update_metadata(self, tps: Iterable[TopicPartition] | None = None) -> None:
         """UpdateMetadata with ``tps`` (None: every partition) and the live brokers, to every live broker."""
-        ctx = self.ctx
-        assert ctx is not None, "not the active controller"
-        wanted = None if tps is None else set(tps)
-        states = tuple(
-            self._metadata_state(tp, info) for tp, info in ctx.partitions() if wanted is None or tp in wanted
-        )
-        brokers = tuple(ctx.endpoints[b] for b in ctx.live_brokers if b in ctx.endpoints)
-        for b in ctx.live_brokers:
-            self.send_request(
-                b,
-                UpdateMetadataRequest(
-                    controller_id=self.broker_id,
-                    controller_epoch=ctx.epoch,
-                    broker_epoch=ctx.live_brokers[b],
-                    partition_states=states,
-                    live_brokers=brokers,
-                ),
-            )
-
-    def send_request(self, dst: int, request: Any, *, epoch: int | None = None) -> None:
-        """Send a controller request; retried every ``controller.socket.timeout.ms`` until answered while
-        ``dst`` is live and we are still the same controller (Kafka's per-broker request queue)."""
-        self._next_cid += 1
-        cid = self._next_cid
-        epoch = self.epoch if epoch is None else epoch
-        timeout = int(self.config["controller.socket.timeout.ms"])
-        timer = self._set_timer(timeout, lambda now, d=dst, c=cid, e=epoch: self._request_timeout(d, c, e))
-        self._pending[(dst, cid)] = (request, timer)
-        self._send(dst, RequestEnvelope(cid, f"controller-{self.broker_id}", request))
-
-    def _request_timeout(self, dst: int, cid: int, epoch: int) -> None:
-        entry = self._pending.pop((dst, cid), None)
-        if entry is None or self.ctx is None or self.ctx.epoch != epoch or dst not in self.ctx.live_brokers:
-            return
-        self._log("controller_request_retry", dst=dst, api=type(entry[0]).__name__)
-        self.send_request(dst, entry[0], epoch=epoch)
+        self.channel.send_update_metadata(tps)
 
     def on_response(self, src: Any, env: ResponseEnvelope) -> bool:
         """Answers to our requests; False if the correlation id is not ours."""
-        entry = self._pending.pop((src, env.correlation_id), None)
-        if entry is None:
-            return env.correlation_id > CONTROLLER_CORRELATION_BASE
-        request, timer = entry
-        self._cancel_timer(timer)
+        return self.channel.on_response(src, env)
+
+    def _on_answer(self, src: Any, request: Any, response: Any) -> None:
+        """A broker answered: StopReplica answers move topic deletions on; replicas a LeaderAndIsr
+        answer reports in a failed log dir (KAFKA_STORAGE_ERROR) go offline."""
         if isinstance(request, StopReplicaRequest) and self.ctx is not None and self.ctx.deletion is not None:
             deletion = self.ctx.deletion
-            self._guard(
-                "topic_deletion", lambda: deletion.on_stop_replica_response(src, request, env.response)
-            )
+            self._guard("topic_deletion", lambda: deletion.on_stop_replica_response(src, request, response))
         if isinstance(request, LeaderAndIsrRequest):
             offline = [
                 e.tp
-                for e in getattr(env.response, "partition_errors", ())
+                for e in getattr(response, "partition_errors", ())
                 if e.error_code == KafkaStorageError.code
             ]
             if offline:
                 self._guard("log_dir_failure", lambda: self._on_replicas_offline(src, offline))
-        code = getattr(env.response, "error_code", NO_ERROR)
-        if code != NO_ERROR:
-            self.rejections.append((src, type(request).__name__, code))
-            self._log(
-                "controller_request_rejected",
-                dst=src,
-                api=type(request).__name__,
-                error_code=code,
-                epoch=getattr(request, "controller_epoch", -1),
-            )
-        return True
 
     # --------------------------------------------------------------------------- admin requests
 
     def handle_request(self, src: Any, env: RequestEnvelope) -> bool:
-        """CreateTopics, CreatePartitions, AlterPartition, ElectLeaders, Alter- and
-        ListPartitionReassignments; False for others."""
+        """CreateTopics, CreatePartitions, DeleteTopics, AlterPartition, ElectLeaders, Alter- and
+        ListPartitionReassignments, ControlledShutdown; False for others."""
         req = env.request
         if isinstance(req, DeleteTopicsRequest):
-            self._delete_topics(src, env)
+            self.topic_admin.delete_topics(src, env)
             return True
         handlers = {
-            CreateTopicsRequest: self._create_topics,
-            CreatePartitionsRequest: self._create_partitions,
+            CreateTopicsRequest: self.topic_admin.create_topics,
+            CreatePartitionsRequest: self.topic_admin.create_partitions,
             AlterPartitionRequest: self._alter_partition,
             ElectLeadersRequest: self._elect_leaders,
             AlterPartitionReassignmentsRequest: self.reassignment.alter,
@@ -967,6 +616,10 @@ class Controller:
             response = self._not_controller(req)  # lost ZooKeeper midway: let the client retry elsewhere
         self._send(src, env.reply(response))
         return True
+
+    def _alter_partition(self, req: AlterPartitionRequest) -> AlterPartitionResponse:
+        """AlterPartition (``alter_partition.py``), named here for callers outside the package."""
+        return alter_partition(self, req)
 
     @staticmethod
     def _not_controller(req: Any) -> Any:
@@ -989,431 +642,20 @@ class Controller:
             return ControlledShutdownResponse(error_code=code)
         return AlterPartitionReassignmentsResponse(error_code=code)
 
-    def _validate_each(
-        self,
-        topics: Iterable[Any],
-        validate: Callable[[Any], dict[int, list[int]]],
-        results: list[Any],
-        result_type: type,
-        failed_event: str,
-    ) -> Iterator[tuple[Any, dict[int, list[int]]]]:
-        """``(topic, plan)`` for each topic ``validate`` accepts; a refused one gets its error result
-        appended to ``results`` in request order (the caller appends the accepted ones' results)."""
-        for t in topics:
-            try:
-                plan = validate(t)
-            except KafkaError as exc:
-                results.append(result_type(name=t.name, error_code=exc.code, error_message=str(exc)))
-                self._log(failed_event, topic=t.name, error=exc.name)
-                continue
-            yield t, plan
-
-    def _create_topics(self, req: CreateTopicsRequest) -> CreateTopicsResponse:
-        ctx = self.ctx
-        assert ctx is not None
-        too_many = self._excessive_batch(
-            "create_topics",
-            sum(1 + max(0, self._partition_count(t)) + len(t.configs) for t in req.topics),
-        )
-        if too_many is not None:
-            return CreateTopicsResponse(
-                topics=tuple(
-                    CreatableTopicResult(
-                        name=t.name, error_code=too_many.code, error_message=too_many.message
-                    )
-                    for t in req.topics
-                )
-            )
-        results: list[Any] = []
-        batch = RequestBatch()
-        names = [t.name for t in req.topics]
-        dupes = {n for n in names if names.count(n) > 1}
-        checked = self._validate_each(
-            (t for t in req.topics if t.name not in dupes),
-            self._validate_new_topic,
-            results,
-            CreatableTopicResult,
-            "create_topic_failed",
-        )
-        for t, assignment in checked:
-            rf = len(assignment[0])
-            results.append(
-                CreatableTopicResult(name=t.name, num_partitions=len(assignment), replication_factor=rf)
-            )
-            if req.validate_only:
-                continue
-            ta = paths.TopicAssignment({p: tuple(r) for p, r in assignment.items()})
-            self._write(
-                [
-                    Create(f"{paths.CONFIG_TOPICS}/{t.name}", encode_topic_config(dict(t.configs)), make_parents=True),
-                    Create(paths.topic_path(t.name), ta.encode(), make_parents=True),
-                ]
-            )  # fmt: skip
-            self._log("topic_created", topic=t.name, assignment={p: tuple(r) for p, r in assignment.items()})
-            ctx.topic_configs[t.name] = dict(t.configs)
-            ctx.topics[t.name] = {p: PartitionInfo(tuple(r)) for p, r in assignment.items()}
-            for p, info in sorted(ctx.topics[t.name].items()):
-                self._init_partition(TopicPartition(t.name, p), info, batch)
-        self._send_batch(batch)
-        # Kafka refuses every entry of a topic named twice, in the request's order
-        refused = {
-            n: CreatableTopicResult(
-                name=n,
-                error_code=InvalidRequestError.code,
-                error_message="Found multiple entries for this topic.",
-            )
-            for n in dupes
-        }
-        ordered = iter(results)
-        return CreateTopicsResponse(topics=tuple(refused.get(n) or next(ordered) for n in names))
-
-    def _partition_count(self, t: Any) -> int:
-        """How many partitions a CreatableTopic asks for (its assignments, or num.partitions for -1)."""
-        if t.assignments:
-            return len(t.assignments)
-        return t.num_partitions if t.num_partitions != -1 else int(self.config["num.partitions"])
-
-    def _excessive_batch(self, what: str, records: int) -> PolicyViolationError | None:
-        """KRaft's bound on one operation (QuorumController's 10,000 metadata records: a topic, each of its
-        partitions and each config override is one). ZooKeeper-mode Kafka has none and would try, until
-        the broker runs out of file descriptors and takes its log directory offline; refusing up front
-        (POLICY_VIOLATION, as KRaft answers) keeps the broker serving."""
-        if records <= MAX_RECORDS_PER_USER_OP:
-            return None
-        self._log(f"{what}_refused", records=records, limit=MAX_RECORDS_PER_USER_OP)
-        return PolicyViolationError(
-            f"Unable to perform excessively large batch operation: {records} metadata records "
-            f"exceed {MAX_RECORDS_PER_USER_OP}."
-        )
-
-    def _validate_new_topic(self, t: Any) -> dict[int, list[int]]:
-        """Kafka's checks, in ZkAdminManager's order: the name (INVALID_TOPIC_EXCEPTION), that it is
-        free (TOPIC_ALREADY_EXISTS) and collides with no topic ('.' against '_'), the partition count and
-        replication factor (or the explicit assignment), then the configs (INVALID_CONFIG). Nothing is
-        written before every check has passed."""
-        ctx = self.ctx
-        assert ctx is not None
-        if t.name in ctx.topics:
-            raise TopicAlreadyExistsError(f"Topic '{t.name}' already exists.")
-        configs = dict(t.configs)
-        if any(v is None for v in configs.values()):
-            validate_topic_configs(self._broker_config(), configs)  # names the null keys
-        if t.assignments and (t.num_partitions != -1 or t.replication_factor != -1):
-            raise InvalidRequestError(
-                "give either explicit replica assignments or num_partitions/replication_factor, not both"
-            )
-        validate_topic(t.name)  # before the name reaches a znode path or a directory
-        if ctx.deletion is not None and ctx.deletion.is_deleting(t.name):
-            raise TopicAlreadyExistsError(f"Topic '{t.name}' is marked for deletion.")
-        if self.zk.exists(paths.topic_path(t.name)) is not None:
-            raise TopicAlreadyExistsError(f"Topic '{t.name}' already exists.")
-        colliding = colliding_topics(t.name, ctx.topics)
-        if colliding:
-            raise InvalidTopicError(f"Topic '{t.name}' collides with existing topics: {', '.join(colliding)}")
-        assignment = self._new_topic_assignment(t)
-        validate_topic_configs(self._broker_config(), configs)
-        return assignment
-
-    def _broker_config(self) -> BrokerConfig:
-        if self._broker_conf is None:
-            self._broker_conf = BrokerConfig.coerce(self.config)
-        return self._broker_conf
-
-    def _new_topic_assignment(self, t: Any) -> dict[int, list[int]]:
-        ctx = self.ctx
-        assert ctx is not None
-        live = sorted(ctx.live_brokers)
-        if t.assignments:
-            assignment = {a.partition: list(a.broker_ids) for a in t.assignments}
-            # Kafka's order of checks (AdminZkClient.validateTopicCreate), all INVALID_REPLICA_ASSIGNMENT.
-            if len({len(r) for r in assignment.values()}) != 1:
-                raise InvalidReplicaAssignmentError("every partition needs the same number of replicas")
-            for p, r in sorted(assignment.items()):
-                if len(set(r)) != len(r):
-                    raise InvalidReplicaAssignmentError(f"partition {p} lists a replica twice: {r}")
-            if len(assignment) != len(t.assignments) or sorted(assignment) != list(range(len(assignment))):
-                raise InvalidReplicaAssignmentError("partition ids must run 0, 1, ... without gaps")
-            return assignment
-        n = t.num_partitions if t.num_partitions != -1 else int(self.config["num.partitions"])
-        rf = (
-            t.replication_factor
-            if t.replication_factor != -1
-            else int(self.config["default.replication.factor"])
-        )
-        if n < 1:
-            raise InvalidPartitionsError(f"number of partitions must be at least 1, got {n}")
-        if rf < 1 or rf > len(live):
-            raise InvalidReplicationFactorError(
-                f"replication factor: {rf} larger than available brokers: {len(live)}"
-                if rf > len(live)
-                else f"replication factor must be at least 1, got {rf}"
-            )
-        racks = self._live_racks()
-        return assign_replicas(live, n, rf, rng=self.rng, broker_racks=racks)
-
-    def _live_racks(self) -> dict[int, str | None] | None:
-        """``broker.rack`` of each live broker from its registration; None when no broker has one.
-
-        Some brokers with a rack and some without is refused as Kafka's ZooKeeper mode does, before any
-        random draw, so the request fails cleanly instead of placement raising in the event loop.
-        """
-        ctx = self.ctx
-        assert ctx is not None
-        racks = {b: ep.rack if (ep := ctx.endpoints.get(b)) is not None else None for b in ctx.live_brokers}
-        missing = sorted(b for b, r in racks.items() if r is None)
-        if len(missing) == len(racks):
-            return None
-        if missing:
-            raise InvalidReplicaAssignmentError(
-                f"brokers {missing} have no broker.rack while others have one: rack-aware placement "
-                "needs a rack on every live broker"
-            )
-        return racks
-
-    # -------------------------------------------------------------------------- CreatePartitions
-    def _create_partitions(self, req: CreatePartitionsRequest) -> CreatePartitionsResponse:
-        """Grow topics: new partitions are placed (or taken from the request), written to the topic's
-        assignment znode and brought online like a new topic's; every broker learns them by UpdateMetadata."""
-        ctx = self.ctx
-        assert ctx is not None
-        new = sum(
-            max(0, t.count - len(ctx.topics.get(t.name, {}))) for t in req.topics if t.name in ctx.topics
-        )
-        too_many = self._excessive_batch("create_partitions", new)
-        if too_many is not None:
-            return CreatePartitionsResponse(
-                results=tuple(
-                    CreatePartitionsTopicResult(
-                        name=t.name, error_code=too_many.code, error_message=too_many.message
-                    )
-                    for t in req.topics
-                )
-            )
-        results: list[Any] = []
-        batch = RequestBatch()
-        checked = self._validate_each(
-            req.topics,
-            self._validate_new_partitions,
-            results,
-            CreatePartitionsTopicResult,
-            "create_partitions_failed",
-        )
-        for t, added in checked:
-            results.append(CreatePartitionsTopicResult(name=t.name))
-            if req.validate_only:
-                continue
-            parts = ctx.topics[t.name]
-            for p, replicas in added.items():
-                parts[p] = PartitionInfo(tuple(replicas))
-            self._write_assignment(t.name)
-            self._log("partitions_created", topic=t.name, assignment={p: tuple(r) for p, r in added.items()})
-            for p in sorted(added):
-                self._init_partition(TopicPartition(t.name, p), parts[p], batch)
-        self._send_batch(batch)
-        return CreatePartitionsResponse(results=tuple(results))
-
-    def _validate_new_partitions(self, t: Any) -> dict[int, list[int]]:
-        ctx = self.ctx
-        assert ctx is not None
-        parts = ctx.topics.get(t.name)
-        if parts is None:
-            raise UnknownTopicOrPartitionError(f"The topic '{t.name}' does not exist.")
-        if any(tp.topic == t.name for tp in ctx.reassigning):
-            raise ReassignmentInProgressError(
-                f"A partition reassignment is in progress for the topic '{t.name}'."
-            )
-        current = len(parts)
-        if t.count < current:
-            raise InvalidPartitionsError(
-                f"Topic currently has {current} partitions, which is higher than the requested {t.count}."
-            )
-        if t.count == current:
-            raise InvalidPartitionsError(f"Topic already has {current} partitions.")
-        to_add = t.count - current
-        live = sorted(ctx.live_brokers)
-        if t.assignments is not None:
-            if len(t.assignments) != to_add:
-                raise InvalidReplicaAssignmentError(
-                    f"Increasing the number of partitions by {to_add} but {len(t.assignments)} assignments "
-                    "provided."
-                )
-            rf = len(parts[0].replicas)
-            for i, replicas in enumerate(t.assignments):
-                unknown = sorted(set(replicas) - set(live))
-                if unknown:
-                    raise InvalidReplicaAssignmentError(
-                        f"Unknown broker(s) in replica assignment: {unknown}."
-                    )
-                if len(replicas) != rf or len(set(replicas)) != rf:
-                    raise InvalidReplicaAssignmentError(
-                        f"Inconsistent replication factor between partitions, partition 0 has {rf} while "
-                        f"partition {current + i} has replicas {list(replicas)}."
-                    )
-            return {current + i: list(r) for i, r in enumerate(t.assignments)}
-        rf = len(parts[0].replicas)
-        if rf > len(live):
-            raise InvalidReplicationFactorError(
-                f"Replication factor: {rf} larger than available brokers: {len(live)}."
-            )
-        existing = {p: list(info.replicas) for p, info in parts.items()}
-        return assign_new_partitions(live, existing, to_add, broker_racks=self._live_racks())
-
-    # ---------------------------------------------------------------------------- AlterPartition
-
-    def _alter_partition(self, req: AlterPartitionRequest) -> AlterPartitionResponse:
-        ctx = self.ctx
-        assert ctx is not None
-        epoch = ctx.live_brokers.get(req.broker_id)
-        if epoch is None or (req.broker_epoch != -1 and req.broker_epoch != epoch):
-            self._log("alter_partition_rejected", broker=req.broker_id, error="STALE_BROKER_EPOCH")
-            return AlterPartitionResponse(error_code=STALE_BROKER_EPOCH)
-        results = []
-        batch = RequestBatch()
-        for item in req.partitions:
-            results.append(self._alter_one(req.broker_id, item, batch))
-        self._send_batch(batch)
-        for item in req.partitions:
-            if item.tp in ctx.reassigning:
-                self.reassignment.check(item.tp)
-        return AlterPartitionResponse(partitions=tuple(results))
-
-    def _alter_one(self, broker: int, item: Any, batch: RequestBatch) -> AlterPartitionResult:
-        ctx = self.ctx
-        assert ctx is not None
-        tp = item.tp
-        info = ctx.info(tp)
-
-        def reject(code: int, name: str) -> AlterPartitionResult:
-            self._log(
-                "alter_partition_rejected",
-                tp=str(tp),
-                broker=broker,
-                error=name,
-                leader_epoch=item.leader_epoch,
-                partition_epoch=item.partition_epoch,
-            )
-            st = info.state if info is not None else None
-            if st is None:
-                return AlterPartitionResult(tp=tp, error_code=code)
-            return AlterPartitionResult(
-                tp=tp,
-                error_code=code,
-                leader=st.leader,
-                leader_epoch=st.leader_epoch,
-                isr=st.isr,
-                partition_epoch=info.zk_version,
-            )
-
-        if info is None or info.state is None:
-            return reject(UnknownTopicOrPartitionError.code, UnknownTopicOrPartitionError.name)
-        st = info.state
-        if st.leader != broker:
-            return reject(NotLeaderOrFollowerError.code, NotLeaderOrFollowerError.name)
-        if item.leader_epoch < st.leader_epoch:
-            return reject(FencedLeaderEpochError.code, FencedLeaderEpochError.name)
-        if item.leader_epoch > st.leader_epoch:
-            return reject(UnknownLeaderEpochError.code, UnknownLeaderEpochError.name)
-        new_isr = tuple(item.new_isr)
-        if new_isr == st.isr and item.partition_epoch <= info.zk_version:
-            # Already the committed state (Kafka's equalsAllowStalePartitionEpoch, checked before the
-            # partition-epoch fence to keep AlterPartition idempotent): a leader sending again a proposal
-            # whose answer it never got learns the committed state and partition epoch.
-            return AlterPartitionResult(
-                tp=tp,
-                leader=st.leader,
-                leader_epoch=st.leader_epoch,
-                isr=st.isr,
-                partition_epoch=info.zk_version,
-            )
-        if item.partition_epoch != info.zk_version:
-            return reject(INVALID_UPDATE_VERSION, "INVALID_UPDATE_VERSION")
-        if broker not in new_isr or any(r not in info.replicas for r in new_isr):
-            return reject(InvalidRequestError.code, InvalidRequestError.name)
-        added = [r for r in new_isr if r not in st.isr]
-        if any(r not in ctx.live_brokers for r in added):
-            return reject(INELIGIBLE_REPLICA, "INELIGIBLE_REPLICA")  # KIP-841: no dead broker joins
-        if new_isr != st.isr:
-            # KIP-497: an ISR change from the leader keeps the leader epoch; the zkVersion moves.
-            new = paths.PartitionState(st.leader, st.leader_epoch, new_isr, ctx.epoch)
-            if not self._write_state(tp, new):
-                return reject(INVALID_UPDATE_VERSION, "INVALID_UPDATE_VERSION")
-            self._log(
-                "isr_changed",
-                tp=str(tp),
-                leader=st.leader,
-                leader_epoch=st.leader_epoch,
-                isr=new_isr,
-                partition_epoch=info.zk_version,
-                prev_isr=st.isr,
-                reason="alter_partition",
-            )
-            batch.metadata.add(tp)
-        st = info.state
-        return AlterPartitionResult(
-            tp=tp, leader=st.leader, leader_epoch=st.leader_epoch, isr=st.isr, partition_epoch=info.zk_version
-        )
-
     # ------------------------------------------------------------------------- preferred leaders
-
-    def elect_preferred(
-        self, tps: Iterable[TopicPartition], batch: RequestBatch, *, reason: str
-    ) -> dict[TopicPartition, int]:
-        """Move leadership to each partition's first replica where it is alive and in the ISR."""
-        ctx = self.ctx
-        assert ctx is not None
-        out: dict[TopicPartition, int] = {}
-        for tp in tps:
-            info = ctx.info(tp)
-            if info is None or info.state is None:
-                out[tp] = UnknownTopicOrPartitionError.code
-                continue
-            preferred = info.replicas[0]
-            st = info.state
-            if st.leader == preferred:
-                out[tp] = ElectionNotNeededError.code
-            elif (
-                preferred not in ctx.eligible_leaders(tp) or preferred not in st.isr or tp in ctx.reassigning
-            ):
-                out[tp] = PreferredLeaderNotAvailableError.code
-            elif self._change_state(
-                tp, info, preferred, st.isr, batch, reason=reason, event="leader_elected",
-                extra={"election": "preferred"},
-            ):  # fmt: skip
-                out[tp] = NO_ERROR
-            else:
-                out[tp] = PreferredLeaderNotAvailableError.code
-        return out
 
     def _elect_leaders(self, req: ElectLeadersRequest) -> ElectLeadersResponse:
         ctx = self.ctx
         assert ctx is not None
         tps = [tp for tp, _ in ctx.partitions()] if req.partitions is None else list(req.partitions)
-        batch = RequestBatch()
+        batch = ControllerBrokerRequestBatch()
         if req.election_type == PREFERRED:
-            codes = self.elect_preferred(tps, batch, reason="elect_leaders")
+            codes = self.partition_state_machine.elect_preferred(tps, batch, reason="elect_leaders")
         elif req.election_type == UNCLEAN:
-            codes = {}
-            for tp in tps:
-                info = ctx.info(tp)
-                if info is None or info.state is None:
-                    codes[tp] = UnknownTopicOrPartitionError.code
-                    continue
-                if info.state.leader in ctx.live_brokers:
-                    codes[tp] = ElectionNotNeededError.code
-                    continue
-                choice = self.elect_leader(info, ctx.live_brokers, unclean=True)
-                if choice is None:
-                    codes[tp] = EligibleLeadersNotAvailableError.code
-                    continue
-                leader, isr, how = choice
-                self._change_state(
-                    tp, info, leader, isr, batch, reason="elect_leaders", event="leader_elected",
-                    extra={"election": how},
-                )  # fmt: skip
-                codes[tp] = NO_ERROR
+            codes = self.partition_state_machine.elect_unclean(tps, batch, reason="elect_leaders")
         else:
             return ElectLeadersResponse(error_code=InvalidRequestError.code)
-        self._send_batch(batch)
+        self.channel.send_batch(batch)
         if req.partitions is None:
             # Asked for every partition: Kafka answers only for those that had an election or an error.
             tps = [tp for tp in tps if codes[tp] != ElectionNotNeededError.code]
@@ -1433,9 +675,9 @@ class Controller:
         except NoNode:
             return
         tps = [TopicPartition(t, p) for t, p in paths.decode_partition_list(data)]
-        batch = RequestBatch()
-        self.elect_preferred(tps, batch, reason="admin_preferred_replica_election")
-        self._send_batch(batch)
+        batch = ControllerBrokerRequestBatch()
+        self.partition_state_machine.elect_preferred(tps, batch, reason="admin_preferred_replica_election")
+        self.channel.send_batch(batch)
         with contextlib.suppress(NoNode):
             self._write([Delete(paths.PREFERRED_REPLICA_ELECTION)])
 
@@ -1465,62 +707,17 @@ class Controller:
             # A partition without leader state still counts in Kafka's denominator, never as not led.
             if tp not in ctx.reassigning:
                 by_preferred.setdefault(info.replicas[0], []).append(tp)
-        batch = RequestBatch()
+        batch = ControllerBrokerRequestBatch()
         for broker, tps in sorted(by_preferred.items()):
             not_led = [tp for tp in tps if (st := ctx.info(tp).state) is not None and st.leader != broker]
             ratio = len(not_led) / len(tps)
             if not leader_imbalance_exceeded(len(not_led), len(tps), pct) or broker not in ctx.live_brokers:
                 continue
             self._log("leader_imbalance", broker=broker, ratio=round(ratio, 4), partitions=len(tps))
-            self.elect_preferred(not_led, batch, reason="auto_leader_rebalance")
-        self._send_batch(batch)
+            self.partition_state_machine.elect_preferred(not_led, batch, reason="auto_leader_rebalance")
+        self.channel.send_batch(batch)
 
     # ------------------------------------------------------------------------------ DeleteTopics
-    def _delete_topics(self, src: Any, env: RequestEnvelope) -> None:
-        """Mark topics for deletion (``/admin/delete_topics/<t>``) and answer once they have left the
-        metadata, as Kafka's DelayedDeleteTopics does; REQUEST_TIMED_OUT after ``timeout_ms``."""
-        req: DeleteTopicsRequest = env.request  # type: ignore[assignment]
-        ctx = self.ctx
-        codes: dict[str, int] = {}
-        if ctx is None:
-            codes = {t: NotControllerError.code for t in req.topic_names}
-        elif not _bool(self.config["delete.topic.enable"]):
-            codes = {t: TopicDeletionDisabledError.code for t in req.topic_names}
-        else:
-            for t in req.topic_names:
-                if t not in ctx.topics and not ctx.deletion.is_deleting(t):
-                    codes[t] = UnknownTopicOrPartitionError.code
-                    continue
-                try:
-                    self.zk.create(paths.delete_topic_path(t), b"", make_parents=True)
-                except NodeExists:
-                    pass  # already marked: wait for it like the first caller
-                except CoordinationError:
-                    codes[t] = RequestTimedOutError.code
-        waiting = {t for t in req.topic_names if t not in codes}
-
-        def answer(timed_out: bool = False) -> None:
-            if answered:
-                return
-            answered.append(True)
-            self._cancel_timer(timer[0] if timer else None)
-            results = tuple(
-                DeletableTopicResult(
-                    name=t, error_code=codes.get(t, RequestTimedOutError.code if timed_out else NO_ERROR)
-                )
-                for t in req.topic_names
-            )
-            self._send(src, env.reply(DeleteTopicsResponse(topics=results)))
-
-        answered: list[bool] = []
-        timer: list[int] = []
-        if not waiting or req.timeout_ms <= 0:
-            answer()
-            return
-        timer.append(self._set_timer(req.timeout_ms, lambda _now: answer(timed_out=True)))
-        self._guard("delete_topics", self._delete_topics_change)
-        if self.ctx is not None:
-            self.ctx.deletion.when_started(waiting, answer)
 
     def _on_delete_topics_change(self, event: WatchedEvent) -> None:
         if self.ctx is not None:
@@ -1533,7 +730,7 @@ class Controller:
             self.zk.get_children(paths.ADMIN_DELETE_TOPICS, watch=self._on_delete_topics_change)
         ):
             if topic in ctx.topics:
-                if _bool(self.config["delete.topic.enable"]):
+                if config_flag(self.config["delete.topic.enable"]):
                     ctx.deletion.enqueue(topic)
                 else:
                     self._log("topic_deletion_disabled", topic=topic)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafkalite.broker.controller.context import RequestBatch
+from kafkalite.broker.controller.channel_manager import ControllerBrokerRequestBatch
+from kafkalite.broker.controller.partition_state_machine import reassign_partition_leader_election
 from kafkalite.coordination import paths
 from kafkalite.coordination.store import Delete, NoNode, SetData, WatchedEvent
 from kafkalite.errors import (
@@ -22,14 +23,12 @@ from kafkalite.errors import (
 )
 from kafkalite.protocol import (
     NO_ERROR,
-    NO_LEADER,
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
     OngoingReassignment,
     ReassignmentResult,
-    StopReplicaPartitionState,
     TopicPartition,
 )
 
@@ -136,12 +135,12 @@ class ReassignmentManager:
             "reassignment_started", tp=str(tp), target=target, replicas=full,
             adding=info.adding, removing=info.removing,
         )  # fmt: skip
-        batch = RequestBatch()
+        batch = ControllerBrokerRequestBatch()
         st = info.state
-        self.c._change_state(
+        self.c.partition_state_machine.update_leader_and_isr(
             tp, info, st.leader, st.isr, batch, reason="reassignment", event="leader_epoch_bumped"
         )
-        self.c._send_batch(batch)
+        self.c.channel.send_batch(batch)
         self.check(tp)
 
     def cancel(self, tp: TopicPartition) -> None:
@@ -169,21 +168,19 @@ class ReassignmentManager:
         isr = tuple(r for r in st.isr if r in target)
         leader = st.leader
         if leader not in target or leader not in ctx.live_brokers:
-            leader = next((r for r in target if r in ctx.live_brokers and r in isr), NO_LEADER)
+            leader = reassign_partition_leader_election(target, isr, ctx.live_brokers)
         info.replicas, info.adding, info.removing = target, (), ()
-        batch = RequestBatch()
+        batch = ControllerBrokerRequestBatch()
         self.c._write_assignment(tp.topic)
-        self.c._change_state(
+        self.c.partition_state_machine.update_leader_and_isr(
             tp, info, leader, isr, batch, reason="reassignment",
             event="leader_elected" if leader != st.leader else "isr_changed",
         )  # fmt: skip
         for r in removed:
             if r in ctx.live_brokers:
-                batch.stop_replica.setdefault(r, {})[tp] = StopReplicaPartitionState(
-                    tp=tp, leader_epoch=info.state.leader_epoch, delete_partition=True
-                )
+                batch.add_stop_replica(r, tp, info.state.leader_epoch, delete_partition=True)
         del ctx.reassigning[tp]
-        self.c._send_batch(batch)
+        self.c.channel.send_batch(batch)
         self.c._log("reassignment_completed", tp=str(tp), replicas=target, removed=removed)
         self._remove_from_admin_znode(tp)
         ctx.deletion.resume()
