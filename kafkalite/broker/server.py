@@ -1,16 +1,13 @@
 """``KafkaBroker``: one broker as a node of the simulated network (Kafka's ``KafkaServer`` in ZooKeeper mode).
 
 It owns a ZooKeeper session (``ZkLink``), its registration ``/brokers/ids/<id>`` (ephemeral, so it vanishes
-when the session expires), a ``Controller`` component (active only on the elected broker) and a
-``ReplicaManager`` (partitions, logs, replication). It routes every envelope to one of them, answers
-Metadata from the cache the controller keeps current with UpdateMetadata, and fences controller requests
-carrying an older controller epoch than the newest it has seen (STALE_CONTROLLER_EPOCH) or an older broker
-epoch than its current registration (STALE_BROKER_EPOCH, KIP-380).
-
-It also hosts the group coordinator (``GroupCoordinator`` + ``GroupMetadataManager``): FindCoordinator answers
-the leader of the group's ``__consumer_offsets`` partition (auto-creating that topic through the controller
-the first time, as Kafka does), and the group APIs are served only for groups whose partition this broker
-leads and has loaded (else NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS).
+when the session expires), a ``Controller`` component (active only on the elected broker), a
+``ReplicaManager`` (partitions, logs, replication), the group coordinator (``GroupCoordinator`` +
+``GroupMetadataManager``), the transaction coordinator and the ``AdminManager``. The broker starts, wires,
+crashes and restarts them; its messages go to the ZooKeeper session, to whichever component sent the
+request being answered, or, for requests, to ``KafkaApis`` (``kafka_apis.py``), which holds the per-API
+handlers as Kafka's does. The broker also follows topic config changes (``/config/changes``) and carries
+out controlled shutdown.
 
 Crash and restart: a crash drops everything in memory (and, if asked, log bytes never fsynced); restart opens
 the logs again (recovery), opens a new session, registers and runs for controller, as a restarted process.
@@ -25,122 +22,33 @@ from pathlib import Path
 from typing import Any
 
 from kafkalite.broker.admin_manager import CONFIG_CHANGE_PREFIX, AdminManager, decode_config_change
-from kafkalite.broker.controller.controller import STALE_BROKER_EPOCH, Controller, decode_topic_config
+from kafkalite.broker.controller.controller import Controller
+from kafkalite.broker.controller.topic_admin import decode_topic_config
 from kafkalite.broker.group.coordinator import GroupCoordinator
-from kafkalite.broker.group.manager import OFFSETS_TOPIC, GroupMetadataManager, offsets_topic
+from kafkalite.broker.group.manager import GroupMetadataManager
+from kafkalite.broker.kafka_apis import KafkaApis
 from kafkalite.broker.metadata_cache import MetadataCache
 from kafkalite.broker.producer_id_manager import ProducerIdManager
 from kafkalite.broker.replica_manager import ReplicaManager
-from kafkalite.broker.txn.coordinator import (
-    TRANSACTION_STATE_TOPIC,
-    TransactionCoordinator,
-    transaction_state_topic,
-)
+from kafkalite.broker.txn.coordinator import TransactionCoordinator
 from kafkalite.config.broker import BrokerConfig
 from kafkalite.coordination import paths
 from kafkalite.coordination.store import NodeExists, NoNode, SessionExpired
 from kafkalite.coordination.zk_node import ZK_NODE_ID, ConnectionLossError, ZkLink
-from kafkalite.errors import (
-    CoordinatorLoadInProgressError,
-    CoordinatorNotAvailableError,
-    InvalidGroupIdError,
-    InvalidReplicationFactorError,
-    KafkaError,
-    LeaderNotAvailableError,
-    NotControllerError,
-    StaleControllerEpochError,
-    TopicAlreadyExistsError,
-    UnknownTopicOrPartitionError,
-)
 from kafkalite.net.sim import BaseNode
 from kafkalite.protocol import (
-    INTERNAL_TOPICS,
     NO_LEADER,
-    AddOffsetsToTxnRequest,
-    AddPartitionsToTxnRequest,
-    AlterConfigsRequest,
-    AlterPartitionReassignmentsRequest,
-    AlterPartitionRequest,
     ControlledShutdownRequest,
     ControlledShutdownResponse,
-    CoordinatorType,
-    CreatableTopic,
-    CreatePartitionsRequest,
-    CreateTopicsRequest,
-    DeletableGroupResult,
-    DeleteGroupsRequest,
-    DeleteGroupsResponse,
-    DeleteTopicsRequest,
-    DescribeClusterRequest,
-    DescribeConfigsRequest,
-    DescribedGroup,
-    DescribeGroupsRequest,
-    DescribeGroupsResponse,
-    ElectLeadersRequest,
-    EndTxnRequest,
-    FetchRequest,
-    FindCoordinatorRequest,
-    FindCoordinatorResponse,
-    HeartbeatRequest,
-    HeartbeatResponse,
-    IncrementalAlterConfigsRequest,
-    InitProducerIdRequest,
-    InitProducerIdResponse,
-    JoinGroupRequest,
-    JoinGroupResponse,
-    LeaderAndIsrRequest,
-    LeaderAndIsrResponse,
-    LeaveGroupRequest,
-    LeaveGroupResponse,
-    ListGroupsRequest,
-    ListGroupsResponse,
-    ListPartitionReassignmentsRequest,
-    MetadataRequest,
-    MetadataResponse,
-    OffsetCommitRequest,
-    OffsetCommitResponse,
-    OffsetFetchRequest,
-    OffsetFetchResponse,
-    PartitionError,
-    ProduceRequest,
     RequestEnvelope,
     ResponseEnvelope,
-    StopReplicaRequest,
-    StopReplicaResponse,
-    SyncGroupRequest,
-    SyncGroupResponse,
-    TopicMetadata,
     TopicPartition,
-    TxnOffsetCommitRequest,
-    TxnOffsetCommitResponse,
-    UpdateMetadataRequest,
-    UpdateMetadataResponse,
 )
-from kafkalite.protocol.error_response import UNKNOWN_SERVER_ERROR, error_response
 from kafkalite.security.authorizer import AclAuthorizer, enabled
 from kafkalite.storage.file_ops import OS_FILE_OPS, FileOps
 
 logger = logging.getLogger("kafkalite.broker")
 
-CONTROLLER_APIS = (
-    CreateTopicsRequest,
-    CreatePartitionsRequest,
-    AlterPartitionRequest,
-    ElectLeadersRequest,
-    AlterPartitionReassignmentsRequest,
-    ListPartitionReassignmentsRequest,
-    DeleteTopicsRequest,
-    ControlledShutdownRequest,
-)
-FROM_CONTROLLER = (LeaderAndIsrRequest, UpdateMetadataRequest, StopReplicaRequest)
-GROUP_APIS = (
-    JoinGroupRequest,
-    SyncGroupRequest,
-    HeartbeatRequest,
-    LeaveGroupRequest,
-    OffsetCommitRequest,
-    OffsetFetchRequest,
-)
 REGISTRATION_RETRY_MS = 1000
 
 ReplicaManagerFactory = Callable[..., Any]
@@ -151,7 +59,10 @@ def _default_replica_manager_factory(**kwargs: Any) -> Any:
 
 
 class KafkaBroker(BaseNode):
-    """A broker node. Add it to a ``SimNetwork`` next to a ``ZkNode``; it starts by itself."""
+    """A broker node. Add it to a ``SimNetwork`` next to a ``ZkNode``; it starts by itself.
+
+    Lifecycle and wiring only (Kafka's ``KafkaServer``); the request handlers are ``self.apis``, a
+    ``KafkaApis`` made afresh with each incarnation."""
 
     def __init__(
         self,
@@ -192,16 +103,13 @@ class KafkaBroker(BaseNode):
         self.zk: ZkLink | None = None
         self.controller: Controller | None = None
         self.cache = MetadataCache()
-        self.controller_epoch_seen = -1
+        self.apis = KafkaApis(self)  # a fresh one each incarnation (startup)
         self.broker_epoch = -1
         self.registered = False
         self._registration_timer: int | None = None
         self.group_coordinator: GroupCoordinator | None = None
         self.group_manager: GroupMetadataManager | None = None
         self._incarnation = 0
-        self._internal_topic_creation: dict[str, int | None] = {}
-        self._auto_creating: dict[str, int] = {}
-        self._auto_create_failed: dict[str, int] = {}
         self.txn_coordinator: TransactionCoordinator | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.authorizer: Any = None  # an AclAuthorizer when authorizer.class.name is set
@@ -221,7 +129,7 @@ class KafkaBroker(BaseNode):
         """Open the logs, open a ZooKeeper session, register, run for controller."""
         net = self.net
         self.cache = MetadataCache()
-        self.controller_epoch_seen = -1
+        self.apis = KafkaApis(self)
         self._configured_topics: set[str] = set()
         self._config_change_seq: int | None = None  # the last /config/changes notification handled
         self.producer_ids = None
@@ -268,9 +176,6 @@ class KafkaBroker(BaseNode):
     def _start_group_coordinator(self) -> None:
         """A fresh coordinator per incarnation: groups come back by loading ``__consumer_offsets``."""
         self._incarnation += 1
-        self._internal_topic_creation = {}
-        self._auto_creating: dict[str, int] = {}  # topic -> correlation id of its CreateTopics
-        self._auto_create_failed: dict[str, int] = {}  # topic -> error of its last attempt
         seed = self.net.node_rng(f"{self.node_id!r}/group-coordinator/{self._incarnation}").getrandbits(64)
         self.group_coordinator = GroupCoordinator(
             self.net.clock,
@@ -469,169 +374,23 @@ class KafkaBroker(BaseNode):
     # ----------------------------------------------------------------------------------- messages
 
     def on_message(self, src: Any, msg: Any, now_ms: int) -> None:
+        """ZooKeeper's messages to the session; answers to the controller's requests or to the replica
+        manager's; requests to ``KafkaApis``. One that raises is answered with its error."""
         try:
-            self._dispatch(src, msg)
+            if src == self.zk_id and self.zk is not None and self.zk.on_message(msg):
+                return
+            if self.rm is None:
+                return  # still starting
+            if isinstance(msg, ResponseEnvelope):
+                if self.controller is not None and self.controller.on_response(src, msg):
+                    return
+                self.rm.on_response(src, msg)
+            elif isinstance(msg, RequestEnvelope):
+                self.apis.handle(src, msg)
         except Exception as exc:  # noqa: BLE001 - one request's failure must not stop the broker
-            self._handler_failed(src, msg, exc)
+            self.apis.handle_error(src, msg, exc)
 
-    def _handler_failed(self, src: Any, msg: Any, exc: Exception) -> None:
-        """Kafka's ``handleError``: the request that raised is answered with its error (a Kafka error's
-        own code, else UNKNOWN_SERVER_ERROR with no message, so nothing internal leaks to the client) and
-        logged with its traceback; every other request, and the broker, go on."""
-        request = getattr(msg, "request", None)
-        api = type(request if request is not None else msg).__name__
-        logger.error(
-            "broker %s: unexpected error handling %s from %s", self.broker_id, api, src, exc_info=exc
-        )
-        self.log("request_failed", api=api, src=src, error=f"{type(exc).__name__}: {exc}")
-        if not isinstance(msg, RequestEnvelope):
-            return
-        if isinstance(request, ProduceRequest) and request.acks == 0:
-            return  # the client waits for no answer
-        if isinstance(exc, KafkaError) and exc.code != UNKNOWN_SERVER_ERROR:
-            answer = error_response(request, exc.code, exc.message or None)
-        else:
-            answer = error_response(request)
-        try:
-            self.send(src, msg.reply(answer))
-        except Exception as again:  # noqa: BLE001 - e.g. the client is gone: nothing more to do
-            logger.error("broker %s: could not answer a failed %s: %r", self.broker_id, api, again)
-
-    def _dispatch(self, src: Any, msg: Any) -> None:
-        if src == self.zk_id and self.zk is not None and self.zk.on_message(msg):
-            return
-        if self.rm is None:
-            return  # still starting
-        if msg.__class__ is RequestEnvelope:
-            # Produce and fetch requests, the bulk of the traffic, go straight to the ReplicaManager; the
-            # chain below would get there too, after a dozen isinstance checks.
-            hot = _RM_HOT.get(msg.request.__class__)
-            if hot is not None:
-                getattr(self.rm, hot)(msg, src)
-                return
-        if isinstance(msg, ResponseEnvelope):
-            if self.controller is not None and self.controller.on_response(src, msg):
-                return
-            self.rm.on_response(src, msg)
-            return
-        if not isinstance(msg, RequestEnvelope):
-            return
-        req = msg.request
-        if isinstance(req, FROM_CONTROLLER):
-            self._from_controller(src, msg)
-        elif isinstance(req, CONTROLLER_APIS):
-            assert self.controller is not None
-            self.controller.handle_request(src, msg)
-        elif isinstance(req, MetadataRequest):
-            self.send(src, msg.reply(self._metadata(req)))
-        elif isinstance(req, DescribeClusterRequest):
-            self.send(src, msg.reply(self.cache.describe_cluster()))
-        elif isinstance(req, DeleteGroupsRequest):
-            codes = self.group_manager.delete_groups(req.groups) if self.group_manager is not None else {}
-            results = tuple(DeletableGroupResult(group_id=g, error_code=codes.get(g, 0)) for g in req.groups)
-            self.send(src, msg.reply(DeleteGroupsResponse(results=results)))
-        elif isinstance(req, DescribeConfigsRequest):
-            self.send(src, msg.reply(self.admin.describe_configs(req)))
-        elif isinstance(req, AlterConfigsRequest):
-            self.send(src, msg.reply(self.admin.alter_configs(req)))
-        elif isinstance(req, IncrementalAlterConfigsRequest):
-            self.send(src, msg.reply(self.admin.incremental_alter_configs(req)))
-        elif isinstance(req, FindCoordinatorRequest):
-            self.send(src, msg.reply(self._find_coordinator(req)))
-        elif isinstance(req, InitProducerIdRequest) and req.transactional_id is None:
-            self.send(src, msg.reply(self._init_producer_id(req)))
-        elif isinstance(req, _TXN_REQUESTS):
-            self._handle_txn_request(src, msg)
-        elif isinstance(req, _GROUP_REQUESTS):
-            self._handle_group_request(src, msg)
-        else:
-            handler = _RM_HANDLERS.get(type(req).__name__)
-            if handler is None:
-                self.log("unsupported_request", api=type(req).__name__, src=src)
-                return
-            getattr(self.rm, handler)(msg, src)
-
-    # --------------------------------------------------------------------- metadata, auto-creation
-
-    def _metadata(self, req: MetadataRequest) -> MetadataResponse:
-        """The cache's answer; with ``auto.create.topics.enable`` and the request's
-        ``allow_auto_topic_creation``, each missing topic it names is created (Kafka's
-        AutoTopicCreationManager, ZooKeeper mode): LEADER_NOT_AVAILABLE while that is under way, the
-        creation's error if it failed (then it is tried again on the next request)."""
-        resp = self.cache.metadata(req)
-        if req.topics is None or not (
-            req.allow_auto_topic_creation and self.config.auto_create_topics_enable
-        ):
-            return resp
-        missing = UnknownTopicOrPartitionError.code
-        if not any(t.error_code == missing for t in resp.topics):
-            return resp
-        topics = tuple(
-            TopicMetadata(
-                name=t.name, error_code=self._auto_create(t.name), is_internal=t.name in INTERNAL_TOPICS
-            )
-            if t.error_code == missing
-            else t
-            for t in resp.topics
-        )
-        return MetadataResponse(
-            brokers=resp.brokers, cluster_id=resp.cluster_id, controller_id=resp.controller_id, topics=topics
-        )
-
-    def _auto_create(self, name: str) -> int:
-        """Start creating a missing (valid) topic, at most once at a time; the code Metadata answers."""
-        failed = self._auto_create_failed.pop(name, None)
-        if failed is not None:
-            return failed
-        if name in INTERNAL_TOPICS:
-            if name == OFFSETS_TOPIC:
-                spec, rf = offsets_topic(self.config), self.config.offsets_topic_replication_factor
-            else:
-                spec, rf = (
-                    transaction_state_topic(self.config),
-                    self.config.transaction_state_log_replication_factor,
-                )
-            if len(self.cache.live_brokers) < rf:
-                self._create_internal_topic(spec, rf)  # logs why not
-                return InvalidReplicationFactorError.code
-            self._create_internal_topic(spec, rf)
-            return LeaderNotAvailableError.code
-        if name in self._auto_creating:
-            return LeaderNotAvailableError.code
-        controller = self.controller_id()
-        if controller is None:
-            return LeaderNotAvailableError.code
-        spec = CreatableTopic(
-            name=name,
-            num_partitions=self.config.num_partitions,
-            replication_factor=self.config.default_replication_factor,
-        )
-        self.log(
-            "auto_create_topic",
-            topic=name,
-            partitions=spec.num_partitions,
-            replication_factor=spec.replication_factor,
-        )
-        self._auto_creating[name] = self.rm._send_request(
-            controller,
-            CreateTopicsRequest(topics=(spec,)),
-            _AutoTopicCreation(self, name),
-            self.config.controller_socket_timeout_ms,
-        )
-        return LeaderNotAvailableError.code
-
-    # ----------------------------------------------------------------------------- producer ids
-
-    def _init_producer_id(self, req: InitProducerIdRequest) -> InitProducerIdResponse:
-        """An idempotent producer's id: a fresh one with epoch 0 on every call, as Kafka gives when no
-        transactional id is named (such a producer bumps its epoch itself, KIP-360)."""
-        try:
-            pid = self._producer_id_manager().generate()
-        except (ConnectionLossError, SessionExpired, CoordinatorNotAvailableError) as exc:
-            self.log("producer_id_unavailable", error=repr(exc))
-            return InitProducerIdResponse(error_code=CoordinatorNotAvailableError.code)
-        self.log("producer_id_allocated", producer_id=pid)
-        return InitProducerIdResponse(producer_id=pid, producer_epoch=0)
+    # --------------------------------------------------- shared by the coordinators and the handlers
 
     def _partition_leader(self, tp: TopicPartition) -> int:
         """The leader of ``tp`` in this broker's metadata cache, -1 when unknown."""
@@ -644,172 +403,7 @@ class KafkaBroker(BaseNode):
             self.producer_ids = ProducerIdManager(self.zk, self.broker_id)
         return self.producer_ids
 
-    def _handle_txn_request(self, src: Any, env: RequestEnvelope) -> None:
-        req = env.request
-        coord = self.txn_coordinator
-        assert coord is not None
-
-        def respond(response: Any) -> None:
-            if self.rm is not None and coord is self.txn_coordinator:  # not a previous incarnation's
-                self.send(src, env.reply(response))
-
-        if isinstance(req, InitProducerIdRequest):
-            coord.handle_init_producer_id(req, respond)
-        elif isinstance(req, AddPartitionsToTxnRequest):
-            coord.handle_add_partitions(req, respond)
-        elif isinstance(req, AddOffsetsToTxnRequest):
-            assert self.group_manager is not None
-            coord.handle_add_offsets(req, respond, self.group_manager.topic_partition(req.group_id))
-        else:
-            coord.handle_end_txn(req, respond)
-
-    # ------------------------------------------------------------------------------------ groups
-
-    def _find_coordinator(self, req: FindCoordinatorRequest) -> FindCoordinatorResponse:
-        """The leader of the key's ``__consumer_offsets`` partition, from the metadata cache."""
-        unavailable = CoordinatorNotAvailableError.code
-        assert self.group_manager is not None and self.txn_coordinator is not None
-        if req.key_type == CoordinatorType.TRANSACTION:
-            topic = TRANSACTION_STATE_TOPIC
-            tp = TopicPartition(topic, self.txn_coordinator.partition_for(req.key))
-            spec = transaction_state_topic(self.config)
-            rf = self.config.transaction_state_log_replication_factor
-        else:
-            topic = OFFSETS_TOPIC
-            tp = self.group_manager.topic_partition(req.key)
-            spec = offsets_topic(self.config)
-            rf = self.config.offsets_topic_replication_factor
-        if not any(t.topic == topic for t in self.cache.partitions):
-            why = self._create_internal_topic(spec, rf)
-            return FindCoordinatorResponse(error_code=unavailable, error_message=why)
-        st = self.cache.partitions.get(tp)
-        if st is None or st.leader == NO_LEADER or st.leader not in self.cache.live_brokers:
-            return FindCoordinatorResponse(error_code=unavailable, error_message=f"{tp} has no leader")
-        ep = self.cache.live_brokers[st.leader]
-        return FindCoordinatorResponse(node_id=ep.node_id, host=ep.host, port=ep.port)
-
-    def _create_internal_topic(self, spec: CreatableTopic, rf: int) -> str:
-        """Ask the controller to create an internal topic (once at a time); says why it is not there yet."""
-        name = spec.name
-        event = "offsets_topic" if name == OFFSETS_TOPIC else "transaction_state_topic"
-        config_key = "offsets.topic" if name == OFFSETS_TOPIC else "transaction.state.log"
-        alive = len(self.cache.live_brokers)
-        if alive < rf:
-            # Kafka refuses rather than create the topic under-replicated for good.
-            self.log(f"{event}_not_created", alive_brokers=alive, replication_factor=rf)
-            return f"{alive} alive broker(s) do not meet {config_key}.replication.factor={rf} for {name}"
-        controller = self.controller_id()
-        if controller is None:
-            return f"no controller to create {name}"
-        if self._internal_topic_creation.get(name) is None:
-            self.log(f"{event}_create", partitions=spec.num_partitions, replication_factor=rf)
-            self._internal_topic_creation[name] = self.rm._send_request(
-                controller,
-                CreateTopicsRequest(topics=(spec,)),
-                _InternalTopicCreation(self, name),
-                self.config.controller_socket_timeout_ms,
-            )
-        return f"{name} is being created"
-
-    def _handle_group_request(self, src: Any, env: RequestEnvelope) -> None:
-        """Check that this broker coordinates the group now, then hand the request to the coordinator."""
-        req = env.request
-        coord, manager = self.group_coordinator, self.group_manager
-        assert coord is not None and manager is not None
-
-        def respond(response: Any) -> None:
-            if self.rm is not None and coord is self.group_coordinator:  # not a previous incarnation's
-                self.send(src, env.reply(response))
-
-        if isinstance(req, DescribeGroupsRequest):
-            served = tuple(g for g in req.groups if manager.ownership_error(g) == 0)
-            answers: dict[str, DescribedGroup] = {}
-            if served:
-                coord.handle_describe_groups(
-                    DescribeGroupsRequest(groups=served),
-                    lambda r: answers.update({g.group_id: g for g in r.groups}),
-                )
-            groups = tuple(
-                answers[g]
-                if g in answers
-                else DescribedGroup(group_id=g, error_code=manager.ownership_error(g))
-                for g in req.groups
-            )
-            respond(DescribeGroupsResponse(groups=groups))
-            return
-        if isinstance(req, ListGroupsRequest):
-
-            def listed(r: ListGroupsResponse) -> None:
-                if manager.loading:  # some groups are not known yet; Kafka says so with the partial list
-                    r = ListGroupsResponse(error_code=CoordinatorLoadInProgressError.code, groups=r.groups)
-                respond(r)
-
-            coord.handle_list_groups(req, listed)
-            return
-        if not req.group_id and not isinstance(req, OffsetFetchRequest):
-            code = InvalidGroupIdError.code
-        else:
-            code = manager.ownership_error(req.group_id)
-        if code:
-            respond(_group_error(req, code))
-            return
-        if isinstance(req, JoinGroupRequest):
-            coord.handle_join_group(req, respond, client_id=env.client_id, client_host=f"/{src}")
-        elif isinstance(req, SyncGroupRequest):
-            coord.handle_sync_group(req, respond)
-        elif isinstance(req, HeartbeatRequest):
-            coord.handle_heartbeat(req, respond)
-        elif isinstance(req, LeaveGroupRequest):
-            coord.handle_leave_group(req, respond)
-        elif isinstance(req, OffsetCommitRequest):
-            coord.handle_offset_commit(req, respond)
-        elif isinstance(req, TxnOffsetCommitRequest):
-            coord.handle_txn_offset_commit(req, respond)
-        else:
-            coord.handle_offset_fetch(req, respond)
-
-    def _from_controller(self, src: Any, env: RequestEnvelope) -> None:
-        req = env.request
-        if req.controller_epoch < self.controller_epoch_seen:
-            self.log(
-                "stale_request_fenced",
-                api=type(req).__name__,
-                controller=req.controller_id,
-                epoch=req.controller_epoch,
-                current_epoch=self.controller_epoch_seen,
-            )
-            self.send(src, env.reply(req.response_type(error_code=StaleControllerEpochError.code)))
-            return
-        # Until this incarnation has registered, a controller request was addressed to a previous one
-        # (the controller still sees the old ephemeral): acting on it would let a broker that restarted
-        # without its unflushed tail lead from a stale ISR. Kafka only serves requests after registering.
-        if not self.registered or (req.broker_epoch != -1 and req.broker_epoch < self.broker_epoch):
-            self.log("stale_broker_epoch_fenced", api=type(req).__name__, epoch=req.broker_epoch)
-            self.send(src, env.reply(req.response_type(error_code=STALE_BROKER_EPOCH)))
-            return
-        self.controller_epoch_seen = req.controller_epoch
-        if isinstance(req, UpdateMetadataRequest):
-            # The one cache (the replica manager reads the same object); the fence above already refused
-            # an older controller epoch, so its own epoch check cannot fire here.
-            deleted = self.cache.update(req)
-            self.rm.handle_update_metadata(req)
-            if deleted and self.group_manager is not None:
-                self.group_manager.on_partitions_deleted(deleted)
-            self._configured_topics -= {tp.topic for tp in deleted}
-            response: Any = UpdateMetadataResponse()
-        elif isinstance(req, LeaderAndIsrRequest):
-            self._load_topic_configs({st.tp.topic for st in req.partition_states})
-            response = self.rm.handle_leader_and_isr(req)
-            if not isinstance(response, LeaderAndIsrResponse):
-                response = LeaderAndIsrResponse()
-        else:
-            for st in req.partition_states:
-                if st.delete_partition:
-                    self.cache.remove(st.tp)
-            response = self.rm.handle_stop_replica(req)
-            if not isinstance(response, StopReplicaResponse):
-                response = StopReplicaResponse()
-        self.send(src, env.reply(response))
+    # ------------------------------------------------------------------------------- topic configs
 
     def _load_topic_configs(self, topics: set[str]) -> None:
         """Topic overrides from ``/config/topics/<t>`` (read once per topic, before its replicas open)."""
@@ -884,79 +478,6 @@ class KafkaBroker(BaseNode):
         return f"KafkaBroker({self.broker_id}, controller={self.is_controller})"
 
 
-def _group_error(req: Any, code: int) -> Any:
-    """The response to a group request that this broker does not serve (one error for everything)."""
-    if isinstance(req, JoinGroupRequest):
-        return JoinGroupResponse(error_code=code, member_id=req.member_id)
-    if isinstance(req, SyncGroupRequest):
-        return SyncGroupResponse(error_code=code)
-    if isinstance(req, HeartbeatRequest):
-        return HeartbeatResponse(error_code=code)
-    if isinstance(req, LeaveGroupRequest):
-        return LeaveGroupResponse(error_code=code)
-    if isinstance(req, OffsetCommitRequest):
-        return OffsetCommitResponse(
-            partitions=tuple(PartitionError(tp=p.tp, error_code=code) for p in req.partitions)
-        )
-    if isinstance(req, TxnOffsetCommitRequest):
-        return TxnOffsetCommitResponse(
-            partitions=tuple(PartitionError(tp=p.tp, error_code=code) for p in req.partitions)
-        )
-    return OffsetFetchResponse(error_code=code)
-
-
-class _InternalTopicCreation:
-    """Answer (or timeout) of the broker's CreateTopics for an internal topic."""
-
-    def __init__(self, broker: KafkaBroker, topic: str) -> None:
-        self.broker = broker
-        self.topic = topic
-
-    def on_response(self, cid: int, _request: Any, response: Any) -> None:
-        self._done(cid, response.topics[0].error_code if response.topics else -1)
-
-    def on_timeout(self, cid: int, _request: Any) -> None:
-        self._done(cid, -1)
-
-    def _done(self, cid: int, code: int) -> None:
-        b = self.broker
-        if b._internal_topic_creation.get(self.topic) == cid:
-            b._internal_topic_creation[self.topic] = None  # the next FindCoordinator asks again if needed
-            event = "offsets_topic" if self.topic == OFFSETS_TOPIC else "transaction_state_topic"
-            b.log(f"{event}_create_result", error_code=code)
-
-
-class _AutoTopicCreation:
-    """Answer (or timeout) of the CreateTopics a Metadata request started; a failure other than a
-    concurrent creation is kept for the next Metadata to report (bounded, oldest dropped first)."""
-
-    KEEP_FAILURES = 1000
-
-    def __init__(self, broker: KafkaBroker, topic: str) -> None:
-        self.broker = broker
-        self.topic = topic
-
-    def on_response(self, cid: int, _request: Any, response: Any) -> None:
-        result = response.topics[0] if getattr(response, "topics", ()) else None
-        self._done(cid, UNKNOWN_SERVER_ERROR if result is None else result.error_code)
-
-    def on_timeout(self, cid: int, _request: Any) -> None:
-        self._done(cid, 0)  # nothing known: the next Metadata asks again
-
-    def _done(self, cid: int, code: int) -> None:
-        b = self.broker
-        if b._auto_creating.get(self.topic) != cid:
-            return  # a previous incarnation's request
-        del b._auto_creating[self.topic]
-        if code in (0, TopicAlreadyExistsError.code, NotControllerError.code):
-            return
-        b.log("auto_create_topic_failed", topic=self.topic, error_code=code)
-        failed = b._auto_create_failed
-        failed[self.topic] = code
-        if len(failed) > self.KEEP_FAILURES:
-            del failed[next(iter(failed))]
-
-
 class _ControlledShutdown:
     """One controlled shutdown in progress: the ControlledShutdown requests and their answers."""
 
@@ -1013,17 +534,5 @@ class _ControlledShutdown:
         if self.on_done is not None:
             self.on_done()
 
-
-_RM_HANDLERS = {
-    "ProduceRequest": "handle_produce",
-    "FetchRequest": "handle_fetch",
-    "ListOffsetsRequest": "handle_list_offsets",
-    "OffsetForLeaderEpochRequest": "handle_offset_for_leader_epoch",
-    "WriteTxnMarkersRequest": "handle_write_txn_markers",
-    "DeleteRecordsRequest": "handle_delete_records",
-}
-_RM_HOT = {ProduceRequest: "handle_produce", FetchRequest: "handle_fetch"}  # by exact class
-_GROUP_REQUESTS = GROUP_APIS + (DescribeGroupsRequest, ListGroupsRequest, TxnOffsetCommitRequest)
-_TXN_REQUESTS = (InitProducerIdRequest, AddPartitionsToTxnRequest, AddOffsetsToTxnRequest, EndTxnRequest)
 
 __all__ = ["KafkaBroker"]

@@ -100,7 +100,7 @@ async def drive(net: Any, wake: asyncio.Event, running: Callable[[], bool]) -> N
         try:
             net.run_for(max(0, now - net.now_ms()))
         except Exception as exc:  # noqa: BLE001 - the last guard: the loop must never stop serving
-            # Brokers answer their own failures (KafkaBroker._handler_failed); what reaches here came
+            # Brokers answer their own failures (KafkaApis.handle_error); what reaches here came
             # from another node. It is logged, and everything still queued runs on the next turn.
             log.error("unexpected error while running the cluster; it goes on", exc_info=exc)
             net.log(None, "node_failed", error=f"{type(exc).__name__}: {exc}")
