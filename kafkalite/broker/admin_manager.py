@@ -200,9 +200,11 @@ class AdminManager:
         if r.resource_name == "":
             return []  # cluster-wide dynamic defaults: kafkalite has none
         values: dict[str, tuple[Any, bool]] = {}
-        for key, spec in BrokerConfig.config_keys().items():
+        declared = BrokerConfig.config_keys()
+        for key, spec in declared.items():
             value = getattr(self.config, spec.attr)
             values[key] = (value, value != spec.default)
+        log_keys = set(TOPIC_KEY_SYNONYMS.values())
         for topic_key, broker_key in TOPIC_KEY_SYNONYMS.items():
             if broker_key not in values:
                 values[broker_key] = (self._static_defaults[topic_key], topic_key in self.config.log_props)
@@ -214,15 +216,18 @@ class AdminManager:
                 continue
             value, static = values[key]
             source = ConfigSource.STATIC_BROKER_CONFIG if static else ConfigSource.DEFAULT_CONFIG
+            # As Kafka: a password, or a key with no declared type (a per-listener override such as
+            # listener.name.sasl_ssl.plain.sasl.jaas.config), may be a secret, so its value is never sent.
+            sensitive = declared[key].type == "PASSWORD" if key in declared else key not in log_keys
+            shown = None if sensitive else render(value)
             out.append(
                 DescribedConfig(
                     name=key,
-                    value=render(value),
+                    value=shown,
                     read_only=True,
                     config_source=source,
-                    synonyms=(ConfigSynonym(name=key, value=render(value), source=source),)
-                    if synonyms
-                    else (),
+                    is_sensitive=sensitive,
+                    synonyms=(ConfigSynonym(name=key, value=shown, source=source),) if synonyms else (),
                 )
             )
         return out

@@ -159,3 +159,22 @@ def test_enabling_unclean_election_brings_a_leaderless_partition_back(tmp_path) 
         assert c.run_until(lambda: c.leader("u", 0) == follower, 10_000)
     finally:
         c.close()
+
+
+def test_a_secret_in_the_broker_config_is_described_without_its_value() -> None:
+    """As Kafka: a PASSWORD key, or one without a declared type (a per-listener override), is sensitive:
+    DescribeConfigs names it but never sends its value."""
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="a" password="s3cret";'
+    c = Cluster(brokers=1, seed=3, config={"sasl.jaas.config": jaas,
+                                          "listener.name.sasl_ssl.plain.sasl.jaas.config": jaas})  # fmt: skip
+    try:
+        res = DescribeConfigsResource(resource_type=ConfigResourceType.BROKER, resource_name="1")
+        result = c.request(1, DescribeConfigsRequest(resources=(res,), include_synonyms=True)).results[0]
+        got = {d.name: d for d in result.configs}
+        for key in ("sasl.jaas.config", "listener.name.sasl_ssl.plain.sasl.jaas.config"):
+            assert got[key].is_sensitive and got[key].value is None, got[key]
+            assert all(s.value is None for s in got[key].synonyms)
+        assert "s3cret" not in repr(result)
+        assert not got["min.insync.replicas"].is_sensitive and got["min.insync.replicas"].value == "1"
+    finally:
+        c.close()
