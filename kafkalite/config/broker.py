@@ -19,10 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkalite.common.security_protocol import PROTOCOLS, protocol_map
 from kafkalite.config.base import DeclaredConfig, choice_of, invalid, key
 from kafkalite.config.topic import REPLICATION_KEYS, LogConfig
 from kafkalite.errors import InvalidConfigError
-from kafkalite.security.listeners import PROTOCOLS, protocol_map
 
 _TOPIC_KEYS = {"min.insync.replicas", "unclean.leader.election.enable"}
 

@@ -24,10 +24,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kafkalite.common.security_protocol import protocol_map
 from kafkalite.security.acl import ANONYMOUS
 from kafkalite.security.scram import MECHANISMS, ScramCredential, ScramError, ScramServer
 
-PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", *MECHANISMS)
 UNSUPPORTED_SASL_MECHANISM, ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED = 33, 34, 58
 
@@ -49,18 +49,6 @@ class Listener:
 
     def __str__(self) -> str:
         return f"{self.name}://{self.host}:{self.port}"
-
-
-def protocol_map(text: str | None) -> dict[str, str]:
-    out = {p: p for p in PROTOCOLS}
-    for entry in filter(None, (e.strip() for e in (text or "").split(","))):
-        name, sep, proto = entry.partition(":")
-        if not sep or proto.upper() not in PROTOCOLS:
-            raise ValueError(
-                f"listener.security.protocol.map entries look like NAME:{'|'.join(PROTOCOLS)}, got {entry!r}"
-            )
-        out[name.upper()] = proto.upper()
-    return out
 
 
 def parse_listeners(text: str, mapping: str | None = None, default_host: str = "127.0.0.1") -> list[Listener]:
