@@ -48,6 +48,15 @@ class EpochEndOffset(Message):
 
 
 @message
+class LeaderIdAndEpoch(Message):
+    """The leader a replica knows, sent back to a fetcher that named another epoch (KIP-595's leader
+    discovery: a KRaft observer or follower learns the new leader from any voter it fetches from)."""
+
+    leader_id: int = wire("int32", "12+", -1)
+    leader_epoch: int = wire("int32", "12+", UNKNOWN_EPOCH)
+
+
+@message
 class AbortedTransaction(Message):
     """A producer's aborted transaction that begins at ``first_offset`` within the returned range."""
 
@@ -64,6 +73,8 @@ class FetchPartitionResponse(Message):
     log_start_offset: int = wire("int64", "5+", UNKNOWN_OFFSET)
     diverging_epoch: EpochEndOffset | None = wire("struct", "12+", None, items=EpochEndOffset, tag=0)
     """Set when the follower's last_fetched_epoch is not on the leader's log: truncate to it first."""
+    current_leader: LeaderIdAndEpoch | None = wire("struct", "12+", None, items=LeaderIdAndEpoch, tag=1)
+    """Set by a KRaft voter answering a fetch for another epoch, or when it is not the leader."""
     aborted_transactions: tuple[AbortedTransaction, ...] | None = wire(
         "[]struct", "4+", None, items=AbortedTransaction, nullable="4+"
     )
