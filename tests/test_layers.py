@@ -10,7 +10,7 @@ The order, lowest first; packages on one line are siblings and may not import ea
     records                    record batches
     storage                    the log on disk
     net                        the simulator's network, and that network stretched over TCP (bridge)
-    coordination               the ZooKeeper-like store
+    coordination | raft        the ZooKeeper-like store; KRaft's quorum (Raft over the storage log, run on net)
     security                   ACLs, SASL, TLS
     client | broker            the producer and consumer; the broker (neither imports the other)
     host                       the real driver and the facade: TCP server, processes, admin client, Cluster
@@ -42,7 +42,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "records",
         "storage",
         "net",
-        "coordination",
+        "coordination raft",
         "security",
         "client broker",
         "host",

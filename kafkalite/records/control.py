@@ -23,6 +23,8 @@ _VALUE = struct.Struct(">hi")
 class ControlRecordType(IntEnum):
     ABORT = 0
     COMMIT = 1
+    LEADER_CHANGE = 2
+    """KRaft: the first batch a new leader writes in its epoch (KIP-595); never in a data partition."""
 
 
 @dataclass(frozen=True, slots=True)
