@@ -80,6 +80,8 @@ class CandidateState(EpochState):
     granting: set[int] = field(default_factory=set)
     rejecting: set[int] = field(default_factory=set)
     backoff_deadline_ms: int | None = None
+    retries: int = 1
+    """Elections this node has run in a row, this one included: the backoff after a loss grows with it."""
     name = "Candidate"
 
     def __post_init__(self) -> None:

@@ -340,7 +340,13 @@ class KafkaRaftClient:
             if now >= st.backoff_deadline_ms:
                 self._become_candidate(now)
         elif now >= st.election_deadline_ms or st.is_vote_rejected():
-            st.backoff_deadline_ms = now + self.rng.randrange(self.config.election_backoff_max_ms)
+            st.backoff_deadline_ms = now + self._election_backoff(st.retries)
+
+    def _election_backoff(self, retries: int) -> int:
+        """Binary exponential backoff after a lost election, capped at election.backoff.max.ms. Kafka's
+        base is a fixed 100 ms (a tenth of the default cap); here a tenth of the configured cap."""
+        base = max(1, self.config.election_backoff_max_ms // 10)
+        return min(base * self.rng.randrange(2 << (retries - 1)), self.config.election_backoff_max_ms)
 
     def _poll_follower(self, st: FollowerState, now: int) -> None:
         if now >= st.fetch_deadline_ms:
@@ -647,8 +653,7 @@ class KafkaRaftClient:
             return  # the log moved under it (it cannot, with one fetch at a time, but do not trust it)
         st.fetch_deadline_ms = now + self.config.fetch_timeout_ms
         if p.diverging_epoch is not None:
-            end = min(p.diverging_epoch.end_offset, self.log.end_offset)
-            self.log.truncate_to(max(end, 0))
+            self.log.truncate_to_end_offset(p.diverging_epoch.epoch, p.diverging_epoch.end_offset)
             self.stats.truncations += 1
             return
         if p.records:

@@ -101,6 +101,20 @@ class KafkaMetadataLog:
     def truncate_to(self, offset: int) -> bool:
         return self.log.truncate_to(offset)
 
+    def truncate_to_end_offset(self, epoch: int, end_offset: int) -> int:
+        """Truncate where the leader's diverging ``(epoch, end_offset)`` says our logs part; returns the
+        new end. As Kafka's ``ReplicatedLog.truncateToEndOffset``: if we have that epoch too, keep the
+        shorter of the two; if we do not, cut where our own largest epoch below it ends (the leader's
+        answer alone can point past our divergence, and would leave us diverging forever)."""
+        if epoch == 0:
+            offset = min(end_offset, self.end_offset)
+        else:
+            local_epoch, local_end = self.end_offset_for_epoch(epoch)
+            offset = min(local_end, end_offset) if local_epoch == epoch else local_end
+        offset = max(offset, 0)
+        self.log.truncate_to(offset)
+        return offset
+
     # ------------------------------------------------------------------------------------- reading
     def read(self, offset: int, max_bytes: int = 1 << 20) -> bytes:
         """Whole batches from ``offset`` (uncommitted ones too: followers need them), as bytes."""

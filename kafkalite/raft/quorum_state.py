@@ -80,7 +80,8 @@ class QuorumState:
     # -------------------------------------------------------------------------------------- start-up
     def initialize(self, log_end_epoch: int, now_ms: int) -> None:
         """Resume from ``quorum-state`` (or start at epoch 0) and the epoch of the log's last batch."""
-        es = self.store.read_election_state() or ElectionState(0)
+        stored = self.store.read_election_state()
+        es = stored or ElectionState(0)
         if log_end_epoch > es.epoch:
             # The log holds an epoch the file does not: it was written by a leader of a later epoch,
             # so this node may not act in any earlier one.
@@ -93,7 +94,7 @@ class QuorumState:
             st = FollowerState(es.epoch, es.leader_id, now_ms + self.config.fetch_timeout_ms)
         else:
             st = UnattachedState(es.epoch, self.random_election_timeout(now_ms))
-        self._set(st, persist=st.election_state() != es)
+        self._set(st, persist=stored is None or st.election_state() != es)
 
     # ----------------------------------------------------------------------------------- transitions
     def transition_to_unattached(self, epoch: int, now_ms: int) -> None:
@@ -101,7 +102,15 @@ class QuorumState:
         same_epoch_observer = epoch == self.epoch and self.is_observer
         if epoch <= self.epoch and not same_epoch_observer:
             raise IllegalStateError(f"cannot go to Unattached in epoch {epoch} from {self.state}")
-        self._set(UnattachedState(epoch, self.random_election_timeout(now_ms)))
+        st = self.state
+        if isinstance(st, UnattachedState | VotedState | CandidateState):
+            # As Kafka: a voter still waiting for a leader keeps the time it had left. A candidate of a
+            # higher epoch (say one with a stale log, which will be refused) must not keep resetting
+            # the clocks of the voters that could win.
+            deadline = st.election_deadline_ms
+        else:
+            deadline = self.random_election_timeout(now_ms)
+        self._set(UnattachedState(epoch, deadline))
 
     def transition_to_voted(self, epoch: int, candidate_id: int, now_ms: int) -> None:
         if not self.is_voter:
@@ -117,7 +126,10 @@ class QuorumState:
             raise IllegalStateError(f"observer {self.local_id} cannot run for leader")
         if isinstance(self.state, LeaderState):
             raise IllegalStateError(f"a leader cannot become a candidate: {self.state}")
-        st = CandidateState(self.epoch + 1, self.local_id, self.voters, self.random_election_timeout(now_ms))
+        retries = self.state.retries + 1 if isinstance(self.state, CandidateState) else 1
+        st = CandidateState(
+            self.epoch + 1, self.local_id, self.voters, self.random_election_timeout(now_ms), retries=retries
+        )
         self._set(st)
 
     def transition_to_leader(self, epoch_start_offset: int, now_ms: int) -> LeaderState:
