@@ -144,6 +144,14 @@ def run_schedule(seed: int, *, duration_ms: int = 2000, liveness_ms: int = 4000)
             net.at(at, lambda a=a, b=b, d=d: net.delay(a, b, d))
     for i, t in enumerate(range(0, duration_ms, 50)):
         net.at(t, lambda i=i: q.try_append(b"v%d" % i))
+    try:
+        return q, _run(q, nodes, duration_ms, liveness_ms)
+    except Exception as e:  # a node refusing a transition that breaks a rule: report it with the seed
+        return q, [*q.checker.violations, f"{type(e).__name__}: {e}"]
+
+
+def _run(q: Quorum, nodes: list[int], duration_ms: int, liveness_ms: int) -> list[str]:
+    net = q.net
     net.run_for(duration_ms)
     net.heal_all()
     for n in nodes:  # the schedule ends every fault by duration_ms; make sure
@@ -177,4 +185,4 @@ def run_schedule(seed: int, *, duration_ms: int = 2000, liveness_ms: int = 4000)
             problems.append(f"node {n}'s replayed records differ from the committed log")
         if sm is not None and len(sm.items) < len(committed):
             problems.append(f"node {n} lost committed records ({len(sm.items)} of {len(committed)})")
-    return q, sorted(set(problems), key=problems.index)
+    return sorted(set(problems), key=problems.index)
