@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import errno
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,8 @@ class FaultRunResult:
     disk_faults: int = 0  # file operations that failed on purpose (disk modes)
     dirs_offline: int = 0  # log dirs taken offline by them
     corrupt_batches: int = 0  # batches damaged on purpose (disk="corrupt")
+    # With ``timeline=True``: per record in send order, (sent, acked or None) in ms since the schedule's start.
+    timeline: tuple[tuple[int, int | None], ...] = ()
 
     @property
     def violations(self) -> list[Anomaly]:
@@ -182,6 +185,8 @@ def run_schedule(
     broker_config: dict[str, Any] | None = None,
     idempotence: bool | None = None,
     disk: str | None = None,
+    setup: Callable[[Cluster], None] | None = None,
+    timeline: bool = False,
 ) -> FaultRunResult:
     """One seeded run; see the module docstring for what the schedule may do.
 
@@ -191,6 +196,9 @@ def run_schedule(
     ``disk`` adds one seeded disk fault on one broker (see ``schedule_disk_fault``): ``"enospc"`` (its
     disk fills), ``"eio"`` (its disk fails) or ``"corrupt"`` (a batch of a closed segment rots while it
     is down; the other faults are left out then, so the damaged replica never leads again).
+    ``setup`` runs once the topic and producer exist, before the schedule starts (e.g. to slow a link).
+    ``timeline`` records when each record was sent and acknowledged (a send callback; off by default so
+    the producer keeps the path every other run takes).
     """
     if disk is not None and disk not in DISK_MODES:
         raise ValueError(f"disk must be one of {DISK_MODES}, got {disk!r}")
@@ -216,6 +224,8 @@ def run_schedule(
         if idempotence is not None:
             producer_config["enable.idempotence"] = idempotence
         producer = cluster.producer("producer-1", config=producer_config)
+        if setup is not None:
+            setup(cluster)
         sched = schedule if schedule is not None else build_schedule(seed, brokers, duration_ms, kinds)
         p_lose = float(lose_unflushed)
         coin = random.Random(seed ^ 0x5EED)
@@ -268,8 +278,18 @@ def run_schedule(
             schedule_disk_fault(cluster, disk, seed, start, duration_ms, faults, corrupted, disk_notes)
 
         step = max(1, duration_ms // max(1, records))
+        times: list[list[int | None]] = []
         for i in range(records):
-            producer.send(TOPIC, f"r{i}".encode(), key=str(i).encode())
+            if timeline:
+                times.append([cluster.net.now_ms() - start, None])
+                producer.send(
+                    TOPIC,
+                    f"r{i}".encode(),
+                    key=str(i).encode(),
+                    callback=_acked_at(cluster, start, times[-1]),
+                )
+            else:
+                producer.send(TOPIC, f"r{i}".encode(), key=str(i).encode())
             cluster.run_for(step)
         cluster.run_for(max(0, start + duration_ms - cluster.net.now_ms()) + 1)
         # The schedule ends every fault by duration_ms; make sure nothing is left down anyway. A full disk
@@ -312,6 +332,7 @@ def run_schedule(
             disk_faults=len(faults.failures) if faults is not None else 0,
             dirs_offline=len(cluster.net.events("log_dir_offline")),
             corrupt_batches=len(corrupted),
+            timeline=tuple((sent, acked) for sent, acked in times),
         )
     finally:
         cluster.close()
@@ -408,6 +429,16 @@ def _maybe_written_ids(producer: Any) -> frozenset:
         if getattr(batch, "attempts", 0) > 1 or getattr(batch, "maybe_written", False):
             ids.update(rec[1] for rec in batch.records)
     return frozenset(ids)
+
+
+def _acked_at(cluster: Cluster, start: int, slot: list[int | None]) -> Callable[[Any, Any], None]:
+    """A send callback that notes in ``slot[1]`` when the record was acknowledged (errors leave None)."""
+
+    def done(_metadata: Any, error: Any) -> None:
+        if error is None:
+            slot[1] = cluster.net.now_ms() - start
+
+    return done
 
 
 def _bind(fn: Any, *args: Any) -> Any:
