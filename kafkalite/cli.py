@@ -646,6 +646,41 @@ def bench_faults(
         raise SystemExit(1)
 
 
+@bench.command("quorum")
+@click.option("--seeds", default=50, show_default=True, help="Fault schedules per scheme.")
+@click.option("--start", default=0, show_default=True, help="First seed.")
+@click.option(
+    "--f",
+    "fs",
+    type=click.IntRange(1, 2),
+    multiple=True,
+    default=(1, 2),
+    show_default=True,
+    help="Failures to tolerate (repeatable): ISR with f+1 (and 3) replicas vs a quorum of 2f+1.",
+)
+@click.option(
+    "--slow-ms", default=20, show_default=True, help="Extra delay each way on the slow follower's links."
+)
+@click.option(
+    "--latency-seeds", default=20, show_default=True, help="Seeds of the fault-free latency runs per scheme."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def bench_quorum(
+    seeds: int, start: int, fs: tuple[int, ...], slow_ms: int, latency_seeds: int, as_json: bool
+) -> None:
+    """ISR vs majority quorum under one seeded fault generator: acked writes lost, time unavailable,
+    commit latency with a slow follower. Simulated time: the figures are the same for a seed on any machine."""
+    import json  # deferred: keeps `kafkalite --help` fast
+
+    from kafkalite.harness.quorum_compare import compare, format_table, rows_to_dict
+
+    rows = compare(seeds, start, fs=sorted(set(fs)), slow_ms=slow_ms, latency_seeds=latency_seeds)
+    if as_json:
+        click.echo(json.dumps(rows_to_dict(rows, seeds, start, slow_ms), indent=2))
+    else:
+        click.echo(format_table(rows, seeds, start, slow_ms))
+
+
 @bench.command("group-faults")
 @click.option("--seeds", default=10, show_default=True, help="Seeds per fault and protocol.")
 @click.option("--start", default=1, show_default=True, help="First seed.")

@@ -79,6 +79,7 @@ DEADLINE_MS = 500  # a write not acknowledged within this counts as unavailable
 SLOW_MS = 20  # the slow replica's extra delay per message, each way
 SLOW_RUN_MS = 1500  # length of the fault-free slow-replica run
 REQUEST_TIMEOUT_MS = 2500  # the quorum writer re-appends an uncommitted write after this (as the producer)
+LATENCY_SEEDS = 20  # fault-free latency runs per scheme (the first seeds)
 SETTLE_MS = 60_000  # after healing, how long a run may take to acknowledge every write
 
 
@@ -523,17 +524,20 @@ def compare(
     fs: Sequence[int] = (1, 2),
     slow_ms: int = SLOW_MS,
     schemes: dict[int, Sequence[Scheme]] | None = None,
+    latency_seeds: int = LATENCY_SEEDS,
 ) -> list[Row]:
-    """Every scheme of each ``f`` over seeds ``start .. start+seeds-1``: a faults run, a healthy run and
-    a slow-follower run per seed."""
+    """Every scheme of each ``f`` over seeds ``start .. start+seeds-1``: a faults run per seed, and a
+    healthy and a slow-follower run for the first ``latency_seeds`` of them (fault-free runs differ
+    little from seed to seed)."""
     rows = []
     for f in fs:
         for scheme in (schemes or SCHEMES)[f]:
             row = Row(f, scheme)
             for seed in range(start, start + seeds):
                 row.add_faults(run_faults(scheme, seed, f))
-                row.healthy += run_slow(scheme, seed, 0).latencies
-                row.slow += run_slow(scheme, seed, slow_ms).latencies
+                if seed < start + latency_seeds:
+                    row.healthy += run_slow(scheme, seed, 0).latencies
+                    row.slow += run_slow(scheme, seed, slow_ms).latencies
             rows.append(row)
     return rows
 
