@@ -510,10 +510,10 @@ class Row:
             "seeds_with_loss": self.seeds_with_loss,
             "unavailable_ms_per_run": self.unavailable_ms / self.seeds if self.seeds else 0.0,
             "unavailable_fraction": self.unavailable_ms / (self.seeds * DURATION_MS) if self.seeds else 0.0,
-            "latency_healthy_p50_ms": percentile(self.healthy, 50),
-            "latency_healthy_p99_ms": percentile(self.healthy, 99),
-            "latency_slow_p50_ms": percentile(self.slow, 50),
-            "latency_slow_p99_ms": percentile(self.slow, 99),
+            "latency_healthy_p50_ms": percentile(self.healthy, 50) if self.healthy else None,
+            "latency_healthy_p99_ms": percentile(self.healthy, 99) if self.healthy else None,
+            "latency_slow_p50_ms": percentile(self.slow, 50) if self.slow else None,
+            "latency_slow_p99_ms": percentile(self.slow, 99) if self.slow else None,
             "not_converged": self.not_converged,
         }
 
@@ -556,10 +556,10 @@ def format_table(rows: Sequence[Row], seeds: int, start: int, slow_ms: int = SLO
     for row in rows:
         d = row.to_dict()
         tol = f"{d['tolerates_for_writes']}/{d['tolerates_without_loss']}"
+        ms = [_ms(d[f"latency_{k}_ms"]) for k in ("healthy_p50", "healthy_p99", "slow_p50", "slow_p99")]
         lines.append(
             f"{row.f:>1} {row.scheme.name:<27} {row.scheme.replicas:>4} {tol:>7} {row.acked:>7} {row.lost:>5} "
-            f"{row.seeds_with_loss:>5} {d['unavailable_ms_per_run']:>14.0f} {d['latency_healthy_p50_ms']:>5.0f} "
-            f"{d['latency_healthy_p99_ms']:>5.0f} {d['latency_slow_p50_ms']:>8.0f} {d['latency_slow_p99_ms']:>8.0f}"
+            f"{row.seeds_with_loss:>5} {d['unavailable_ms_per_run']:>14.0f} {ms[0]:>5} {ms[1]:>5} {ms[2]:>8} {ms[3]:>8}"
             + (f"  not converged: {row.not_converged}" if row.not_converged else "")
         )
     lines += [
@@ -571,6 +571,10 @@ def format_table(rows: Sequence[Row], seeds: int, start: int, slow_ms: int = SLO
         f"with no faults; slow: the same with one follower {slow_ms} ms slower each way on its replica links.",
     ]
     return "\n".join(lines)
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
 
 
 def rows_to_dict(rows: Sequence[Row], seeds: int, start: int, slow_ms: int = SLOW_MS) -> dict[str, Any]:
