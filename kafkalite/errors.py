@@ -428,6 +428,30 @@ class IneligibleReplicaError(KafkaError):
     code, name = 107, "INELIGIBLE_REPLICA"
 
 
+class FencedMemberEpochError(KafkaError):
+    """A consumer group member's epoch is not the coordinator's: it must drop its partitions and rejoin."""
+
+    code, name = 110, "FENCED_MEMBER_EPOCH"
+
+
+class UnreleasedInstanceIdError(KafkaError):
+    """A static member joins with an instance id another member still holds (it has not left with -2)."""
+
+    code, name = 111, "UNRELEASED_INSTANCE_ID"
+
+
+class UnsupportedAssignorError(KafkaError):
+    """The server assignor a consumer group member asked for is not one of ``group.consumer.assignors``."""
+
+    code, name = 112, "UNSUPPORTED_ASSIGNOR"
+
+
+class InvalidRegularExpressionError(KafkaError):
+    """A consumer group member's subscription regex does not compile."""
+
+    code, name = 128, "INVALID_REGULAR_EXPRESSION"
+
+
 _BY_CODE = {cls.code: cls for cls in KafkaError.__subclasses__()}
 
 

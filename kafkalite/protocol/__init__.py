@@ -62,6 +62,12 @@ from kafkalite.protocol.configs import (
     SetConfig,
     SetConfigsResource,
 )
+from kafkalite.protocol.consumer_group import (
+    ConsumerGroupAssignment,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    ConsumerGroupTopicPartitions,
+)
 from kafkalite.protocol.controller import (
     AlterPartitionItem,
     AlterPartitionReassignmentsRequest,
@@ -226,6 +232,7 @@ REQUESTS: tuple[type[Request], ...] = (
     DescribeGroupsRequest,
     ListGroupsRequest,
     DeleteGroupsRequest,
+    ConsumerGroupHeartbeatRequest,
     InitProducerIdRequest,
     AddPartitionsToTxnRequest,
     AddOffsetsToTxnRequest,
@@ -237,6 +244,10 @@ REQUEST_TYPES: dict[ApiKey, type[Request]] = {cls.api_key: cls for cls in REQUES
 RESPONSE_TYPES: dict[ApiKey, type[Response]] = {cls.api_key: cls.response_type for cls in REQUESTS}
 
 __all__ = [
+    "ConsumerGroupAssignment",
+    "ConsumerGroupHeartbeatRequest",
+    "ConsumerGroupHeartbeatResponse",
+    "ConsumerGroupTopicPartitions",
     "DeleteGroupsResponse",
     "DeleteGroupsRequest",
     "DeletableGroupResult",

@@ -1,0 +1,83 @@
+"""The consumer group protocol of KIP-848: one ConsumerGroupHeartbeat (api key 68) carries a member's
+subscription and the partitions it owns; the coordinator answers with the member's epoch and, when it changed,
+the partitions the member may use now. The assignment is computed on the broker (``group.consumer.assignors``),
+not by a leader member as in the classic protocol."""
+
+from __future__ import annotations
+
+import uuid
+
+from kafkalite.protocol.api import NO_ERROR, ApiKey, Message, Request, Response, message
+from kafkalite.protocol.codec.binding import wire
+
+JOIN_GROUP_MEMBER_EPOCH = 0
+"""The epoch a member sends to join (or rejoin after being fenced) the group."""
+LEAVE_GROUP_MEMBER_EPOCH = -1
+"""The epoch a member sends to leave the group for good."""
+LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
+"""The epoch a static member sends to leave for a while: it keeps its partitions until its session expires."""
+
+
+@message
+class ConsumerGroupTopicPartitions(Message):
+    """Partitions of one topic, named by its topic id as in Kafka's KIP-848 messages."""
+
+    topic_id: uuid.UUID = wire("uuid", "0+")
+    partitions: tuple[int, ...] = wire("[]int32", "0+", ())
+
+
+@message
+class ConsumerGroupAssignment(Message):
+    topic_partitions: tuple[ConsumerGroupTopicPartitions, ...] = wire(
+        "[]struct", "0+", (), items=ConsumerGroupTopicPartitions
+    )
+    """The partitions the member may consume now (never one another member still owns)."""
+
+
+@message
+class ConsumerGroupHeartbeatResponse(Response):
+    api_key = ApiKey.CONSUMER_GROUP_HEARTBEAT
+    throttle_time_ms: int = wire("int32", "0+", 0)
+    error_code: int = wire("int16", "0+", NO_ERROR)
+    error_message: str | None = wire("string", "0+", None, nullable="0+")
+    member_id: str | None = wire("string", "0+", None, nullable="0+")
+    member_epoch: int = wire("int32", "0+", 0)
+    heartbeat_interval_ms: int = wire("int32", "0+", 0)
+    assignment: ConsumerGroupAssignment | None = wire(
+        "struct", "0+", None, items=ConsumerGroupAssignment, nullable="0+"
+    )
+    """None when the assignment did not change since the member's last heartbeat."""
+
+
+@message
+class ConsumerGroupHeartbeatRequest(Request):
+    """Most fields are None (or -1) when they did not change since the member's last heartbeat; a join
+    (epoch 0) sends them all."""
+
+    api_key = ApiKey.CONSUMER_GROUP_HEARTBEAT
+    response_type = ConsumerGroupHeartbeatResponse
+    flexible_from = 0
+    group_id: str = wire("string", "0+", "")
+    member_id: str = wire("string", "0+", "")
+    member_epoch: int = wire("int32", "0+", JOIN_GROUP_MEMBER_EPOCH)
+    instance_id: str | None = wire("string", "0+", None, nullable="0+")
+    rack_id: str | None = wire("string", "0+", None, nullable="0+")
+    rebalance_timeout_ms: int = wire("int32", "0+", -1)
+    subscribed_topic_names: tuple[str, ...] | None = wire("[]string", "0+", None, nullable="0+")
+    subscribed_topic_regex: str | None = wire("string", "1+", None, nullable="1+")
+    server_assignor: str | None = wire("string", "0+", None, nullable="0+")
+    topic_partitions: tuple[ConsumerGroupTopicPartitions, ...] | None = wire(
+        "[]struct", "0+", None, items=ConsumerGroupTopicPartitions, nullable="0+"
+    )
+    """The partitions the member owns (it reports them so the coordinator knows what it has revoked)."""
+
+
+__all__ = [
+    "JOIN_GROUP_MEMBER_EPOCH",
+    "LEAVE_GROUP_MEMBER_EPOCH",
+    "LEAVE_GROUP_STATIC_MEMBER_EPOCH",
+    "ConsumerGroupAssignment",
+    "ConsumerGroupHeartbeatRequest",
+    "ConsumerGroupHeartbeatResponse",
+    "ConsumerGroupTopicPartitions",
+]
