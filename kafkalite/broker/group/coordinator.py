@@ -42,6 +42,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kafkalite.broker.group.consumer_protocol import ConsumerGroupProtocol
 from kafkalite.broker.group.manager import GroupStore, OffsetMetadataManager
 from kafkalite.broker.group.member import GroupMetadata, GroupState, MemberMetadata, OffsetAndMetadata
 from kafkalite.errors import (
@@ -60,6 +61,7 @@ from kafkalite.errors import (
     UnknownMemberIdError,
 )
 from kafkalite.protocol.api import NO_ERROR, PartitionError, TopicPartition
+from kafkalite.protocol.consumer_group import ConsumerGroupHeartbeatRequest
 from kafkalite.protocol.group import (
     DescribedGroup,
     DescribeGroupsRequest,
@@ -150,6 +152,7 @@ class GroupCoordinator:
         on_commit: Callable[[str, dict[TopicPartition, OffsetAndMetadata]], None] | None = None,
         member_id_seed: int = 0,
         store: GroupStore | None = None,
+        topics: Callable[[], Mapping[str, int]] | None = None,
     ) -> None:
         self.clock = clock
         self._set_timer_fn = set_timer
@@ -165,6 +168,9 @@ class GroupCoordinator:
         self._pending_timers: dict[tuple[str, str], int] = {}
         """(group, member id) -> expiry timer of a member id handed out with MEMBER_ID_REQUIRED."""
         self._rng = random.Random(member_id_seed)
+        self.consumer = ConsumerGroupProtocol(self, config, topics)
+        """The consumer groups of KIP-848's protocol (ConsumerGroupHeartbeat); ``topics`` gives them the
+        partition count of each topic."""
 
     # ============================================================================= plumbing
     @property
@@ -741,6 +747,18 @@ class GroupCoordinator:
             self._cancel_timer(group.sync_timer)
             group.sync_timer = None
 
+    # ============================================================================= ConsumerGroupHeartbeat
+    def handle_consumer_group_heartbeat(
+        self,
+        req: ConsumerGroupHeartbeatRequest,
+        respond: Respond,
+        *,
+        client_id: str = "",
+        client_host: str = "",
+    ) -> None:
+        """KIP-848's consumer group protocol (consumer_protocol.py)."""
+        self.consumer.handle_heartbeat(req, respond, client_id=client_id, client_host=client_host)
+
     # ============================================================================= Heartbeat
     def handle_heartbeat(self, req: HeartbeatRequest, respond: Respond) -> None:
         respond(HeartbeatResponse(error_code=self._heartbeat(req)))
@@ -921,6 +939,7 @@ class GroupCoordinator:
 
     def shutdown(self) -> None:
         """The broker stops: every timer is cancelled and every group forgotten (nothing is answered)."""
+        self.consumer.shutdown()
         for tid in list(self._timers):
             self._cancel_timer(tid)
         self._pending_timers.clear()

@@ -1,0 +1,471 @@
+"""The group coordinator's side of KIP-848's consumer group protocol (Kafka's
+``GroupMetadataManager.consumerGroupHeartbeat`` and its timers), sans-I/O.
+
+One ConsumerGroupHeartbeat does everything a member needs: it joins (epoch 0), reports the member's
+subscription and owned partitions, and gets back the member's epoch and, when it changed, its assignment.
+Each heartbeat: (1) checks the member and its epoch (FENCED_MEMBER_EPOCH for an epoch the coordinator did not
+give it, except the previous one with nothing beyond the current assignment, as when a response was lost);
+(2) bumps the group epoch if the member is new, its subscription changed or a subscribed topic's partition
+count did; (3) recomputes the target assignment with the server assignor when the group epoch is ahead of
+it; (4) moves the member one reconciliation step towards its target (``consumer_group.reconcile``); (5)
+restarts its session timer (``group.consumer.session.timeout.ms``).
+
+A member that does not give up revoked partitions within its rebalance timeout is fenced, as is one whose
+session expires; a fenced member is removed, its partitions are free at once, and the group epoch bumps.
+Epoch -1 leaves; a static member (instance id) leaving with -2 keeps its place and partitions until its
+session expires, and a rejoin under the same instance id takes them over (UNRELEASED_INSTANCE_ID while the
+previous holder has not left).
+
+kafkalite has no topic ids: a topic's id here is a UUID derived from its name (``topic_id``), so a topic
+deleted and re-created keeps its id, which Kafka's would not. Consumer groups are not written to
+``__consumer_offsets`` yet, and OffsetCommit does not know them.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from kafkalite.broker.group.assignor import ASSIGNORS, assignor_names
+from kafkalite.broker.group.consumer_group import (
+    ConsumerGroup,
+    ConsumerGroupMember,
+    GroupPartition,
+    MemberState,
+    flatten,
+    nest,
+    reconcile,
+)
+from kafkalite.errors import (
+    FencedInstanceIdError,
+    FencedMemberEpochError,
+    GroupIdNotFoundError,
+    GroupMaxSizeReachedError,
+    InvalidRegularExpressionError,
+    InvalidRequestError,
+    UnknownMemberIdError,
+    UnreleasedInstanceIdError,
+    UnsupportedAssignorError,
+)
+from kafkalite.protocol.api import NO_ERROR
+from kafkalite.protocol.consumer_group import (
+    JOIN_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    ConsumerGroupAssignment,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    ConsumerGroupTopicPartitions,
+)
+
+if TYPE_CHECKING:
+    from kafkalite.broker.group.coordinator import GroupCoordinator
+
+_TOPIC_ID_NAMESPACE = uuid.UUID("6b61666b-616c-6974-652d-746f70696373")
+
+
+def topic_id(name: str) -> uuid.UUID:
+    """kafkalite's stand-in for Kafka's topic id: the same UUID for the same name."""
+    return uuid.uuid5(_TOPIC_ID_NAMESPACE, name)
+
+
+@dataclass(frozen=True)
+class ConsumerGroupConfig:
+    """The broker keys of the consumer group protocol, with Kafka's defaults."""
+
+    session_timeout_ms: int = 45_000
+    heartbeat_interval_ms: int = 5_000
+    max_size: int = 2**31 - 1
+    assignors: tuple[str, ...] = ("uniform", "range")
+
+    @classmethod
+    def coerce(cls, config: Any) -> ConsumerGroupConfig:
+        """From a ``ConsumerGroupConfig``, a mapping of Kafka keys, an object with ``to_props`` or None."""
+        if isinstance(config, ConsumerGroupConfig):
+            return config
+        props = (
+            config
+            if isinstance(config, Mapping)
+            else (config.to_props() if hasattr(config, "to_props") else {})
+        )
+        kw: dict[str, Any] = {}
+        for key, name in (
+            ("group.consumer.session.timeout.ms", "session_timeout_ms"),
+            ("group.consumer.heartbeat.interval.ms", "heartbeat_interval_ms"),
+            ("group.consumer.max.size", "max_size"),
+        ):
+            if key in props:
+                kw[name] = int(props[key])
+        if "group.consumer.assignors" in props:
+            kw["assignors"] = assignor_names(props["group.consumer.assignors"])
+        return cls(**kw)
+
+
+class _Reject(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+class ConsumerGroupProtocol:
+    """The consumer groups of one coordinator. See the module docstring."""
+
+    def __init__(
+        self,
+        coordinator: GroupCoordinator,
+        config: Any = None,
+        topics: Callable[[], Mapping[str, int]] | None = None,
+    ) -> None:
+        self.coordinator = coordinator
+        self.config = ConsumerGroupConfig.coerce(config)
+        self.topics = topics or (lambda: {})
+        """Partition count by topic name: the metadata the assignors see."""
+        self.groups: dict[str, ConsumerGroup] = {}
+        self._session_timers: dict[tuple[str, str], int] = {}
+        self._rebalance_timers: dict[tuple[str, str], int] = {}
+        self._rng = coordinator._rng
+
+    def _event(self, event: str, **fields: Any) -> None:
+        self.coordinator._event(event, **fields)
+
+    # ============================================================================= the heartbeat
+    def handle_heartbeat(
+        self,
+        req: ConsumerGroupHeartbeatRequest,
+        respond: Callable[[ConsumerGroupHeartbeatResponse], None],
+        *,
+        client_id: str = "",
+        client_host: str = "",
+    ) -> None:
+        try:
+            respond(self._heartbeat(req, client_id, client_host))
+        except _Reject as e:
+            self._event("consumer_group_rejected", group=req.group_id, member=req.member_id, error=e.code,
+                        reason=e.message)  # fmt: skip
+            respond(ConsumerGroupHeartbeatResponse(error_code=e.code, error_message=e.message))
+
+    def _validate(self, req: ConsumerGroupHeartbeatRequest) -> None:
+        def invalid(why: str) -> _Reject:
+            return _Reject(InvalidRequestError.code, why)
+
+        if not req.group_id:
+            raise invalid("GroupId can't be empty.")
+        if req.instance_id == "":
+            raise invalid("InstanceId can't be empty.")
+        if req.rack_id == "":
+            raise invalid("RackId can't be empty.")
+        epoch = req.member_epoch
+        if epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH:
+            if not req.member_id:
+                raise invalid("MemberId can't be empty.")
+        elif epoch == JOIN_GROUP_MEMBER_EPOCH:
+            if req.rebalance_timeout_ms == -1:
+                raise invalid("RebalanceTimeoutMs must be provided in first request.")
+            if req.topic_partitions is None or req.topic_partitions:
+                raise invalid("TopicPartitions must be empty when (re-)joining.")
+            if not req.subscribed_topic_names and not req.subscribed_topic_regex:
+                raise invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
+        elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if not req.member_id:
+                raise invalid("MemberId can't be empty.")
+            if req.instance_id is None:
+                raise invalid("InstanceId can't be null.")
+        else:
+            raise invalid("MemberEpoch is invalid.")
+        if req.server_assignor is not None and req.server_assignor not in self.config.assignors:
+            raise _Reject(
+                UnsupportedAssignorError.code,
+                f"ServerAssignor {req.server_assignor} is not supported. Supported assignors: "
+                f"{', '.join(self.config.assignors)}.",
+            )
+        if req.subscribed_topic_regex is not None:
+            try:
+                re.compile(req.subscribed_topic_regex)
+            except re.error as e:
+                raise _Reject(InvalidRegularExpressionError.code, f"SubscribedTopicRegex: {e}") from None
+
+    def _heartbeat(
+        self, req: ConsumerGroupHeartbeatRequest, client_id: str, client_host: str
+    ) -> ConsumerGroupHeartbeatResponse:
+        self._validate(req)
+        classic = self.coordinator.groups.get(req.group_id)
+        if classic is not None and classic.members:
+            raise _Reject(GroupIdNotFoundError.code, f"Group {req.group_id} is not a consumer group.")
+        if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+            return self._leave(req)
+        joining = req.member_epoch == JOIN_GROUP_MEMBER_EPOCH
+        group = self.groups.get(req.group_id)
+        if group is None:
+            if not joining:
+                raise _Reject(GroupIdNotFoundError.code, f"Group {req.group_id} not found.")
+            group = self.groups[req.group_id] = ConsumerGroup(req.group_id)
+        member_id = req.member_id or str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
+        if len(group.members) >= self.config.max_size and member_id not in group.members:
+            raise _Reject(GroupMaxSizeReachedError.code, f"The consumer group has reached its maximum "
+                          f"capacity of {self.config.max_size} members.")  # fmt: skip
+        owned = self._owned(req)
+        member = self._get_member(group, req, member_id, joining, owned)
+        is_new = member.member_id not in group.members
+        updated = replace(
+            member,
+            instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
+            rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
+            rebalance_timeout_ms=(
+                req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms
+            ),
+            server_assignor=req.server_assignor
+            if req.server_assignor is not None
+            else member.server_assignor,
+            subscribed_topic_names=(
+                frozenset(req.subscribed_topic_names)
+                if req.subscribed_topic_names is not None
+                else member.subscribed_topic_names
+            ),
+            subscribed_topic_regex=(
+                req.subscribed_topic_regex
+                if req.subscribed_topic_regex is not None
+                else member.subscribed_topic_regex
+            ),
+            client_id=client_id,
+            client_host=client_host,
+        )
+        bump = is_new or (
+            (updated.subscribed_topic_names, updated.subscribed_topic_regex, updated.server_assignor)
+            != (member.subscribed_topic_names, member.subscribed_topic_regex, member.server_assignor)
+        )
+        group.update_member(updated)
+        partitions = self._subscribed_partitions(group)
+        if partitions != group.subscribed_partitions:
+            group.subscribed_partitions = partitions
+            bump = True
+        if bump:
+            group.group_epoch += 1
+            self._event("consumer_group_epoch", group=group.group_id, epoch=group.group_epoch,
+                        member=updated.member_id, members=len(group.members))  # fmt: skip
+        if group.group_epoch > group.assignment_epoch:
+            self._compute_target(group)
+        reconciled = self._reconcile(group, updated, owned)
+        self._schedule_session_timeout(group, reconciled.member_id)
+        full = joining or (
+            req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None and owned is not None
+        )
+        changed = reconciled.assigned != member.assigned or is_new
+        return ConsumerGroupHeartbeatResponse(
+            member_id=reconciled.member_id,
+            member_epoch=reconciled.member_epoch,
+            heartbeat_interval_ms=self.config.heartbeat_interval_ms,
+            assignment=self._assignment(reconciled.assigned) if full or changed else None,
+        )
+
+    def _get_member(
+        self,
+        group: ConsumerGroup,
+        req: ConsumerGroupHeartbeatRequest,
+        member_id: str,
+        joining: bool,
+        owned: frozenset[GroupPartition] | None,
+    ) -> ConsumerGroupMember:
+        if req.instance_id is None:
+            member = group.members.get(member_id)
+            if member is None:
+                if joining:
+                    self._event("consumer_group_join", group=group.group_id, member=member_id)
+                    return ConsumerGroupMember(member_id)
+                raise _Reject(UnknownMemberIdError.code, f"Member {member_id} is not a member of the group.")
+            if not joining:
+                self._check_epoch(member, req.member_epoch, owned)
+            return member
+        holder_id = group.static_members.get(req.instance_id)
+        holder = group.members.get(holder_id) if holder_id is not None else None
+        if joining:
+            if holder is None:
+                self._event("consumer_group_join", group=group.group_id, member=member_id,
+                            instance=req.instance_id)  # fmt: skip
+                return ConsumerGroupMember(member_id, instance_id=req.instance_id)
+            if holder.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise _Reject(UnreleasedInstanceIdError.code, f"Static member {member_id} with instance id "
+                              f"{req.instance_id} cannot join: the instance id is owned by {holder.member_id}.")  # fmt: skip
+            self._cancel(self._session_timers, group, holder.member_id)
+            self._cancel(self._rebalance_timers, group, holder.member_id)
+            self._event("consumer_group_static_rejoin", group=group.group_id, member=member_id,
+                        instance=req.instance_id, replaces=holder.member_id)  # fmt: skip
+            return group.replace_static_member(holder, member_id)
+        if holder is None:
+            raise _Reject(UnknownMemberIdError.code, f"Instance id {req.instance_id} is unknown.")
+        if holder.member_id != member_id:
+            raise _Reject(FencedInstanceIdError.code, f"Static member {member_id} with instance id "
+                          f"{req.instance_id} was fenced by member {holder.member_id}.")  # fmt: skip
+        self._check_epoch(holder, req.member_epoch, owned)
+        return holder
+
+    @staticmethod
+    def _check_epoch(
+        member: ConsumerGroupMember, epoch: int, owned: frozenset[GroupPartition] | None
+    ) -> None:
+        if epoch > member.member_epoch or (
+            epoch < member.member_epoch
+            and (epoch != member.previous_member_epoch or owned is None or not owned <= member.assigned)
+        ):
+            raise _Reject(FencedMemberEpochError.code, f"The member epoch {epoch} is not the coordinator's "
+                          f"({member.member_epoch}); the member must abandon its partitions and rejoin.")  # fmt: skip
+
+    def _owned(self, req: ConsumerGroupHeartbeatRequest) -> frozenset[GroupPartition] | None:
+        if req.topic_partitions is None:
+            return None
+        names = {topic_id(t): t for t in self.topics()}
+        group = self.groups.get(req.group_id)
+        if group is not None:
+            names.update({topic_id(t): t for t, _ in group.partition_owners})
+        return frozenset(
+            (names[tp.topic_id], p)
+            for tp in req.topic_partitions
+            if tp.topic_id in names
+            for p in tp.partitions
+        )
+
+    def _assignment(self, assigned: frozenset[GroupPartition]) -> ConsumerGroupAssignment:
+        return ConsumerGroupAssignment(
+            topic_partitions=tuple(
+                ConsumerGroupTopicPartitions(topic_id=topic_id(t), partitions=tuple(sorted(ps)))
+                for t, ps in sorted(nest(assigned).items())
+            )
+        )
+
+    # ============================================================================= assignment
+    def _subscriptions(self, group: ConsumerGroup) -> dict[str, frozenset[str]]:
+        topics = self.topics()
+        out = {}
+        for m in group.members.values():
+            subs = {t for t in m.subscribed_topic_names if t in topics}
+            if m.subscribed_topic_regex is not None:
+                pattern = re.compile(m.subscribed_topic_regex)
+                subs |= {t for t in topics if pattern.fullmatch(t)}
+            out[m.member_id] = frozenset(subs)
+        return out
+
+    def _subscribed_partitions(self, group: ConsumerGroup) -> dict[str, int]:
+        topics = self.topics()
+        return {t: topics[t] for s in self._subscriptions(group).values() for t in s}
+
+    def _compute_target(self, group: ConsumerGroup) -> None:
+        chosen = Counter(m.server_assignor for m in group.members.values() if m.server_assignor is not None)
+        name = chosen.most_common(1)[0][0] if chosen else self.config.assignors[0]
+        previous = {mid: nest(tps) for mid, tps in group.target.items()}
+        target = ASSIGNORS[name](self._subscriptions(group), self.topics(), previous)
+        group.target = {mid: frozenset(flatten(target.get(mid, {}))) for mid in group.members}
+        group.assignment_epoch = group.group_epoch
+        self._event("consumer_group_target", group=group.group_id, epoch=group.assignment_epoch, assignor=name,
+                    target={mid: sorted(f"{t}-{p}" for t, p in tps) for mid, tps in sorted(group.target.items())})  # fmt: skip
+
+    def _reconcile(
+        self, group: ConsumerGroup, member: ConsumerGroupMember, owned: frozenset[GroupPartition] | None
+    ) -> ConsumerGroupMember:
+        if member.is_reconciled_to(group.assignment_epoch):
+            return member
+        updated = reconcile(group, member, owned)
+        if updated == member:
+            return member
+        group.update_member(updated)
+        self._event("consumer_group_member", group=group.group_id, member=updated.member_id,
+                    epoch=updated.member_epoch, state=updated.state.value,
+                    assigned=sorted(f"{t}-{p}" for t, p in updated.assigned),
+                    revoking=sorted(f"{t}-{p}" for t, p in updated.pending_revocation))  # fmt: skip
+        if updated.state is MemberState.UNREVOKED_PARTITIONS:
+            self._schedule_rebalance_timeout(group, updated)
+        else:
+            self._cancel(self._rebalance_timers, group, updated.member_id)
+        return updated
+
+    # ============================================================================= leaving and fencing
+    def _leave(self, req: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
+        group = self.groups.get(req.group_id)
+        if group is None:
+            raise _Reject(GroupIdNotFoundError.code, f"Group {req.group_id} not found.")
+        if req.instance_id is None:
+            member = group.members.get(req.member_id)
+            if member is None:
+                raise _Reject(
+                    UnknownMemberIdError.code, f"Member {req.member_id} is not a member of the group."
+                )
+        else:
+            holder_id = group.static_members.get(req.instance_id)
+            member = group.members.get(holder_id) if holder_id is not None else None
+            if member is None:
+                raise _Reject(UnknownMemberIdError.code, f"Instance id {req.instance_id} is unknown.")
+            if member.member_id != req.member_id:
+                raise _Reject(FencedInstanceIdError.code, f"Static member {req.member_id} with instance id "
+                              f"{req.instance_id} was fenced by member {member.member_id}.")  # fmt: skip
+            if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                # Gone for a while: it keeps its partitions (and its target) until its session expires.
+                left = replace(
+                    member.with_epoch(LEAVE_GROUP_STATIC_MEMBER_EPOCH), pending_revocation=frozenset()
+                )
+                group.update_member(left)
+                self._cancel(self._rebalance_timers, group, member.member_id)
+                self._event("consumer_group_static_leave", group=group.group_id, member=member.member_id,
+                            instance=req.instance_id)  # fmt: skip
+                return ConsumerGroupHeartbeatResponse(
+                    error_code=NO_ERROR,
+                    member_id=member.member_id,
+                    member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                )
+        self.fence_member(group, member.member_id, "left the group")
+        return ConsumerGroupHeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch)
+
+    def fence_member(self, group: ConsumerGroup, member_id: str, reason: str) -> None:
+        """Remove the member: its partitions are free at once and the group epoch bumps."""
+        if group.remove_member(member_id) is None:
+            return
+        self._cancel(self._session_timers, group, member_id)
+        self._cancel(self._rebalance_timers, group, member_id)
+        group.group_epoch += 1
+        self._event("consumer_group_member_fenced", group=group.group_id, member=member_id, reason=reason,
+                    epoch=group.group_epoch, members=len(group.members))  # fmt: skip
+
+    # ============================================================================= timers
+    def _cancel(self, timers: dict[tuple[str, str], int], group: ConsumerGroup, member_id: str) -> None:
+        self.coordinator._cancel_timer(timers.pop((group.group_id, member_id), None))
+
+    def _schedule_session_timeout(self, group: ConsumerGroup, member_id: str) -> None:
+        self._cancel(self._session_timers, group, member_id)
+
+        def expire() -> None:
+            self._session_timers.pop((group.group_id, member_id), None)
+            if self.groups.get(group.group_id) is group:
+                self.fence_member(group, member_id, "session timeout")
+
+        key = (group.group_id, member_id)
+        self._session_timers[key] = self.coordinator._set_timer(self.config.session_timeout_ms, expire)
+
+    def _schedule_rebalance_timeout(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        self._cancel(self._rebalance_timers, group, member.member_id)
+        epoch = member.member_epoch
+
+        def expire() -> None:
+            self._rebalance_timers.pop((group.group_id, member.member_id), None)
+            current = group.members.get(member.member_id)
+            if (
+                self.groups.get(group.group_id) is group
+                and current is not None
+                and current.member_epoch == epoch
+            ):
+                self.fence_member(
+                    group, member.member_id, f"did not revoke within {member.rebalance_timeout_ms} ms"
+                )
+
+        key = (group.group_id, member.member_id)
+        self._rebalance_timers[key] = self.coordinator._set_timer(member.rebalance_timeout_ms, expire)
+
+    def shutdown(self) -> None:
+        for timers in (self._session_timers, self._rebalance_timers):
+            for tid in timers.values():
+                self.coordinator._cancel_timer(tid)
+            timers.clear()
+        self.groups.clear()
+
+
+__all__ = ["ConsumerGroupConfig", "ConsumerGroupProtocol", "topic_id"]
