@@ -446,6 +446,12 @@ class UnsupportedAssignorError(KafkaError):
     code, name = 112, "UNSUPPORTED_ASSIGNOR"
 
 
+class StaleMemberEpochError(KafkaError):
+    """An OffsetCommit from a consumer group member carries a member epoch that is not its current one."""
+
+    code, name = 113, "STALE_MEMBER_EPOCH"
+
+
 class InvalidRegularExpressionError(KafkaError):
     """A consumer group member's subscription regex does not compile."""
 

@@ -86,6 +86,11 @@ EXPECTED: dict[int, tuple[str, bool]] = {
     93: ("UNACCEPTABLE_CREDENTIAL", False),
     95: ("INVALID_UPDATE_VERSION", False),
     107: ("INELIGIBLE_REPLICA", False),
+    110: ("FENCED_MEMBER_EPOCH", False),
+    111: ("UNRELEASED_INSTANCE_ID", False),
+    112: ("UNSUPPORTED_ASSIGNOR", False),
+    113: ("STALE_MEMBER_EPOCH", False),
+    128: ("INVALID_REGULAR_EXPRESSION", False),
 }
 
 ALL = KafkaError.__subclasses__()

@@ -2,7 +2,7 @@
 
 ``handle`` routes each request to the component that serves it: Produce and Fetch (the bulk of the traffic)
 straight to the ``ReplicaManager``, the requests only the active controller answers to the ``Controller``,
-the group APIs to the group coordinator and the transaction APIs to the transaction coordinator (each only
+the group APIs (the classic ones and KIP-848's ConsumerGroupHeartbeat) to the group coordinator and the transaction APIs to the transaction coordinator (each only
 for groups and transactions whose partition this broker leads and has loaded, else NOT_COORDINATOR /
 COORDINATOR_LOAD_IN_PROGRESS), the config APIs to the ``AdminManager``. Metadata, FindCoordinator and
 InitProducerId (without a transactional id) are answered here.
@@ -50,6 +50,8 @@ from kafkalite.protocol import (
     AlterConfigsRequest,
     AlterPartitionReassignmentsRequest,
     AlterPartitionRequest,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
     ControlledShutdownRequest,
     CoordinatorType,
     CreatableTopic,
@@ -128,6 +130,7 @@ GROUP_APIS = (
     LeaveGroupRequest,
     OffsetCommitRequest,
     OffsetFetchRequest,
+    ConsumerGroupHeartbeatRequest,
 )
 
 
@@ -398,7 +401,9 @@ class KafkaApis:
 
             coord.handle_list_groups(req, listed)
             return
-        if not req.group_id and not isinstance(req, OffsetFetchRequest):
+        if isinstance(req, ConsumerGroupHeartbeatRequest) and not req.group_id:
+            code = 0  # the coordinator answers INVALID_REQUEST, as Kafka does for this API
+        elif not req.group_id and not isinstance(req, OffsetFetchRequest):
             code = InvalidGroupIdError.code
         else:
             code = manager.ownership_error(req.group_id)
@@ -417,6 +422,10 @@ class KafkaApis:
             coord.handle_offset_commit(req, respond)
         elif isinstance(req, TxnOffsetCommitRequest):
             coord.handle_txn_offset_commit(req, respond)
+        elif isinstance(req, ConsumerGroupHeartbeatRequest):
+            coord.handle_consumer_group_heartbeat(
+                req, respond, client_id=env.client_id, client_host=f"/{src}"
+            )
         else:
             coord.handle_offset_fetch(req, respond)
 
@@ -475,6 +484,8 @@ def _group_error(req: Any, code: int) -> Any:
         return SyncGroupResponse(error_code=code)
     if isinstance(req, HeartbeatRequest):
         return HeartbeatResponse(error_code=code)
+    if isinstance(req, ConsumerGroupHeartbeatRequest):
+        return ConsumerGroupHeartbeatResponse(error_code=code)
     if isinstance(req, LeaveGroupRequest):
         return LeaveGroupResponse(error_code=code)
     if isinstance(req, OffsetCommitRequest):

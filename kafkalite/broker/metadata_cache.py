@@ -43,6 +43,7 @@ class MetadataCache:
         self.controller_id: int = -1
         self.controller_epoch = -1
         self._names: set[str] | None = None  # the topics of ``partitions``, rebuilt after a change
+        self._counts: dict[str, int] | None = None  # partition count by topic, rebuilt after a change
 
     def update(self, req: UpdateMetadataRequest) -> list[TopicPartition]:
         """Apply an UpdateMetadata; returns the partitions it deleted (leader -2: their topic is going).
@@ -57,7 +58,7 @@ class MetadataCache:
         self.controller_epoch = req.controller_epoch
         self.controller_id = req.controller_id
         self.live_brokers = {b.node_id: b for b in req.live_brokers}
-        self._names = None
+        self._names = self._counts = None
         deleted = []
         for st in req.partition_states:
             if st.leader == LEADER_DURING_DELETE:
@@ -69,7 +70,7 @@ class MetadataCache:
 
     def remove(self, tp: TopicPartition) -> None:
         self.partitions.pop(tp, None)
-        self._names = None
+        self._names = self._counts = None
 
     def leader(self, tp: TopicPartition) -> int:
         st = self.partitions.get(tp)
@@ -84,6 +85,15 @@ class MetadataCache:
 
     def has_topic(self, name: str) -> bool:
         return name in self._topic_names()
+
+    def partition_counts(self) -> dict[str, int]:
+        """Partition count by topic: what the consumer groups' assignors see (shared; do not change it)."""
+        if self._counts is None:
+            counts: dict[str, int] = {}
+            for tp in self.partitions:
+                counts[tp.topic] = counts.get(tp.topic, 0) + 1
+            self._counts = counts
+        return self._counts
 
     def _topic_names(self) -> set[str]:
         if self._names is None:

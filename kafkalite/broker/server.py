@@ -184,6 +184,7 @@ class KafkaBroker(BaseNode):
             self.log,
             self.config,
             member_id_seed=seed,
+            topics=lambda: self.cache.partition_counts(),
         )
         self.group_manager = GroupMetadataManager(
             self.broker_id,

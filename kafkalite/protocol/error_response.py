@@ -24,6 +24,8 @@ from kafkalite.protocol import (
     AlterPartitionRequest,
     AlterPartitionResponse,
     AlterPartitionResult,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
     ControlledShutdownRequest,
     ControlledShutdownResponse,
     CreatableTopicResult,
@@ -213,6 +215,9 @@ _BUILDERS: dict[type[Request], _Builder] = {
     SyncGroupRequest: _top_level(SyncGroupResponse),
     HeartbeatRequest: _top_level(HeartbeatResponse),
     LeaveGroupRequest: _top_level(LeaveGroupResponse),
+    ConsumerGroupHeartbeatRequest: lambda _req, code, msg: ConsumerGroupHeartbeatResponse(
+        error_code=code, error_message=msg
+    ),
     OffsetCommitRequest: _per_partition(OffsetCommitResponse, PartitionError),
     OffsetFetchRequest: lambda req, code, _m: OffsetFetchResponse(
         error_code=code,

@@ -16,9 +16,14 @@ Epoch -1 leaves; a static member (instance id) leaving with -2 keeps its place a
 session expires, and a rejoin under the same instance id takes them over (UNRELEASED_INSTANCE_ID while the
 previous holder has not left).
 
+OffsetCommit for a consumer group (``validate_offset_commit``) follows OffsetCommit v9: the request's
+generation id is the member epoch, which must equal the member's current one (STALE_MEMBER_EPOCH otherwise);
+a commit with epoch -1 and no member id is taken only while the group has no members.
+
 kafkalite has no topic ids: a topic's id here is a UUID derived from its name (``topic_id``), so a topic
-deleted and re-created keeps its id, which Kafka's would not. Consumer groups are not written to
-``__consumer_offsets`` yet, and OffsetCommit does not know them.
+deleted and re-created keeps its id, which Kafka's would not. Consumer groups' membership is not written to
+``__consumer_offsets`` yet (their committed offsets are): a coordinator failover loses the members, who
+rejoin with FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from kafkalite.errors import (
     GroupMaxSizeReachedError,
     InvalidRegularExpressionError,
     InvalidRequestError,
+    StaleMemberEpochError,
     UnknownMemberIdError,
     UnreleasedInstanceIdError,
     UnsupportedAssignorError,
@@ -379,6 +385,25 @@ class ConsumerGroupProtocol:
         else:
             self._cancel(self._rebalance_timers, group, updated.member_id)
         return updated
+
+    # ============================================================================= offset commits
+    def validate_offset_commit(
+        self, group_id: str, member_id: str, instance_id: str | None, member_epoch: int
+    ) -> int | None:
+        """The error of an OffsetCommit to ``group_id`` if it is a consumer group (None if it is not one)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return None
+        if member_epoch < 0 and not member_id and not group.members:
+            return NO_ERROR  # a commit from outside the group (assign(), admin) while nobody consumes
+        member = group.members.get(member_id)
+        if member is None:
+            return UnknownMemberIdError.code
+        if instance_id is not None and member.instance_id != instance_id:
+            return FencedInstanceIdError.code
+        if member_epoch != member.member_epoch:
+            return StaleMemberEpochError.code
+        return NO_ERROR
 
     # ============================================================================= leaving and fencing
     def _leave(self, req: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:

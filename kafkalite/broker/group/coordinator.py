@@ -846,6 +846,17 @@ class GroupCoordinator:
     def _validate_commit(self, req: OffsetCommitRequest) -> int:
         if not req.group_id:
             return InvalidGroupIdError.code
+        consumer = self.consumer.validate_offset_commit(
+            req.group_id, req.member_id, req.group_instance_id, req.generation_id
+        )
+        if consumer is not None:
+            # A KIP-848 consumer group: its offsets live on a memberless classic group record.
+            holder = self.groups.get(req.group_id)
+            if holder is not None and holder.is_(GroupState.DEAD):
+                return _COORDINATOR_NA
+            if consumer == _NONE and holder is None:
+                self.groups[req.group_id] = GroupMetadata(req.group_id)
+            return consumer
         group = self.groups.get(req.group_id)
         if group is None:
             if req.generation_id < 0:
