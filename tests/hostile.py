@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+import uuid
 from typing import Any
 
 from hypothesis import strategies as st
@@ -56,6 +57,12 @@ records = st.sampled_from(RECORDS)
 topic_partitions = st.builds(TopicPartition, names, int32s)
 
 
+def _topic_id(name: str) -> uuid.UUID:
+    from kafkalite.broker.group.consumer_protocol import topic_id
+
+    return topic_id(name)
+
+
 def _unwrap_optional(hint: Any) -> tuple[Any, bool]:
     args = typing.get_args(hint)
     if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
@@ -85,6 +92,8 @@ def _for_type(hint: Any) -> st.SearchStrategy:
         return st.floats(allow_nan=False)
     if hint is TopicPartition:
         return topic_partitions
+    if hint is uuid.UUID:  # topic ids: the null one, those of hostile names (as the broker derives them)
+        return st.one_of(st.just(uuid.UUID(int=0)), names.map(_topic_id), st.uuids())
     origin = typing.get_origin(hint)
     if origin is tuple:
         args = typing.get_args(hint)

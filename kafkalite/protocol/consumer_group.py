@@ -56,6 +56,8 @@ class ConsumerGroupHeartbeatRequest(Request):
 
     api_key = ApiKey.CONSUMER_GROUP_HEARTBEAT
     response_type = ConsumerGroupHeartbeatResponse
+    versions = (0, 1)
+    """Kafka 3.9 serves v0; 4.0 adds v1 (the regex subscription, ``subscribed_topic_regex``)."""
     flexible_from = 0
     group_id: str = wire("string", "0+", "")
     member_id: str = wire("string", "0+", "")

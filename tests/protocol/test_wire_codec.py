@@ -194,3 +194,17 @@ def test_uuid_round_trip():
     u = uuid.uuid4()
     w.uuid(u)
     assert Reader(bytes(w.buf)).uuid() == u
+
+
+def test_a_nullable_struct_has_kafkas_presence_byte():
+    """ConsumerGroupHeartbeatResponse.Assignment: -1 for null, 1 then the struct (Kafka's generated code)."""
+    assign = next(f for f in SPECS[68].response if f.name == "assignment")
+    tid = uuid.UUID(int=1)
+    present = {"topic_partitions": [{"topic_id": tid, "partitions": [3]}]}
+    assert encode((assign,), {"assignment": None}, 0, True) == b"\xff\x00"  # null, the tagged fields
+    raw = encode((assign,), {"assignment": present}, 0, True)
+    assert raw[0] == 1 and raw[1] == 2 and raw[2:18] == tid.bytes, raw.hex()
+    for value in (None, present):
+        assert decode((assign,), encode((assign,), {"assignment": value}, 1, True), 1, True) == {
+            "assignment": value
+        }

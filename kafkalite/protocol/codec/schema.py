@@ -162,6 +162,9 @@ def _read_value(r: Reader, f: Field, v: int, flexible: bool) -> Any:
     t = f.type
     nullable = f.nullable_in(v)
     if t == "struct":
+        # A nullable struct is preceded by a presence byte: -1 null, 1 present (Kafka's generated code).
+        if nullable and r.int8() < 0:
+            return None
         return read_struct(r, f.fields, v, flexible)
     if t.startswith("[]"):
         n = r.array_length(flexible)
@@ -229,6 +232,10 @@ def _write_primitive(w: Writer, t: str, value: Any, flexible: bool) -> None:
 def _write_value(w: Writer, f: Field, value: Any, v: int, flexible: bool) -> None:
     t = f.type
     if t == "struct":
+        if f.nullable_in(v):
+            w.int8(-1 if value is None else 1)
+            if value is None:
+                return
         write_struct(w, f.fields, value or {}, v, flexible)
         return
     if t.startswith("[]"):
