@@ -428,6 +428,13 @@ class IneligibleReplicaError(KafkaError):
     code, name = 107, "INELIGIBLE_REPLICA"
 
 
+class UnknownTopicIdError(KafkaError):
+    """A request names a topic by an id no topic has (any more)."""
+
+    code, name = 100, "UNKNOWN_TOPIC_ID"
+    retriable = True
+
+
 class FencedMemberEpochError(KafkaError):
     """A consumer group member's epoch is not the coordinator's: it must drop its partitions and rejoin."""
 

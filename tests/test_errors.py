@@ -85,6 +85,7 @@ EXPECTED: dict[int, tuple[str, bool]] = {
     91: ("RESOURCE_NOT_FOUND", False),
     93: ("UNACCEPTABLE_CREDENTIAL", False),
     95: ("INVALID_UPDATE_VERSION", False),
+    100: ("UNKNOWN_TOPIC_ID", True),
     107: ("INELIGIBLE_REPLICA", False),
     110: ("FENCED_MEMBER_EPOCH", False),
     111: ("UNRELEASED_INSTANCE_ID", False),

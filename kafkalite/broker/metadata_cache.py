@@ -14,6 +14,7 @@ from kafkalite.errors import (
     InvalidTopicError,
     LeaderNotAvailableError,
     StaleControllerEpochError,
+    UnknownTopicIdError,
     UnknownTopicOrPartitionError,
 )
 from kafkalite.protocol import (
@@ -30,6 +31,7 @@ from kafkalite.protocol import (
     UpdateMetadataPartitionState,
     UpdateMetadataRequest,
 )
+from kafkalite.protocol.metadata import topic_id
 
 CLUSTER_ID = "kafkalite"
 
@@ -103,6 +105,13 @@ class MetadataCache:
     def metadata(self, req: MetadataRequest) -> MetadataResponse:
         names = self.topics() if req.topics is None else list(req.topics)
         topics = []
+        if req.topic_ids:
+            by_id = {topic_id(n): n for n in self._topic_names()}
+            for tid in req.topic_ids:
+                if tid in by_id:
+                    names.append(by_id[tid])
+                else:
+                    topics.append(TopicMetadata(name=None, topic_id=tid, error_code=UnknownTopicIdError.code))
         for name in names:
             parts = sorted((tp.partition, st) for tp, st in self.partitions.items() if tp.topic == name)
             if not parts:
@@ -124,7 +133,12 @@ class MetadataCache:
                     )
                 )
             topics.append(
-                TopicMetadata(name=name, is_internal=name in INTERNAL_TOPICS, partitions=tuple(pms))
+                TopicMetadata(
+                    name=name,
+                    topic_id=topic_id(name),
+                    is_internal=name in INTERNAL_TOPICS,
+                    partitions=tuple(pms),
+                )
             )
         return MetadataResponse(
             brokers=tuple(self.live_brokers[b] for b in sorted(self.live_brokers)),

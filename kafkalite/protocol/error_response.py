@@ -157,6 +157,7 @@ _BUILDERS: dict[type[Request], _Builder] = {
     ),
     MetadataRequest: lambda req, code, _m: MetadataResponse(
         topics=tuple(TopicMetadata(name=t, error_code=code) for t in req.topics or ())
+        + tuple(TopicMetadata(name=None, topic_id=i, error_code=code) for i in req.topic_ids)
     ),
     CreateTopicsRequest: lambda req, code, msg: CreateTopicsResponse(
         topics=tuple(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from kafkalite.protocol.api import (
     NO_ERROR,
     NO_LEADER,
@@ -16,6 +18,17 @@ from kafkalite.protocol.api import (
     message,
 )
 from kafkalite.protocol.codec.binding import wire, wire_by_topic, wire_partition
+
+NO_TOPIC_ID = uuid.UUID(int=0)
+"""Kafka's ``Uuid.ZERO_UUID``: no topic id."""
+_TOPIC_ID_NAMESPACE = uuid.UUID("6b61666b-616c-6974-652d-746f70696373")
+
+
+def topic_id(name: str) -> uuid.UUID:
+    """kafkalite's stand-in for Kafka's topic id: a UUID derived from the name, so the same for the same
+    name on every broker (a topic deleted and re-created keeps its id, which Kafka's would not)."""
+    return uuid.uuid5(_TOPIC_ID_NAMESPACE, name)
+
 
 #: Kafka's ``authorized_operations`` value when they were not asked for (``Integer.MIN_VALUE``).
 OPERATIONS_NOT_REQUESTED = -(2**31)
@@ -51,8 +64,10 @@ class PartitionMetadata(Message):
 @message
 class TopicMetadata(Message):
     error_code: int = wire("int16", "0+", NO_ERROR)
-    """Topic-level: UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION, TOPIC_AUTHORIZATION_FAILED, ..."""
-    name: str = wire("string")
+    """Topic-level: UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION, UNKNOWN_TOPIC_ID, ..."""
+    name: str | None = wire("string", "0+", None, nullable="12+")
+    """None only for a topic asked for by an id no topic has (v12+)."""
+    topic_id: uuid.UUID = wire("uuid", "10+", NO_TOPIC_ID)
     is_internal: bool = wire("bool", "1+", False)
     partitions: tuple[PartitionMetadata, ...] = wire("[]struct", "0+", (), items=PartitionMetadata)
     topic_authorized_operations: int = wire("int32", "8+", OPERATIONS_NOT_REQUESTED)
@@ -73,7 +88,7 @@ class MetadataResponse(Response):
     cluster_id: str | None = wire("string", "2+", None, nullable="2+")
     controller_id: int = wire("int32", "1+", NO_NODE)
     topics: tuple[TopicMetadata, ...] = wire("[]struct", "0+", (), items=TopicMetadata)
-    cluster_authorized_operations: int = wire("int32", "8+", OPERATIONS_NOT_REQUESTED)
+    cluster_authorized_operations: int = wire("int32", "8-10", OPERATIONS_NOT_REQUESTED)
     """kafkalite reports no authorized operations: always Kafka's "not requested"."""
 
     @classmethod
@@ -84,31 +99,41 @@ class MetadataResponse(Response):
 
 @message
 class MetadataRequestTopic(Message):
-    """One entry of Metadata's topic list on the wire; ``MetadataRequest.topics`` keeps just the names."""
+    """One entry of Metadata's topic list on the wire: a name, or (v10+) a topic id with a null name.
+    ``MetadataRequest`` keeps the names in ``topics`` and the ids in ``topic_ids``."""
 
-    name: str = wire("string")
+    topic_id: uuid.UUID = wire("uuid", "10+", NO_TOPIC_ID)
+    name: str | None = wire("string", "0+", None, nullable="10+")
 
 
 @message
 class MetadataRequest(Request):
     api_key = ApiKey.METADATA
     response_type = MetadataResponse
-    versions = (0, 8)
+    versions = (0, 12)
+    """v10 adds topic ids (answered from v12 on, as Kafka does); KIP-848 consumers look topics up by id."""
+    flexible_from = 9
     topics: tuple[str, ...] | None = wire(
         "[]struct", "0+", None, nullable="1+", items=MetadataRequestTopic, unwrap="name"
     )
     """None asks for every topic; ``()`` for none (brokers and controller only)."""
     allow_auto_topic_creation: bool = wire("bool", "4+", True)
-    include_cluster_authorized_operations: bool = wire("bool", "8+", False)
+    include_cluster_authorized_operations: bool = wire("bool", "8-10", False)
     """Read and dropped: kafkalite reports no authorized operations."""
     include_topic_authorized_operations: bool = wire("bool", "8+", False)
     """Read and dropped, as ``include_cluster_authorized_operations``."""
+    topic_ids: tuple[uuid.UUID, ...] = ()
+    """Topics asked for by id (entries with a null name, v10+), besides those named in ``topics``."""
 
     @classmethod
     def wire_in(cls, kw: dict, body: dict, version: int) -> dict:
         topics = kw.get("topics")
         every = topics is None or (version == 0 and not topics)  # v0 asks for every topic with an empty list
-        kw["topics"] = None if every else topics
+        if every:
+            kw["topics"] = None
+        else:
+            kw["topics"] = tuple(t for t in topics if t is not None)
+            kw["topic_ids"] = tuple(t["topic_id"] for t in body["topics"] if t.get("name") is None)
         kw.pop("include_cluster_authorized_operations", None)
         kw.pop("include_topic_authorized_operations", None)
         return kw
@@ -116,6 +141,8 @@ class MetadataRequest(Request):
     def wire_out(self, body: dict, version: int) -> None:
         if version == 0 and self.topics is None:
             body["topics"] = []
+        elif self.topic_ids and body.get("topics") is not None and version >= 10:
+            body["topics"] = list(body["topics"]) + [{"topic_id": t, "name": None} for t in self.topic_ids]
 
 
 # ---------------------------------------------------------------------------------------- CreateTopics

@@ -67,16 +67,10 @@ from kafkalite.protocol.consumer_group import (
     ConsumerGroupHeartbeatResponse,
     ConsumerGroupTopicPartitions,
 )
+from kafkalite.protocol.metadata import topic_id
 
 if TYPE_CHECKING:
     from kafkalite.broker.group.coordinator import GroupCoordinator
-
-_TOPIC_ID_NAMESPACE = uuid.UUID("6b61666b-616c-6974-652d-746f70696373")
-
-
-def topic_id(name: str) -> uuid.UUID:
-    """kafkalite's stand-in for Kafka's topic id: the same UUID for the same name."""
-    return uuid.uuid5(_TOPIC_ID_NAMESPACE, name)
 
 
 @dataclass(frozen=True)
