@@ -47,6 +47,7 @@ OFFSET_COMMIT, OFFSET_FETCH, DESCRIBE_GROUPS, LIST_GROUPS = 8, 9, 15, 16
 CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS, DELETE_GROUPS = 19, 20, 32, 42
 CREATE_ACLS, DESCRIBE_ACLS, DELETE_ACLS = 30, 29, 31
 SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
+FETCH = 1
 DESCRIBE_USER_SCRAM, ALTER_USER_SCRAM = 50, 51
 RETRIABLE = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
 
@@ -246,6 +247,61 @@ class AdminClient:
             for p in t["partitions"]:
                 out[TopicPartition(t["name"], p["partition_index"])] = p["leader_id"]
         return out
+
+    def partition_leaders(self, topics: Iterable[str]) -> dict[TopicPartition, tuple[int, int]]:
+        """Fresh Metadata: each partition of ``topics`` -> (leader id, leader epoch); -1 for no leader.
+        A topic the cluster does not know is left out."""
+        out = {}
+        for t in self.metadata(sorted(set(topics)))["topics"]:
+            if t["error_code"]:
+                continue
+            for p in t["partitions"]:
+                out[TopicPartition(t["name"], p["partition_index"])] = (
+                    p["leader_id"],
+                    p.get("leader_epoch", -1),
+                )
+        return out
+
+    def fetch_raw(
+        self,
+        node: int,
+        topic: str,
+        partition: int,
+        offset: int,
+        *,
+        max_bytes: int = 1 << 20,
+        isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
+        leader_epoch: int = -1,
+        max_wait_ms: int = 0,
+    ) -> dict:
+        """One Fetch of one partition from broker ``node``, as a consumer sends it (replica id -1, no
+        session). Returns the partition's answer unparsed: ``error_code``, ``high_watermark``,
+        ``last_stable_offset``, ``log_start_offset``, ``aborted_transactions`` and ``records`` (raw
+        record-batch bytes, possibly ending in a partial batch). Errors are the caller's to judge."""
+        body = {
+            "replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": 1, "max_bytes": max_bytes,
+            "isolation_level": int(isolation_level), "session_id": 0, "session_epoch": -1,
+            "topics": [{"topic": topic, "partitions": [{
+                "partition": partition, "current_leader_epoch": leader_epoch, "fetch_offset": offset,
+                "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": max_bytes}]}],
+            "forgotten_topics_data": [], "rack_id": "",
+        }  # fmt: skip
+        resp = self._call(node, FETCH, body)
+        _raise(resp.get("error_code", 0), f"Fetch {topic}-{partition}")
+        for t in resp["responses"]:
+            for p in t["partitions"]:
+                if t["topic"] == topic and p["partition_index"] == partition:
+                    records = p["records"]
+                    if records is not None and not isinstance(records, bytes | bytearray | memoryview):
+                        records = records.read()
+                    return {**p, "records": bytes(records or b"")}
+        raise KafkaError(f"Fetch answer from broker {node} has no partition {topic}-{partition}")
+
+    def forget(self, node: Any) -> None:
+        """Close the connection to ``node`` (after it failed), so the next call opens a new one."""
+        conn = self._conns.pop(node, None)
+        if conn is not None:
+            conn.close()
 
     # -------------------------------------------------------------------------------------- topics
 

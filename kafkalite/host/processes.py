@@ -20,7 +20,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -209,10 +209,14 @@ def start_cluster(
     config: Mapping[str, str] | None = None,
     zookeeper: str | None = None,
     timeout_s: float = 60.0,
+    extra_listeners: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Launch the store and ``brokers`` broker processes, wait until every broker has registered and a
     controller is elected, and write ``<directory>/cluster.json``. ``base_port`` 0: free ports.
-    ``zookeeper`` (Kafka's ``zookeeper.connect``): use that ZooKeeper ensemble instead of starting the store."""
+    ``zookeeper`` (Kafka's ``zookeeper.connect``): use that ZooKeeper ensemble instead of starting the store.
+    ``extra_listeners``: more listeners per broker besides PLAINTEXT (which the brokers use among
+    themselves), named by their security protocol (``SASL_SSL``, ...) on free ports; ``config`` carries
+    their TLS and SASL settings, and ``state["bootstrap"][name]`` their bootstrap servers."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     if (d / "cluster.json").exists() and _alive(json.loads((d / "cluster.json").read_text())):
@@ -236,10 +240,14 @@ def start_cluster(
         state["store"] = {"port": store_port, "pid": _spawn(store_cmd, d / "logs" / "store.log")}
         _wait_port(host, store_port, timeout_s)
         coordination = ["--store", f"{host}:{store_port}"]
+    extra = {name: {b: free_port(host) for b in ports} for name in extra_listeners}
     for b in range(1, brokers + 1):
         peers = ",".join(f"{o}={host}:{bridges[o]}" for o in range(1, brokers + 1) if o != b)
+        listeners = ",".join(
+            [f"PLAINTEXT://{host}:{ports[b]}", *(f"{n}://{host}:{p[b]}" for n, p in extra.items())]
+        )
         cmd = [*exe, "server", "start", "--broker-id", str(b), *coordination,
-               "--listeners", f"PLAINTEXT://{host}:{ports[b]}", "--log-dir", str(d / f"broker-{b}"),
+               "--listeners", listeners, "--log-dir", str(d / f"broker-{b}"),
                "--inter-broker-port", str(bridges[b])]  # fmt: skip
         if peers:
             cmd += ["--peers", peers]
@@ -251,6 +259,10 @@ def start_cluster(
     bootstrap = ",".join(f"{host}:{ports[b]}" for b in ports)
     _wait_ready(bootstrap, brokers, timeout_s)
     state["bootstrap_servers"] = bootstrap
+    state["bootstrap"] = {
+        "PLAINTEXT": bootstrap,
+        **{n: ",".join(f"{host}:{p[b]}" for b in sorted(p)) for n, p in extra.items()},
+    }
     (d / "cluster.json").write_text(json.dumps(state, indent=2))
     return state
 
