@@ -15,6 +15,7 @@ from kafkalite.spark.source import (
     HEADERS_DDL,
     SCHEMA_DDL,
     KafkaliteInputPartition,
+    input_partitions,
     plan_ranges,
     read_partition,
     select_partitions,
@@ -32,7 +33,8 @@ class KafkaliteDataSource(DataSource):
 
     def schema(self) -> str:
         opts = parse_read_options(self.options, streaming=None)  # fail at load(), not at the first action
-        select_partitions(opts, locate_partitions(opts.path))
+        if not opts.wire:  # wire mode asks the brokers when planning, as Spark's Kafka source does
+            select_partitions(opts, locate_partitions(opts.path))
         return f"{SCHEMA_DDL}, {HEADERS_DDL}" if opts.include_headers else SCHEMA_DDL
 
     def reader(self, schema: StructType) -> DataSourceReader:
@@ -54,11 +56,7 @@ class KafkaliteReader(DataSourceReader):
         self.opts = parse_read_options(options)
 
     def partitions(self) -> list[KafkaliteInputPartition]:
-        o = self.opts
-        return [
-            KafkaliteInputPartition(o.path, rng, o.fail_on_data_loss, o.include_headers, o.read_committed)
-            for rng in plan_ranges(o)
-        ]
+        return input_partitions(self.opts, plan_ranges(self.opts))
 
     def read(self, partition: KafkaliteInputPartition) -> Iterator[pa.RecordBatch]:
         return read_partition(partition)

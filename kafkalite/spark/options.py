@@ -1,7 +1,18 @@
 """Options of ``format("kafkalite")``: Spark's Kafka source names and rules, checked before anything runs.
 
-Spark hands Python data sources their options with lower-case keys; error messages use the canonical
-spelling. Plain functions, so that every rule is testable without a SparkSession.
+Two modes, chosen by which of two options is given (exactly one must be):
+
+- wire mode, ``kafka.bootstrap.servers``: the source is a Kafka client. Every other ``kafka.*`` option
+  goes to that client with the prefix removed (``kafka.security.protocol``, ``kafka.sasl.mechanism``,
+  ``kafka.sasl.jaas.config``, ``kafka.ssl.truststore.location``, ...), except the few Spark's own Kafka
+  source refuses because the source, not the client, owns what they control (where to start, what the
+  bytes are, commits); those are refused here too, by name.
+- path mode, ``path``: the source reads a directory of ``<topic>-<partition>`` logs directly (a copy of
+  a broker's disks, or a ``Cluster.dir``).
+
+All the other read options (subscribe, startingOffsets, failOnDataLoss, minPartitions, ...) mean the same
+in both modes. Spark hands Python data sources their options with lower-case keys; error messages use the
+canonical spelling. Plain functions, so that every rule is testable without a SparkSession.
 """
 
 from __future__ import annotations
@@ -13,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkalite.errors import InvalidConfigError
+from kafkalite.host.admin_client import parse_bootstrap
 
 READ_OPTIONS = (
     "path",
@@ -31,7 +43,21 @@ READ_OPTIONS = (
     "failOnDataLoss",
     "includeHeaders",
     "kafka.isolation.level",
+    "kafka.bootstrap.servers",
+    "kafkaConsumer.pollTimeoutMs",
+    "fetchOffset.numRetries",
+    "fetchOffset.retryIntervalMs",
+    "groupIdPrefix",
 )
+# Spark's Kafka source refuses these consumer settings: the source decides them itself.
+REFUSED_KAFKA_PARAMS = {
+    "auto.offset.reset": "set the source option 'startingOffsets' instead",
+    "key.deserializer": "keys are always read as bytes; cast or decode them in the query",
+    "value.deserializer": "values are always read as bytes; cast or decode them in the query",
+    "enable.auto.commit": "the source commits no offsets: its progress lives in Spark's checkpoint",
+    "interceptor.classes": "the source reads raw bytes and runs no consumer interceptors",
+}
+WIRE_ONLY_OPTIONS = ("kafkaConsumer.pollTimeoutMs", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs")
 BATCH_ONLY_OPTIONS = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
 WRITE_OPTIONS = ("path", "topic", "partitions", "checkpointLocation")
 SUBSCRIPTION_OPTIONS = ("subscribe", "subscribePattern", "assign")
@@ -55,7 +81,7 @@ class OffsetSpec:
 
 @dataclass(frozen=True)
 class ReadOptions:
-    path: str
+    path: str | None  # path mode; None in wire mode
     subscription: str  # "subscribe" | "subscribePattern" | "assign"
     topics: tuple[str, ...] = ()
     pattern: str | None = None
@@ -68,6 +94,20 @@ class ReadOptions:
     fail_on_data_loss: bool = True
     include_headers: bool = False
     read_committed: bool = False
+    bootstrap: str | None = None  # wire mode: kafka.bootstrap.servers
+    kafka_params: tuple[tuple[str, str], ...] = ()  # the other kafka.* options, prefix removed
+    poll_timeout_ms: int = 120_000  # kafkaConsumer.pollTimeoutMs: how long a task waits for its data
+    fetch_offset_retries: int = 3  # fetchOffset.numRetries (the driver's offset lookups)
+    fetch_offset_retry_ms: int = 10  # fetchOffset.retryIntervalMs
+
+    @property
+    def wire(self) -> bool:
+        return self.bootstrap is not None
+
+    @property
+    def where(self) -> str:
+        """Where the data is read from, for messages."""
+        return f"cluster {self.bootstrap!r}" if self.bootstrap else f"log directory {self.path!r}"
 
 
 @dataclass(frozen=True)
@@ -192,12 +232,54 @@ def _parse_position(opts: Mapping[str, str], side: str, *, streaming: bool) -> O
     return parse_offsets(name, opts.get(f"{side}offsets", default), streaming=streaming)
 
 
+def _kafka_params(opts: Mapping[str, str]) -> dict[str, str]:
+    """The ``kafka.*`` options handed to the client (prefix removed), after Spark's refusals. The two the
+    source itself interprets (``bootstrap.servers``, ``isolation.level``) stay out."""
+    out = {}
+    for key, value in opts.items():
+        if not key.startswith("kafka.") or key in ("kafka.bootstrap.servers", "kafka.isolation.level"):
+            continue
+        name = key[len("kafka.") :]
+        if name in REFUSED_KAFKA_PARAMS:
+            raise InvalidConfigError(
+                f"Kafka option 'kafka.{name}' is not supported: {REFUSED_KAFKA_PARAMS[name]}"
+            )
+        out[name] = value
+    return out
+
+
 def parse_read_options(options: Mapping[str, str], *, streaming: bool | None = False) -> ReadOptions:
     """Check every read option; errors name the option and what was wrong. ``streaming=None``: not
     known yet (``DataSource.schema`` serves both), so the batch-only and streaming-only rules wait."""
     opts = lower_keys(options)
-    _check_known(opts, READ_OPTIONS, "the streaming source" if streaming else "the source")
-    path = _require_path(opts, "a log directory of <topic>-<partition> logs, a broker's or a Cluster.dir")
+    what = "the streaming source" if streaming else "the source"
+    kafka_params = _kafka_params(opts)
+    _check_known({k: v for k, v in opts.items() if not k.startswith("kafka.")}, READ_OPTIONS, what)
+    bootstrap = opts.get("kafka.bootstrap.servers")
+    has_path = "path" in opts
+    if (bootstrap is None) == (not has_path):
+        raise InvalidConfigError(
+            "give exactly one of option 'kafka.bootstrap.servers' (read from running brokers) and option "
+            "'path' (read a directory of <topic>-<partition> logs), got "
+            + ("both" if has_path else "neither")
+        )
+    path: str | None = None
+    if bootstrap is not None:
+        if not bootstrap.strip():
+            raise InvalidConfigError("option 'kafka.bootstrap.servers' is empty (expected HOST:PORT,...)")
+        try:
+            parse_bootstrap(bootstrap)
+        except ValueError as e:
+            raise InvalidConfigError(f"option 'kafka.bootstrap.servers': {e}") from None
+    else:
+        path = _require_path(opts, "a log directory of <topic>-<partition> logs, a broker's or a Cluster.dir")
+        wire_only = [o for o in WIRE_ONLY_OPTIONS if o.lower() in opts]
+        if kafka_params or wire_only:
+            names = [f"kafka.{k}" for k in kafka_params] + wire_only
+            raise InvalidConfigError(
+                f"option(s) {', '.join(names)} are client settings for reading through brokers "
+                "('kafka.bootstrap.servers'); a 'path' read opens no connection"
+            )
     given = [o for o in SUBSCRIPTION_OPTIONS if o.lower() in opts]
     if len(given) != 1:
         raise InvalidConfigError(
@@ -213,6 +295,21 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool | None = F
     elif streaming is False and "maxoffsetspertrigger" in opts:
         raise InvalidConfigError("option 'maxOffsetsPerTrigger' is for streaming queries only")
     kw: dict[str, Any] = {"path": path, "subscription": given[0]}
+    if bootstrap is not None:
+        kw["bootstrap"] = bootstrap.strip()
+        kw["kafka_params"] = tuple(sorted(kafka_params.items()))
+        if "kafkaconsumer.polltimeoutms" in opts:
+            kw["poll_timeout_ms"] = _positive_int(
+                "kafkaConsumer.pollTimeoutMs", opts["kafkaconsumer.polltimeoutms"]
+            )
+        if "fetchoffset.numretries" in opts:
+            kw["fetch_offset_retries"] = _positive_int(
+                "fetchOffset.numRetries", opts["fetchoffset.numretries"]
+            )
+        if "fetchoffset.retryintervalms" in opts:
+            kw["fetch_offset_retry_ms"] = _positive_int(
+                "fetchOffset.retryIntervalMs", opts["fetchoffset.retryintervalms"]
+            )
     if given[0] == "subscribe":
         topics = tuple(t.strip() for t in opts["subscribe"].split(",") if t.strip())
         if not topics:
@@ -274,6 +371,7 @@ __all__ = [
     "EARLIEST",
     "LATEST",
     "READ_OPTIONS",
+    "REFUSED_KAFKA_PARAMS",
     "WRITE_OPTIONS",
     "OffsetSpec",
     "ReadOptions",

@@ -1,11 +1,19 @@
-"""A PySpark data source that reads kafkalite partition logs like Spark's Kafka source reads a cluster.
+"""The batch reader of ``format("kafkalite")``: planning (both modes) and path-mode reading.
 
-``spark.read.format("kafkalite").option("path", DIR).option("subscribe", "t1,t2").load()`` gives the same
-columns as ``format("kafka")`` (plus ``headers`` with ``includeHeaders``). Planning opens every chosen
-partition read-only and fixes an offset range ``[start, end)`` for it, ``end`` never beyond what is
-committed (see ``kafkalite.storage.log_dirs``); each Spark task then reads exactly its range, so a writer appending at the
-same time cannot change the answer of a query already planned, and a batch still being written (beyond
-the valid prefix a read-only open recovers) is never read.
+``spark.read.format("kafkalite").option(...).option("subscribe", "t1,t2").load()`` gives the columns of
+Spark's ``format("kafka")`` (key, value, topic, partition, offset, timestamp, timestampType; ``headers``
+with ``includeHeaders``). Planning, on the driver, fixes one offset range ``[start, end)`` per partition
+(cut into several with ``minPartitions``), ``end`` never beyond what is committed; each Spark task then
+reads exactly its range, so records appended meanwhile cannot change the answer of a planned query.
+
+Where the data comes from depends on the mode (see ``options.py``):
+
+- wire mode (``kafka.bootstrap.servers``): the partitions come from Metadata and the bounds from
+  ListOffsets (the last stable offset under read_committed), and a task fetches its range from the
+  partition's leader over the Kafka protocol (``wire.py``). No file is opened, so the executors can sit
+  on other machines than the brokers, and any Kafka-compatible cluster will do.
+- path mode (``path``): planning opens each chosen partition directory read-only and a task reads the
+  segment files (``fetch.py``): for a copy of a cluster's log directories.
 
 ``datasource.py`` hands Spark this batch reader, the streaming reader (``stream.py``) and the batch and
 streaming writers (``sink.py``).
@@ -15,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -24,6 +32,7 @@ from pyspark.sql.datasource import InputPartition
 
 from kafkalite.errors import InvalidConfigError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from kafkalite.records import iter_batches, validate_batch
+from kafkalite.spark import wire
 from kafkalite.spark.arrow_records import ARROW_SCHEMA, ARROW_SCHEMA_WITH_HEADERS, batches_to_arrow
 from kafkalite.spark.fetch import SegmentFetcher
 from kafkalite.spark.options import EARLIEST, LATEST, OffsetSpec, ReadOptions, parse_read_options
@@ -45,8 +54,11 @@ log = logging.getLogger("kafkalite.spark")
 __all__ = [
     "ARROW_SCHEMA",
     "ARROW_SCHEMA_WITH_HEADERS",
+    "KafkaliteInputPartition",
     "OffsetRange",
     "PartitionBounds",
+    "current_bounds",
+    "input_partitions",
     "partition_bounds",
     "plan_ranges",
     "read_range",
@@ -75,15 +87,19 @@ class OffsetRange:
 
 
 class KafkaliteInputPartition(InputPartition):
-    """A picklable offset range plus how to read it."""
+    """A picklable offset range plus how to read it: from ``logdir`` (path mode) or, with ``bootstrap``
+    set, from the brokers with the client settings ``kafka_params`` (wire mode)."""
 
     def __init__(
         self,
-        logdir: str,
+        logdir: str | None,
         rng: OffsetRange,
         fail_on_data_loss: bool = True,
         include_headers: bool = False,
         read_committed: bool = False,
+        bootstrap: str | None = None,
+        kafka_params: tuple[tuple[str, str], ...] = (),
+        poll_timeout_ms: int = 120_000,
     ) -> None:
         super().__init__(rng)
         self.logdir = logdir
@@ -91,6 +107,9 @@ class KafkaliteInputPartition(InputPartition):
         self.fail_on_data_loss = fail_on_data_loss
         self.include_headers = include_headers
         self.read_committed = read_committed
+        self.bootstrap = bootstrap
+        self.kafka_params = kafka_params
+        self.poll_timeout_ms = poll_timeout_ms
 
     def __repr__(self) -> str:
         r = self.range
@@ -156,16 +175,53 @@ def partition_bounds(loc: PartitionLocation) -> PartitionBounds:
     return PartitionBounds(loc.topic, loc.partition, loc.dir, start, end)
 
 
-def offset_for_timestamp(b: PartitionBounds, ts: int) -> int | None:
-    """First committed offset whose timestamp is >= ``ts`` (the time index), None if there is none."""
-    log_ = _open(b.dir)
-    try:
-        found = log_.offset_for_timestamp(ts)
-    finally:
-        log_.close()
-    if found is None or found[0] >= b.end:
+def offset_for_timestamp(b: PartitionBounds, ts: int, opts: ReadOptions | None = None) -> int | None:
+    """First committed offset whose timestamp is >= ``ts``, None if there is none: the time index, or
+    in wire mode ListOffsets for that timestamp."""
+    if opts is not None and opts.wire:
+        off = wire.offset_for_timestamp(opts, (b.topic, b.partition), ts)
+    else:
+        log_ = _open(b.dir)
+        try:
+            found = log_.offset_for_timestamp(ts)
+        finally:
+            log_.close()
+        off = None if found is None else found[0]
+    if off is None or off >= b.end:
         return None
-    return max(found[0], b.log_start)
+    return max(off, b.log_start)
+
+
+def current_bounds(
+    opts: ReadOptions, tps: Iterable[tuple[str, int]] | None = None
+) -> dict[tuple[str, int], PartitionBounds]:
+    """Log start and committed end now of the partitions the options choose, or (``tps``) of those of
+    ``tps`` that still exist; from the brokers in wire mode, from the log directory in path mode."""
+    if opts.wire:
+        return {
+            tp: PartitionBounds(tp[0], tp[1], "", start, end)
+            for tp, (start, end) in wire.bounds(opts, None if tps is None else list(tps)).items()
+        }
+    found = locate_partitions(opts.path)
+    chosen = select_partitions(opts, found) if tps is None else [tp for tp in tps if tp in found]
+    return {tp: partition_bounds(found[tp]) for tp in chosen}
+
+
+def input_partitions(opts: ReadOptions, ranges: Iterable[OffsetRange]) -> list[KafkaliteInputPartition]:
+    """The Spark partitions (tasks) reading ``ranges`` with the query's options."""
+    return [
+        KafkaliteInputPartition(
+            opts.path,
+            r,
+            opts.fail_on_data_loss,
+            opts.include_headers,
+            opts.read_committed,
+            opts.bootstrap,
+            opts.kafka_params,
+            opts.poll_timeout_ms,
+        )  # fmt: skip
+        for r in ranges
+    ]
 
 
 def resolve_offset(
@@ -179,7 +235,7 @@ def resolve_offset(
         ts = spec.value if spec.kind == "timestamp" else spec.value.get(tp)
         if ts is None:
             return b.log_start if starting else b.end
-        off = offset_for_timestamp(b, ts)
+        off = offset_for_timestamp(b, ts, opts)
         if off is not None:
             return off
         if starting and opts.by_timestamp_strategy == "error":
@@ -237,10 +293,11 @@ def split_ranges(ranges: list[OffsetRange], min_partitions: int | None) -> list[
 
 
 def plan_ranges(options: Mapping[str, str] | ReadOptions) -> list[OffsetRange]:
-    """Check the options, open each chosen partition read-only and fix its offset range now."""
+    """Check the options, learn each chosen partition's bounds (brokers or log directory) and fix its
+    offset range now."""
     opts = options if isinstance(options, ReadOptions) else parse_read_options(options)
-    found = locate_partitions(opts.path)
-    chosen = select_partitions(opts, found)
+    found = current_bounds(opts)
+    chosen = sorted(found)
     for spec, name in ((opts.starting, "startingOffsets"), (opts.ending, "endingOffsets")):
         if spec.kind in ("offsets", "timestamps"):
             stray = sorted(set(spec.value) - set(chosen))
@@ -251,14 +308,14 @@ def plan_ranges(options: Mapping[str, str] | ReadOptions) -> list[OffsetRange]:
                 raise InvalidConfigError(f"option {name!r} names partitions not being read: {names}")
     ranges = []
     for tp in chosen:
-        b = partition_bounds(found[tp])
+        b = found[tp]
         start = resolve_offset(opts.starting, "starting", b, opts)
         end = resolve_offset(opts.ending, "ending", b, opts)
         if end < start:
             raise InvalidConfigError(
                 f"{tp[0]}-{tp[1]}: ending offset {end} is before starting offset {start}"
             )
-        ranges.append(OffsetRange(tp[0], tp[1], start, end, b.dir))
+        ranges.append(OffsetRange(tp[0], tp[1], start, end, b.dir or None))
     return split_ranges(ranges, opts.min_partitions)
 
 
@@ -268,6 +325,16 @@ def plan_ranges(options: Mapping[str, str] | ReadOptions) -> list[OffsetRange]:
 
 def read_partition(partition: KafkaliteInputPartition) -> Iterator[pa.RecordBatch]:
     """What one Spark task reads, batch or streaming: its planned offset range, with the query's options."""
+    if getattr(partition, "bootstrap", None):
+        return wire.read_range(
+            partition.range,
+            partition.bootstrap,
+            partition.kafka_params,
+            fail_on_data_loss=partition.fail_on_data_loss,
+            include_headers=partition.include_headers,
+            read_committed=partition.read_committed,
+            poll_timeout_ms=partition.poll_timeout_ms,
+        )
     return read_range(
         partition.logdir,
         partition.range,

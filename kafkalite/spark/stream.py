@@ -1,16 +1,23 @@
-"""Streaming reads: ``spark.readStream.format("kafkalite")``.
+"""Streaming reads: ``spark.readStream.format("kafkalite")``, in wire mode or path mode.
 
 Offsets are Spark's Kafka source JSON, ``{"topic": {"0": 42, "1": 17}}``: for each partition the next
-offset to read. Spark writes the end offsets of every micro-batch to its checkpoint (``offsets/<n>``)
-before running it, so a restarted query replays an unfinished batch over exactly the same ranges and then
-goes on from there: nothing lost, nothing read twice.
+offset to read. They live only in Spark's checkpoint: Spark writes the end offsets of every micro-batch
+(``offsets/<n>``) before running it, so a restarted query replays an unfinished batch over exactly the same
+ranges and then goes on from there: nothing lost, nothing read twice. No consumer group is joined and
+nothing is committed to the brokers.
+
+The latest offsets come from the same place as a batch query's bounds: ListOffsets at the partitions'
+leaders in wire mode (the last stable offset under read_committed), the log directory in path mode; each
+micro-batch's tasks read their ranges as batch tasks do (``source.read_partition``).
 
 - ``maxOffsetsPerTrigger`` caps the offsets of one micro-batch, shared among partitions in proportion
   to how far behind each is (admission control, as Spark's Kafka source does it).
 - ``Trigger.AvailableNow``: ``prepareForTriggerAvailableNow`` fixes the committed ends at query start;
   the query processes up to there (in several batches under a cap) and stops.
 - Partitions that appear later (new topics matching ``subscribePattern``) start at their earliest
-  offset; partitions that vanish or shrink are data loss (``failOnDataLoss``).
+  offset; partitions that vanish or shrink, and offsets retention deleted before the query read them,
+  are data loss: ``failOnDataLoss`` true fails the query naming the partition and offsets, false logs a
+  warning and goes on with what still exists.
 """
 
 from __future__ import annotations
@@ -33,13 +40,12 @@ from kafkalite.spark.source import (
     KafkaliteInputPartition,
     OffsetRange,
     PartitionBounds,
-    partition_bounds,
+    current_bounds,
+    input_partitions,
     read_partition,
     resolve_offset,
-    select_partitions,
     split_ranges,
 )
-from kafkalite.storage.log_dirs import locate_partitions
 
 log = logging.getLogger("kafkalite.spark")
 
@@ -91,8 +97,7 @@ class KafkaliteStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     # ---- what is on disk now
     def _bounds(self) -> dict[TP, PartitionBounds]:
-        found = locate_partitions(self.opts.path)
-        return {tp: partition_bounds(found[tp]) for tp in select_partitions(self.opts, found)}
+        return current_bounds(self.opts)
 
     def _lost(self, message: str) -> None:
         if self.opts.fail_on_data_loss:
@@ -154,10 +159,10 @@ class KafkaliteStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def partitions(self, start: dict, end: dict) -> list[KafkaliteInputPartition]:
         begin, stop = offsets_from_json(start), offsets_from_json(end)
-        found = locate_partitions(self.opts.path)
+        now = current_bounds(self.opts, stop)
         ranges = []
         for tp, e in sorted(stop.items()):
-            b = partition_bounds(found[tp]) if tp in found else None
+            b = now.get(tp)
             s = begin.get(tp, b.log_start if b else e)
             if b is not None and s < b.log_start:
                 self._lost(
@@ -166,12 +171,8 @@ class KafkaliteStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 )
                 s = min(b.log_start, e)
             if e > s:
-                ranges.append(OffsetRange(tp[0], tp[1], s, e, b.dir if b else None))
-        o = self.opts
-        return [
-            KafkaliteInputPartition(o.path, r, o.fail_on_data_loss, o.include_headers, o.read_committed)
-            for r in split_ranges(ranges, o.min_partitions)
-        ]
+                ranges.append(OffsetRange(tp[0], tp[1], s, e, (b.dir or None) if b else None))
+        return input_partitions(self.opts, split_ranges(ranges, self.opts.min_partitions))
 
     def read(self, partition: KafkaliteInputPartition) -> Iterator[pa.RecordBatch]:
         return read_partition(partition)
