@@ -406,6 +406,7 @@ def read_range(
                     )
                 log.warning("kafkalite: %s ends at %s before the planned %s", rng.dirname, offset, rng.end)
                 break
+            fetched_from = offset  # records below it (in its first batch, or skipped as lost) are not rows
             picked = []
             advanced = False
             for pos, h in iter_batches(data):
@@ -424,7 +425,7 @@ def read_range(
             if not advanced and offset < rng.end:
                 raise OffsetOutOfRangeError(f"{rng.dirname}: no progress reading at offset {offset}")
             batch = batches_to_arrow(
-                data, picked, rng.topic, rng.partition, rng.start, rng.end, include_headers=include_headers
+                data, picked, rng.topic, rng.partition, fetched_from, rng.end, include_headers=include_headers
             )
             if batch is not None:
                 if rows_per_batch:

@@ -296,6 +296,7 @@ def read_range(
             log.warning("kafkalite: %s; skipping them (failOnDataLoss=false)", message)
             offset = upto
             continue
+        fetched_from = offset  # records below it (in its first batch, or skipped as lost) are not rows
         data = resp["records"]
         aborted = sorted(resp.get("aborted_transactions") or (), key=lambda a: a["first_offset"])
         aborting: set[int] = set()
@@ -325,7 +326,7 @@ def read_range(
                 raise KafkaError(f"{name}: a batch at offset {offset} is larger than the fetch size")
             raise OffsetOutOfRangeError(f"{name}: no progress fetching at offset {offset}")
         batch = batches_to_arrow(
-            data, picked, rng.topic, rng.partition, rng.start, rng.end, include_headers=include_headers
+            data, picked, rng.topic, rng.partition, fetched_from, rng.end, include_headers=include_headers
         )
         if batch is not None:
             yield batch

@@ -13,6 +13,7 @@ storage = pytest.importorskip("kafkalite.storage")
 if not hasattr(storage, "Log"):
     pytest.skip("kafkalite.storage.Log is not available yet", allow_module_level=True)
 
+from kafkalite.errors import OffsetOutOfRangeError  # noqa: E402
 from kafkalite.records import Compression, build_batch, build_control_batch  # noqa: E402
 from kafkalite.spark.source import (  # noqa: E402
     ARROW_SCHEMA,
@@ -193,7 +194,7 @@ def test_unknown_option_names_the_valid_ones(spark, logdir):
 def test_missing_path(spark, tmp_path):
     with pytest.raises(Exception, match="does not exist"):
         _read(spark, tmp_path / "nope", subscribe="orders").count()
-    with pytest.raises(Exception, match="option 'path' is required"):
+    with pytest.raises(Exception, match="exactly one of option 'kafka.bootstrap.servers' .* option 'path'"):
         spark.read.format("kafkalite").option("subscribe", "orders").load().count()
 
 
@@ -405,3 +406,21 @@ def test_fail_on_data_loss_through_spark(spark, tmp_path):
     with pytest.raises(Exception, match="below the log start offset 30"):
         _read(spark, tmp_path, **opts).count()
     assert _read(spark, tmp_path, failOnDataLoss="false", **opts).count() == 30
+
+
+def test_records_deleted_after_planning_inside_a_batch_are_not_rows(tmp_path):
+    """The log start moves into the middle of a batch between planning and reading: with
+    failOnDataLoss=false the task goes on from the new log start, not from that batch's first record."""
+    _write_partition(tmp_path, "mid", 0, 60)
+    rng = OffsetRange("mid", 0, 0, 60)
+    log = Log.open(tmp_path / "mid-0", {"segment.bytes": 2048})
+    try:
+        log.delete_records(33)  # batches of 1, 2, ... 9 records: 33 is inside the batch [28, 36)
+    finally:
+        log.close()
+    with pytest.raises(OffsetOutOfRangeError, match=r"offsets \[0, 33\) were deleted"):
+        list(read_range(tmp_path, rng))
+    got = [
+        o for b in read_range(tmp_path, rng, fail_on_data_loss=False) for o in b.column("offset").to_pylist()
+    ]
+    assert got == list(range(33, 60))
