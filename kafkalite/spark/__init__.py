@@ -4,6 +4,10 @@
 registered; ``register(spark)`` registers it on a session you built yourself::
 
     spark = kafkalite.spark.session(app="spark-chapter")
+    # through the brokers (wire mode), Spark's Kafka source options and meanings
+    df = spark.read.format("kafkalite").option("kafka.bootstrap.servers", "127.0.0.1:9092") \
+        .option("subscribe", "flights").load()
+    # or straight from a copy of the log directories (path mode)
     df = spark.read.format("kafkalite").option("path", cluster.dir).option("subscribe", "flights").load()
     df.write.format("kafkalite").option("path", out_dir).option("topic", "copy").mode("append").save()
 """
