@@ -321,6 +321,7 @@ def server_start(
         run_until_signalled,
     )  # deferred: keeps `kafkalite --help` fast
     from kafkalite.host.server import WireServer
+    from kafkalite.storage.log_dir_lock import LogDirInUseError
 
     config = _properties(config_file, overrides)
     if broker_id is not None and not store:
@@ -347,7 +348,10 @@ def server_start(
             config=config,
         )  # fmt: skip
         click.echo(f"kafkalite: broker {broker_id} on {lhost}:{lport}", err=True)
-        asyncio.run(run_until_signalled(proc))
+        try:
+            asyncio.run(run_until_signalled(proc))
+        except LogDirInUseError as e:  # another broker runs on this log dir
+            raise click.ClickException(str(e)) from e
         return
 
     from kafkalite.coordination.snapshot import StoreSnapshotError  # deferred: keeps `kafkalite --help` fast
@@ -373,7 +377,7 @@ def server_start(
     srv.exit_on_halt = True
     try:
         asyncio.run(run_until_signalled(srv))  # stop() closes every log cleanly
-    except StoreSnapshotError as e:
+    except (StoreSnapshotError, LogDirInUseError) as e:
         raise click.ClickException(str(e)) from e
 
 

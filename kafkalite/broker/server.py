@@ -46,6 +46,7 @@ from kafkalite.protocol import (
 )
 from kafkalite.security.authorizer import AclAuthorizer, enabled
 from kafkalite.storage.file_ops import OS_FILE_OPS, FileOps
+from kafkalite.storage.log_dir_lock import LogDirLock, lock_log_dirs
 
 logger = logging.getLogger("kafkalite.broker")
 
@@ -78,6 +79,7 @@ class KafkaBroker(BaseNode):
         zk_link_factory: Callable[..., ZkLink] | None = None,
         endpoints: tuple[str, ...] | None = None,
         file_ops: FileOps = OS_FILE_OPS,
+        lock_log_dirs: bool = False,
     ) -> None:
         self.broker_id = broker_id
         # One dir, or several (Kafka's log.dirs, JBOD): a failed dir goes offline, the others keep serving.
@@ -113,6 +115,10 @@ class KafkaBroker(BaseNode):
         self.txn_coordinator: TransactionCoordinator | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.authorizer: Any = None  # an AclAuthorizer when authorizer.class.name is set
+        # Real hosts (a broker process, the TCP server) lock their log dirs as Kafka does; a simulation
+        # running many brokers of many scenarios in one process opts in only when it wants to.
+        self.locks_log_dirs = lock_log_dirs
+        self._dir_locks: list[LogDirLock] = []
 
     # ------------------------------------------------------------------------------------ lifecycle
 
@@ -125,9 +131,26 @@ class KafkaBroker(BaseNode):
         if self.net.is_up(self.node_id) and self.rm is None:
             self.startup()
 
+    def lock_log_dirs(self, held: list[LogDirLock] | None = None) -> None:
+        """Take ``<dir>/.lock`` in every log dir (Kafka's ``LogManager`` does before opening a log), or
+        adopt locks already ``held`` for them; ``LogDirInUseError`` if another broker holds one.
+        Idempotent; released by ``shutdown`` and by a crash (the OS drops a dead process's locks)."""
+        if held is not None:
+            self._release_log_dirs()
+            self._dir_locks = list(held)
+        elif not self._dir_locks:
+            self._dir_locks = lock_log_dirs(self.log_dirs)
+
+    def _release_log_dirs(self) -> None:
+        locks, self._dir_locks = self._dir_locks, []
+        for lock in locks:
+            lock.release()
+
     def startup(self) -> None:
-        """Open the logs, open a ZooKeeper session, register, run for controller."""
+        """Lock the log dirs, open the logs, open a ZooKeeper session, register, run for controller."""
         net = self.net
+        if self.locks_log_dirs:
+            self.lock_log_dirs()
         self.cache = MetadataCache()
         self.apis = KafkaApis(self)
         self._configured_topics: set[str] = set()
@@ -302,6 +325,7 @@ class KafkaBroker(BaseNode):
         if self.rm is not None:
             self.rm.shutdown()
         self.rm = None
+        self._release_log_dirs()
         self.group_coordinator = None
         self.group_manager = None
         self.txn_coordinator = None
@@ -324,6 +348,7 @@ class KafkaBroker(BaseNode):
         if self.zk is not None:
             self.zk.session_id = None  # the timers died with the node; the ensemble expires the session
         self.rm = None
+        self._release_log_dirs()  # as the OS does for a dead process
         self.group_coordinator = None
         self.group_manager = None
         self.txn_coordinator = None

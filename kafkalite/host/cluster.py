@@ -109,6 +109,9 @@ class Cluster:
     ``dataDir``), so a cluster built again on the same ``dir`` and ``store_dir`` finds its topics,
     configs, ACLs, SCRAM users and producer-id block; None keeps them in memory only. A snapshot that
     cannot be read raises ``StoreSnapshotError``.
+
+    ``lock_log_dirs``: each broker holds ``<dir>/.lock`` in its log dirs while it runs, as Kafka's brokers
+    do (the TCP server sets it); a dir another broker holds raises ``LogDirInUseError``.
     """
 
     def __init__(
@@ -128,6 +131,7 @@ class Cluster:
         store_dir: str | Path | None = None,
         file_ops: FileOps = OS_FILE_OPS,
         log_dirs_per_broker: int = 1,
+        lock_log_dirs: bool = False,
     ) -> None:
         if racks is not None and (isinstance(racks, str) or len(racks) != brokers):
             raise ValueError(f"racks needs one entry per broker ({brokers}), got {racks!r}")
@@ -158,7 +162,14 @@ class Cluster:
                 else [home / f"dir-{i}" for i in range(log_dirs_per_broker)]
             )
             node = KafkaBroker(
-                b, dirs, props, host=host, port=port, endpoints=(endpoints or {}).get(b), file_ops=file_ops
+                b,
+                dirs,
+                props,
+                host=host,
+                port=port,
+                endpoints=(endpoints or {}).get(b),
+                file_ops=file_ops,
+                lock_log_dirs=lock_log_dirs,
             )
             self.brokers[b] = self.net.add_node(b, node, tick_ms=BROKER_TICK_MS)
         self._admin: _Admin = self.net.add_node("admin", _Admin())

@@ -42,6 +42,7 @@ from kafkalite.host.server import (
 )
 from kafkalite.net.bridge import NetBridge
 from kafkalite.net.sim import SimNetwork
+from kafkalite.storage.log_dir_lock import lock_log_dirs
 
 BROKER_TICK_MS = 100
 ZK_TICK_MS = 100
@@ -124,7 +125,14 @@ class BrokerProcess(WireServer):
         self.node: Any = None
 
     async def start(self) -> None:
-        sock = await self._listen(self.broker_id, self.ports[self.broker_id])
+        # before any port opens: a broker refused its log dir must not be reachable for a moment
+        locks = lock_log_dirs([self.log_dir])  # type: ignore[list-item]
+        try:
+            sock = await self._listen(self.broker_id, self.ports[self.broker_id])
+        except BaseException:
+            for lock in locks:
+                lock.release()
+            raise
         self.addresses = {self.broker_id: sock}
         self.net = SimNetwork(self.broker_id, latency_ms=0, log_messages="none", start_ms=wall_ms())
         self.net.drop_to_unknown = True  # answers to client connections that have closed
@@ -143,8 +151,10 @@ class BrokerProcess(WireServer):
             if self.zookeeper
             else partial(RemoteZkLink, address=self.store_address),
             endpoints=self.registered_endpoints(self.broker_id),
+            lock_log_dirs=True,
         )
         node.halt_hook = halt_process  # its last log dir failed: the process exits, as Kafka's does
+        node.lock_log_dirs(held=locks)
         self.node = self.net.add_node(self.broker_id, node, tick_ms=BROKER_TICK_MS)
         await self.bridge.connect_all()
         self._running = True

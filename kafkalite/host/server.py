@@ -520,17 +520,23 @@ class WireServer:
         for b in range(1, self.brokers + 1):
             socks[b] = await self._listen(b, self.ports.get(b, 0))
         self.addresses = socks
-        self.cluster = Cluster(
-            brokers=self.brokers,
-            dir=self.log_dir,
-            config=self.config,
-            latency_ms=0,
-            start_ms=wall_ms(),
-            listeners=socks,
-            endpoints={b: self.registered_endpoints(b) for b in socks},
-            # beside the brokers' logs, as `cluster start` keeps it: a restart finds its metadata again
-            store_dir=None if self.log_dir is None else Path(self.log_dir) / "store",
-        )
+        try:
+            self.cluster = Cluster(
+                brokers=self.brokers,
+                dir=self.log_dir,
+                config=self.config,
+                latency_ms=0,
+                start_ms=wall_ms(),
+                listeners=socks,
+                endpoints={b: self.registered_endpoints(b) for b in socks},
+                # beside the brokers' logs, as `cluster start` keeps it: a restart finds its metadata again
+                store_dir=None if self.log_dir is None else Path(self.log_dir) / "store",
+                lock_log_dirs=True,  # real brokers: another server on these dirs is refused
+            )
+        except BaseException:
+            for srv in (srv for group in self._servers.values() for srv in group):
+                srv.close()
+            raise
         self.net = self.cluster.net
         self.net.drop_to_unknown = True  # answers to connections that have closed
         self.net.limit_log(EVENT_LOG_LIMIT)  # a server runs for weeks: keep only the recent events
