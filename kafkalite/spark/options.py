@@ -59,7 +59,9 @@ REFUSED_KAFKA_PARAMS = {
 }
 WIRE_ONLY_OPTIONS = ("kafkaConsumer.pollTimeoutMs", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs")
 BATCH_ONLY_OPTIONS = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
-WRITE_OPTIONS = ("path", "topic", "partitions", "checkpointLocation")
+WRITE_OPTIONS = ("path", "topic", "partitions", "checkpointLocation", "kafka.bootstrap.servers", "kafka.*")
+# Spark's Kafka sink refuses these: keys and values are written as the bytes of their columns
+WRITE_REFUSED_KAFKA = ("key.serializer", "value.serializer")
 SUBSCRIPTION_OPTIONS = ("subscribe", "subscribePattern", "assign")
 
 EARLIEST = -2  # Spark's sentinels inside offset JSON
@@ -112,10 +114,19 @@ class ReadOptions:
 
 @dataclass(frozen=True)
 class WriteOptions:
-    path: str
+    """``path`` (path mode: standalone log directories) or ``bootstrap_servers`` (wire mode: produce
+    through the brokers), exactly one; ``kafka`` holds the other ``kafka.*`` options, prefix stripped."""
+
+    path: str | None
     topic: str | None
     partitions: int
     checkpoint_location: str | None
+    bootstrap_servers: str | None = None
+    kafka: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def wire(self) -> bool:
+        return self.bootstrap_servers is not None
 
 
 def lower_keys(options: Mapping[str, str]) -> dict[str, str]:
@@ -357,14 +368,51 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool | None = F
 
 
 def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
+    """Path mode (``path``) or wire mode (``kafka.bootstrap.servers``), exactly one, as Spark's Kafka
+    sink: ``topic`` (else a ``topic`` column), ``kafka.*`` handed to the producer without the prefix."""
     opts = lower_keys(options)
-    _check_known(opts, WRITE_OPTIONS, "the sink")
-    path = _require_path(opts, "the directory the sink writes <topic>-<partition> logs into")
+    kafka = {k[len("kafka.") :]: v for k, v in opts.items() if k.startswith("kafka.")}
+    _check_known({k: v for k, v in opts.items() if not k.startswith("kafka.")}, WRITE_OPTIONS, "the sink")
+    servers = kafka.pop("bootstrap.servers", None)
+    path = opts.get("path", "").strip() or None
+    if (path is None) == (servers is None or not servers.strip()):
+        given = [n for n, v in (("path", path), ("kafka.bootstrap.servers", servers)) if v]
+        raise InvalidConfigError(
+            "exactly one of 'path' (path mode: write standalone log directories) and "
+            "'kafka.bootstrap.servers' (wire mode: produce through the brokers) must be given, got "
+            f"{' and '.join(map(repr, given)) if given else 'neither'}"
+        )
     topic = opts.get("topic")
     if topic is not None and not topic.strip():
         raise InvalidConfigError("option 'topic' is empty")
-    partitions = _positive_int("partitions", opts.get("partitions", "1"))
-    return WriteOptions(path, topic.strip() if topic else None, partitions, opts.get("checkpointlocation"))
+    topic = topic.strip() if topic else None
+    if path is not None:
+        if kafka:
+            raise InvalidConfigError(
+                f"option(s) {', '.join(repr('kafka.' + k) for k in sorted(kafka))} are for the wire mode "
+                "(kafka.bootstrap.servers); path mode writes log directories directly"
+            )
+        partitions = _positive_int("partitions", opts.get("partitions", "1"))
+        return WriteOptions(path, topic, partitions, opts.get("checkpointlocation"))
+    if "partitions" in opts:
+        raise InvalidConfigError(
+            "option 'partitions' is for path mode only: in wire mode the brokers own the topic "
+            "(create it first, or let the broker auto-create it with its num.partitions)"
+        )
+    refused = [k for k in WRITE_REFUSED_KAFKA if k in kafka]
+    if refused:
+        raise InvalidConfigError(
+            f"option 'kafka.{refused[0]}' is not supported: the sink writes the key and value columns' "
+            "bytes as they are (serialize them in the DataFrame)"
+        )
+    return WriteOptions(
+        None,
+        topic,
+        1,
+        opts.get("checkpointlocation"),
+        bootstrap_servers=servers.strip(),  # type: ignore[union-attr]
+        kafka=tuple(sorted(kafka.items())),
+    )
 
 
 __all__ = [

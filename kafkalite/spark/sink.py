@@ -1,5 +1,11 @@
 """Writing: ``df.write.format("kafkalite")`` and ``df.writeStream.format("kafkalite")``.
 
+Two modes, exactly one option selecting each: ``kafka.bootstrap.servers`` (wire mode) produces through
+running brokers, as Spark's Kafka sink does (``wire_sink.py``); ``path`` (path mode, the rest of this
+docstring) writes standalone log directories directly, and refuses a directory a running broker holds
+(a broker keeps ``<dir>/.lock`` locked, see ``storage/log_dir_lock.py``; the sink takes that same lock
+while it appends).
+
 Spark 4 runs Python data source writes in append mode only: ``df.write.format("kafkalite")...
 .mode("append").save()`` (the default mode, ErrorIfExists, is refused by Spark itself; "overwrite" is
 refused here, since a log is append-only).
@@ -50,7 +56,10 @@ from kafkalite.client.partitioner import murmur2, to_positive
 from kafkalite.errors import InvalidConfigError, InvalidRecordError
 from kafkalite.records import build_batch
 from kafkalite.spark.options import WriteOptions, parse_write_options
+from kafkalite.spark.wire_sink import ProducedRecords, make_producer, produce_task
 from kafkalite.storage import Log
+from kafkalite.storage.log_dir_lock import LOCK_FILE as LOG_DIR_LOCK
+from kafkalite.storage.log_dir_lock import LogDirInUseError, LogDirLock, is_locked
 from kafkalite.storage.log_dirs import layout_of
 
 STAGING_DIR = ".kafkalite-staging"
@@ -103,8 +112,36 @@ def _check_schema(schema: StructType, opts: WriteOptions) -> None:
         raise InvalidConfigError("the kafkalite sink needs option 'topic' or a 'topic' column")
 
 
+def _held_by_broker(root: Path) -> InvalidConfigError:
+    return InvalidConfigError(
+        f"option 'path': {str(root)!r} is held by a running broker (its {LOG_DIR_LOCK} is locked); writing "
+        "into a live broker's log directory would corrupt it: produce through the brokers with option "
+        "'kafka.bootstrap.servers' instead"
+    )
+
+
+class _BrokerExclusion:
+    """Holds ``<path>/.lock`` (the lock a broker takes on its log dirs) while the sink appends: refused if
+    a broker runs on ``path``, and no broker can start on it half-way through an append."""
+
+    def __init__(self, root: Path) -> None:
+        self._lock = LogDirLock(root)
+
+    def __enter__(self) -> _BrokerExclusion:
+        try:
+            self._lock.acquire()
+        except LogDirInUseError:
+            raise _held_by_broker(self._lock.dir) from None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
 def _check_target(opts: WriteOptions) -> None:
-    root = Path(opts.path)
+    root = Path(opts.path)  # type: ignore[arg-type]
+    if root.is_dir() and is_locked(root):
+        raise _held_by_broker(root)
     if root.is_dir() and layout_of(root) != "standalone":
         raise InvalidConfigError(
             f"option 'path': {opts.path!r} is a broker's or a cluster's log directory; the sink writes "
@@ -296,7 +333,8 @@ def _stage(opts: WriteOptions, job: str, iterator: Iterator[pa.RecordBatch]) -> 
 
 
 class KafkaliteWriter(DataSourceArrowWriter):
-    """Batch writes (``df.write``): stage in tasks, append in ``commit``."""
+    """Batch writes (``df.write``). Path mode: stage in tasks, append in ``commit``. Wire mode
+    (``kafka.bootstrap.servers``): each task produces its rows through the brokers (``wire_sink``)."""
 
     def __init__(self, options: dict[str, str], schema: StructType, overwrite: bool) -> None:
         if overwrite:
@@ -306,23 +344,37 @@ class KafkaliteWriter(DataSourceArrowWriter):
             )
         self.opts = parse_write_options(options)
         _check_schema(schema, self.opts)
-        _check_target(self.opts)
+        _check_mode(self.opts)
         self.job = uuid.uuid4().hex  # only names the staging directory
 
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedBatches:
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedBatches | ProducedRecords:
+        if self.opts.wire:
+            return produce_task(self.opts, _task_identity()[0], iterator)
         return _stage(self.opts, self.job, iterator)
 
     def commit(self, messages: list) -> None:
-        root = Path(self.opts.path)
+        if self.opts.wire:
+            return  # every task's records were acknowledged before the task ended
+        root = Path(self.opts.path)  # type: ignore[arg-type]
         try:
             staged = _staged_by_partition(messages)
-            with _SinkLock(root):
+            with _SinkLock(root), _BrokerExclusion(root):
                 _append(root, staged)
         finally:
             _discard(messages)
 
     def abort(self, messages: list) -> None:
-        _discard(messages)
+        if not self.opts.wire:
+            _discard(messages)
+
+
+def _check_mode(opts: WriteOptions) -> None:
+    """Path mode: the target must be a standalone dir no broker holds. Wire mode: the producer settings
+    must be ones librdkafka takes (checked here, on the driver, rather than in every task)."""
+    if opts.wire:
+        make_producer(opts)
+    else:
+        _check_target(opts)
 
 
 class KafkaliteStreamWriter(DataSourceStreamArrowWriter):
@@ -331,10 +383,12 @@ class KafkaliteStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, options: dict[str, str], schema: StructType, overwrite: bool) -> None:
         self.opts = parse_write_options(options)
         _check_schema(schema, self.opts)
-        _check_target(self.opts)
+        _check_mode(self.opts)
         self.job = uuid.uuid4().hex
 
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedBatches:
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedBatches | ProducedRecords:
+        if self.opts.wire:
+            return produce_task(self.opts, _task_identity()[0], iterator)
         return _stage(self.opts, self.job, iterator)
 
     def _state_file(self) -> Path | None:
@@ -344,12 +398,13 @@ class KafkaliteStreamWriter(DataSourceStreamArrowWriter):
         return Path(self.opts.path) / STREAM_STATE_DIR / f"{name}.json"
 
     def commit(self, messages: list, batchId: int) -> None:  # noqa: N803 - Spark's name
-
-        root = Path(self.opts.path)
+        if self.opts.wire:
+            return  # at-least-once, as Spark's Kafka sink: the tasks' records are acknowledged already
+        root = Path(self.opts.path)  # type: ignore[arg-type]
         state_path = self._state_file()
         try:
             staged = _staged_by_partition(messages)
-            with _SinkLock(root):
+            with _SinkLock(root), _BrokerExclusion(root):
                 if state_path is None:
                     _append(root, staged)
                     return
@@ -374,7 +429,8 @@ class KafkaliteStreamWriter(DataSourceStreamArrowWriter):
             _discard(messages)
 
     def abort(self, messages: list, batchId: int) -> None:  # noqa: N803
-        _discard(messages)
+        if not self.opts.wire:
+            _discard(messages)
 
 
 def _write_state(path: Path, state: dict) -> None:
