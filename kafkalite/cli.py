@@ -603,12 +603,20 @@ def bench_consume(
 @click.option("--value-size", default=100, show_default=True, help="Value bytes per record.")
 @click.option("--repeats", default=3, show_default=True, help="Keep the best of this many runs.")
 @click.option("--cores", default=2, show_default=True, help="Spark local[N].")
+@click.option(
+    "--wire/--no-wire",
+    default=True,
+    show_default=True,
+    help="Produce the topics through a broker and read them both through it (kafka.bootstrap.servers) "
+    "and from its log dir (path); --no-wire: standalone logs, path mode only.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def bench_spark(records: int, value_size: int, repeats: int, cores: int, as_json: bool) -> None:
-    """Spark reading a topic of 1, 2 and 4 partitions, beside the same rows from Parquet."""
+def bench_spark(records: int, value_size: int, repeats: int, cores: int, wire: bool, as_json: bool) -> None:
+    """Spark reading a topic of 1, 2 and 4 partitions: wire mode, path mode, the Python-source ceiling,
+    and the same rows from Parquet."""
     from kafkalite.harness.bench.spark import run_spark_bench  # deferred: keeps `kafkalite --help` fast
 
-    result = run_spark_bench(records, value_size, repeats=repeats, cores=cores)
+    result = run_spark_bench(records, value_size, repeats=repeats, cores=cores, wire=wire)
     click.echo(result.to_json() if as_json else result.table())
 
 
