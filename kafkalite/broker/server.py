@@ -45,8 +45,9 @@ from kafkalite.protocol import (
     TopicPartition,
 )
 from kafkalite.security.authorizer import AclAuthorizer, enabled
+from kafkalite.storage import log_dir_lock
 from kafkalite.storage.file_ops import OS_FILE_OPS, FileOps
-from kafkalite.storage.log_dir_lock import LogDirLock, lock_log_dirs
+from kafkalite.storage.log_dir_lock import LogDirLock
 
 logger = logging.getLogger("kafkalite.broker")
 
@@ -139,7 +140,7 @@ class KafkaBroker(BaseNode):
             self._release_log_dirs()
             self._dir_locks = list(held)
         elif not self._dir_locks:
-            self._dir_locks = lock_log_dirs(self.log_dirs)
+            self._dir_locks = log_dir_lock.lock_log_dirs(self.log_dirs)
 
     def _release_log_dirs(self) -> None:
         locks, self._dir_locks = self._dir_locks, []
