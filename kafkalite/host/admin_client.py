@@ -273,17 +273,21 @@ class AdminClient:
         isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
         leader_epoch: int = -1,
         max_wait_ms: int = 0,
+        min_bytes: int = 1,
+        partition_max_bytes: int | None = None,
     ) -> dict:
         """One Fetch of one partition from broker ``node``, as a consumer sends it (replica id -1, no
-        session). Returns the partition's answer unparsed: ``error_code``, ``high_watermark``,
+        session): ``max_bytes`` for the answer, ``partition_max_bytes`` (default the same) for the
+        partition, the broker holding it up to ``max_wait_ms`` until ``min_bytes`` are there. Returns the partition's answer unparsed: ``error_code``, ``high_watermark``,
         ``last_stable_offset``, ``log_start_offset``, ``aborted_transactions`` and ``records`` (raw
         record-batch bytes, possibly ending in a partial batch). Errors are the caller's to judge."""
         body = {
-            "replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": 1, "max_bytes": max_bytes,
+            "replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": min_bytes, "max_bytes": max_bytes,
             "isolation_level": int(isolation_level), "session_id": 0, "session_epoch": -1,
             "topics": [{"topic": topic, "partitions": [{
                 "partition": partition, "current_leader_epoch": leader_epoch, "fetch_offset": offset,
-                "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": max_bytes}]}],
+                "last_fetched_epoch": -1, "log_start_offset": -1,
+                "partition_max_bytes": max_bytes if partition_max_bytes is None else partition_max_bytes}]}],
             "forgotten_topics_data": [], "rack_id": "",
         }  # fmt: skip
         resp = self._call(node, FETCH, body)

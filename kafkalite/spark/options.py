@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -167,6 +167,44 @@ def _positive_int(name: str, text: str) -> int:
     return value
 
 
+@dataclass(frozen=True)
+class FetchSettings:
+    """How a task's Fetch requests are sized, from the consumer settings of the same names (Kafka's
+    defaults): ``max.partition.fetch.bytes``, ``fetch.max.bytes``, ``fetch.min.bytes`` and
+    ``fetch.max.wait.ms``. As in Kafka, a first batch larger than the limits still comes back whole, and a
+    broker holds a fetch up to ``max_wait_ms`` while fewer than ``min_bytes`` (counted within the
+    partition limit) are there to return."""
+
+    partition_max_bytes: int = 1 << 20
+    max_bytes: int = 50 << 20
+    min_bytes: int = 1
+    max_wait_ms: int = 500
+
+
+FETCH_PARAMS = {
+    "max.partition.fetch.bytes": "partition_max_bytes",
+    "fetch.max.bytes": "max_bytes",
+    "fetch.min.bytes": "min_bytes",
+    "fetch.max.wait.ms": "max_wait_ms",
+}
+
+
+def fetch_settings(kafka_params: Iterable[tuple[str, str]]) -> FetchSettings:
+    """The ``FetchSettings`` among the client options (``kafka.*``, prefix removed); a value that is not a
+    non-negative integer is refused naming its option."""
+    kw = {}
+    for name, value in kafka_params:
+        if name in FETCH_PARAMS:
+            try:
+                n = int(str(value).strip())
+            except ValueError:
+                n = -1
+            if n < 0:
+                raise InvalidConfigError(f"option 'kafka.{name}' must be an integer >= 0, got {value!r}")
+            kw[FETCH_PARAMS[name]] = n
+    return FetchSettings(**kw)
+
+
 def _timestamp(name: str, value: Any) -> int:
     try:
         ts = int(str(value).strip())
@@ -309,6 +347,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool | None = F
     if bootstrap is not None:
         kw["bootstrap"] = bootstrap.strip()
         kw["kafka_params"] = tuple(sorted(kafka_params.items()))
+        fetch_settings(kw["kafka_params"])  # refused at load(), not in a task
         if "kafkaconsumer.polltimeoutms" in opts:
             kw["poll_timeout_ms"] = _positive_int(
                 "kafkaConsumer.pollTimeoutMs", opts["kafkaconsumer.polltimeoutms"]
@@ -418,13 +457,16 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
 __all__ = [
     "EARLIEST",
     "LATEST",
+    "FETCH_PARAMS",
     "READ_OPTIONS",
     "REFUSED_KAFKA_PARAMS",
     "WRITE_OPTIONS",
+    "FetchSettings",
     "OffsetSpec",
     "ReadOptions",
     "WriteOptions",
     "lower_keys",
+    "fetch_settings",
     "parse_bool",
     "parse_offsets",
     "parse_read_options",

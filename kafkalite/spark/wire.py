@@ -47,6 +47,7 @@ from kafkalite.host.admin_client import AdminClient
 from kafkalite.protocol import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TopicPartition
 from kafkalite.records import iter_batches, validate_batch
 from kafkalite.spark.arrow_records import batches_to_arrow
+from kafkalite.spark.options import fetch_settings
 
 log = logging.getLogger("kafkalite.spark")
 
@@ -232,16 +233,20 @@ def read_range(
     fail_on_data_loss: bool = True,
     include_headers: bool = False,
     read_committed: bool = False,
-    fetch_max_bytes: int = 4 << 20,
+    fetch_max_bytes: int | None = None,
     poll_timeout_ms: int = 120_000,
     on_fetch: Callable[[int], None] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Arrow batches holding the records of ``rng`` (an ``OffsetRange``) in offset order, one per Fetch.
 
-    ``on_fetch(offset)``, when given, is called before each Fetch (a test's hook to kill a leader
-    between two fetches)."""
+    Fetches are sized by the consumer settings in ``params`` (``max.partition.fetch.bytes``,
+    ``fetch.max.bytes``, ``fetch.min.bytes``, ``fetch.max.wait.ms``); ``fetch_max_bytes`` overrides the
+    partition limit. ``on_fetch(offset)``, when given, is called before each Fetch (a test's hook to
+    kill a leader between two fetches)."""
     if rng.end <= rng.start:
         return
+    sizes = fetch_settings(params)
+    partition_max = sizes.partition_max_bytes if fetch_max_bytes is None else fetch_max_bytes
     tp = (rng.topic, rng.partition)
     name = f"{rng.topic}-{rng.partition}"
     isolation = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
@@ -252,8 +257,9 @@ def read_range(
         try:
             node = leader.find(admin)
             resp = admin.fetch_raw(
-                node, rng.topic, rng.partition, offset, max_bytes=fetch_max_bytes,
-                isolation_level=isolation, leader_epoch=leader.epoch, max_wait_ms=100,
+                node, rng.topic, rng.partition, offset, max_bytes=sizes.max_bytes,
+                partition_max_bytes=partition_max, min_bytes=sizes.min_bytes,
+                isolation_level=isolation, leader_epoch=leader.epoch, max_wait_ms=sizes.max_wait_ms,
             )  # fmt: skip
             code = resp["error_code"]
             if code and code != OffsetOutOfRangeError.code:
@@ -322,7 +328,7 @@ def read_range(
                 picked.append((pos, h))
             offset, advanced = last + 1, True
         if not advanced:
-            if len(data) >= fetch_max_bytes:
+            if len(data) >= min(partition_max, sizes.max_bytes):
                 raise KafkaError(f"{name}: a batch at offset {offset} is larger than the fetch size")
             raise OffsetOutOfRangeError(f"{name}: no progress fetching at offset {offset}")
         batch = batches_to_arrow(

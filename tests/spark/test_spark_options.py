@@ -371,3 +371,17 @@ def test_fail_on_data_loss_when_retention_deletes_during_the_query(tmp_path, cap
         ]
     assert got == list(range(start, 100)) and start >= 50
     assert "deleted before they were read" in caplog.text
+
+
+def test_wire_fetch_sizes_come_from_the_consumer_settings() -> None:
+    from kafkalite.spark.options import FetchSettings, fetch_settings
+
+    base = {"kafka.bootstrap.servers": "h:1", "subscribe": "t"}
+    opts = parse_read_options({**base, "kafka.max.partition.fetch.bytes": "1", "kafka.fetch.min.bytes": "9",
+                               "kafka.fetch.max.wait.ms": "0", "kafka.fetch.max.bytes": "4096"})  # fmt: skip
+    assert fetch_settings(opts.kafka_params) == FetchSettings(1, 4096, 9, 0)
+    assert fetch_settings(()) == FetchSettings(1 << 20, 50 << 20, 1, 500)  # Kafka's consumer defaults
+    with pytest.raises(
+        InvalidConfigError, match=r"'kafka.fetch.max.wait.ms' must be an integer >= 0, got 'x'"
+    ):
+        parse_read_options({**base, "kafka.fetch.max.wait.ms": "x"})
