@@ -1,12 +1,16 @@
-"""A real Spark standalone cluster (a master and two workers from PySpark's own Spark) writing through a
-3-broker ``kafkalite cluster start``: executors on both workers produce with the wire-mode sink, the
-rows are read back with confluent-kafka, and every Spark task says which executor ran it. Afterwards no
-Spark JVM is left running."""
+"""A real Spark standalone cluster (a master and two workers from PySpark's own Spark) against the 3-broker
+``kafkalite cluster start`` of ``conftest.wire_cluster``, through ``kafka.bootstrap.servers``: executors
+on both workers read the partitions (each row says which executor read it) and write with the wire-mode
+sink, and a leader SIGKILLed while both tasks are fetching moves them to the new leader with no row
+lost or doubled. One standalone cluster serves the module; afterwards no Spark JVM is left running."""
 
 from __future__ import annotations
 
 import os
+import signal
+import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -14,26 +18,112 @@ pytest.importorskip("pyspark")
 ck = pytest.importorskip("confluent_kafka")
 cka = pytest.importorskip("confluent_kafka.admin")
 
-from kafkalite.host.processes import start_cluster, stop_cluster  # noqa: E402
+from kafkalite.host.admin_client import AdminClient  # noqa: E402
+from kafkalite.host.processes import restart_broker, signal_broker  # noqa: E402
+from kafkalite.spark import wire  # noqa: E402
+from kafkalite.spark.source import OffsetRange  # noqa: E402
 from kafkalite.spark.standalone import StandaloneCluster, executor_identity, spark_home  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+QUIET = {"log_level": 0}
 ROWS = 4000
 TASKS = 4
 
 
 @pytest.fixture(scope="module")
-def brokers(tmp_path_factory):
-    d = tmp_path_factory.mktemp("brokers")
-    state = start_cluster(d, 3)
+def standalone(tmp_path_factory):
+    """The module's standalone cluster; on teardown every daemon's process group must be gone."""
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is not None:  # another module's local session
+        SparkContext._active_spark_context.stop()
+    cluster = StandaloneCluster(workers=2, dir=tmp_path_factory.mktemp("spark")).start()
+    groups = [p.pid for p in cluster._procs]
     try:
-        admin = cka.AdminClient({"bootstrap.servers": state["bootstrap_servers"], "log_level": 0})
-        new = cka.NewTopic("standalone", 3, 3, config={"min.insync.replicas": "2"})
-        for f in admin.create_topics([new]).values():
-            f.result(30)
-        yield state["bootstrap_servers"]
+        yield cluster
     finally:
-        stop_cluster(d)
+        cluster.stop()
+    for pgid in groups:  # master, workers, executors and their Python workers: all gone
+        with pytest.raises(ProcessLookupError):
+            os.killpg(pgid, 0)
+
+
+@pytest.fixture(scope="module")
+def spark(standalone):
+    # small Arrow batches into mapInArrow, so a task's rows reach it while the task is still fetching
+    s = standalone.session(app="kafkalite-standalone-test",
+                           conf={"spark.sql.execution.arrow.maxRecordsPerBatch": "10"})  # fmt: skip
+    yield s
+    s.stop()
+
+
+def create_topic(bs: str, name: str, parts: int = 3, assignment: list[list[int]] | None = None) -> None:
+    admin = cka.AdminClient({"bootstrap.servers": bs, **QUIET})
+    config = {"min.insync.replicas": "2"}
+    new = (
+        cka.NewTopic(name, -1, -1, replica_assignment=assignment, config=config)
+        if assignment
+        else cka.NewTopic(name, parts, 3, config=config)
+    )
+    for f in admin.create_topics([new]).values():
+        f.result(30)
+
+
+def produce(
+    bs: str, topic: str, n: int, parts: int, conf: dict | None = None, pad: int = 0
+) -> dict[tuple[int, int], bytes]:
+    """``n`` records with acks=all, record i to partition i % parts, values padded to ``pad`` bytes;
+    {(partition, offset): value}."""
+    acked: dict[tuple[int, int], bytes] = {}
+    errors: list[str] = []
+
+    def report(err, msg) -> None:
+        if err:
+            errors.append(str(err))
+        else:
+            acked[(msg.partition(), msg.offset())] = msg.value()
+
+    p = ck.Producer({"bootstrap.servers": bs, "acks": "all", "linger.ms": 2, **QUIET, **(conf or {})})
+    for i in range(n):
+        p.produce(topic, (b"%s-%d" % (topic.encode(), i)).ljust(pad, b"."), key=b"k%d" % i, partition=i % parts,
+                  on_delivery=report)  # fmt: skip
+        p.poll(0)
+    assert p.flush(60) == 0 and errors == [] and len(acked) == n, f"produce to {topic} failed: {errors}"
+    return acked
+
+
+def leaders(bs: str, topic: str) -> dict[int, int]:
+    with AdminClient(bs) as a:
+        return {tp.partition: leader for tp, (leader, _) in a.partition_leaders([topic]).items()}
+
+
+def read_with_executor(spark, bs: str, topic: str, marks: Path | None = None, **options):
+    """The topic read through the brokers, with an ``executor`` column saying which executor's task read
+    each row; with ``marks``, each Arrow batch reaching the task's mapInArrow first appends
+    ``<time> <rows so far>`` to ``marks/<Spark partition id>``."""
+    from kafkalite.spark.standalone import executor_identity as ident
+
+    reader = spark.read.format("kafkalite").option("kafka.bootstrap.servers", bs).option("subscribe", topic)
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    df = reader.load().select("partition", "offset", "value")
+    where = None if marks is None else str(marks)
+
+    def tag(batches):  # runs in the task: the executor that read these rows
+        import time as _time
+
+        import pyarrow as _pa
+        from pyspark import TaskContext
+
+        me, task, seen = ident(), TaskContext.get().partitionId(), 0
+        for b in batches:
+            seen += b.num_rows
+            if b.num_rows and where is not None:
+                with open(f"{where}/{task}", "a") as f:
+                    f.write(f"{_time.time()} {seen}\n")
+            yield b.append_column("executor", _pa.array([me] * b.num_rows, _pa.string()))
+
+    return df.mapInArrow(tag, "partition int, offset long, value binary, executor string")
 
 
 def test_pyspark_ships_a_spark_home_with_the_standalone_daemons():
@@ -45,48 +135,134 @@ def test_executor_identity_outside_an_executor_is_the_driver():
     assert executor_identity() == "driver"
 
 
-def test_standalone_cluster_writes_through_three_brokers(brokers, tmp_path):
-    from pyspark import SparkContext
+def test_standalone_cluster_reads_three_brokers_on_both_executors(standalone, spark, wire_cluster):
+    bs = wire_cluster.bootstrap
+    state = standalone.master_state()
+    assert len(standalone.alive_workers(state)) == 2, state
+    assert spark.sparkContext.master == standalone.master_url
+    create_topic(bs, "sa-read", parts=TASKS)
+    acked = produce(bs, "sa-read", ROWS, TASKS)
+
+    rows = read_with_executor(spark, bs, "sa-read").collect()
+    got = {}
+    for r in rows:
+        assert (r.partition, r.offset) not in got, f"row {r.partition}/{r.offset} read twice"
+        got[(r.partition, r.offset)] = (bytes(r.value), r.executor)
+    assert {k: v for k, (v, _) in got.items()} == acked, "a row lost, doubled or changed"
+    read_by: dict[int, set[str]] = {}
+    for (part, _), (_, executor) in got.items():
+        read_by.setdefault(part, set()).add(executor)
+    print("\npartition -> executor that read it:", {p: sorted(e) for p, e in sorted(read_by.items())})
+    assert sorted(read_by) == list(range(TASKS))
+    assert all(len(e) == 1 and next(iter(e)).startswith("executor ") for e in read_by.values()), read_by
+    executors = {next(iter(e)).split(" (")[0] for e in read_by.values()}
+    assert len(executors) == 2, f"both workers' executors should have read partitions: {read_by}"
+
+
+def test_leader_killed_while_both_executors_fetch(spark, wire_cluster, tmp_path):
+    """One partition, read as two tasks (minPartitions=2), one per executor. Each Fetch brings one batch
+    (the partition limit is 1 byte) and the broker holds every Fetch ``fetch.max.wait.ms`` (``fetch.min.bytes``
+    is more than the limit lets through), so the tasks read for tens of seconds. The leader is SIGKILLed
+    once both tasks have passed rows on; both must go on at the new leader, with exactly the produced
+    rows at the end."""
+    bs, rows, tasks, wait_ms = wire_cluster.bootstrap, 6000, 2, 200
+    create_topic(bs, "sa-kill", parts=1)
+    # 1 KiB values: a task's Python worker flushes its output every 64 KiB, so rows reach mapInArrow
+    # (and the marks) a few fetches after they were read
+    acked = produce(bs, "sa-kill", rows, 1, conf={"batch.num.messages": 10}, pad=1024)
+    victim = leaders(bs, "sa-kill")[0]
+    # the most records one Fetch can bring: one batch (a 1-byte limit still returns the first batch whole)
+    per_fetch = max(
+        b.num_rows for b in wire.read_range(OffsetRange("sa-kill", 0, 0, rows), bs, (), fetch_max_bytes=1)
+    )
+    warm = read_with_executor(
+        spark, bs, "sa-kill", minPartitions=str(tasks), endingOffsets='{"sa-kill": {"0": 20}}'
+    )
+    assert warm.count() == 20  # the executors' Python workers are up: the query below starts at once
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    df = read_with_executor(spark, bs, "sa-kill", marks, minPartitions=str(tasks), **{
+        "kafka.max.partition.fetch.bytes": "1", "kafka.fetch.min.bytes": str(1 << 20),
+        "kafka.fetch.max.wait.ms": str(wait_ms)})  # fmt: skip
+    result: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            result["rows"] = df.collect()
+        except BaseException as e:  # noqa: BLE001 - reported by the test's thread
+            result["error"] = e
+
+    def marked(t: int) -> list[tuple[float, int]]:  # (time, rows task t had passed on)
+        f = marks / str(t)
+        lines = f.read_text().split("\n") if f.exists() else []
+        return [(float(ln.split()[0]), int(ln.split()[1])) for ln in lines if ln]
+
+    started = time.time()
+    query = threading.Thread(target=run, daemon=True)
+    query.start()
+    try:
+        deadline = time.monotonic() + 240
+        while not all(marked(t) and marked(t)[-1][1] >= 50 for t in range(tasks)):
+            assert query.is_alive(), f"the query ended before the kill: {result}"
+            assert time.monotonic() < deadline, "the tasks did not start reading in 240 s"
+            time.sleep(0.1)
+        killed_at = time.time()
+        signal_broker(wire_cluster.dir, victim, signal.SIGKILL)
+        query.join(600)
+        assert not query.is_alive(), "the query did not finish in 600 s after the kill"
+        assert "error" not in result, f"the query failed: {result.get('error')}"
+        after = leaders(bs, "sa-kill")[0]
+    finally:
+        restart_broker(wire_cluster.dir, victim)
+
+    # The kill landed mid-read: each task had passed rows on before it and more after it, and by then
+    # no task could have fetched all its rows (the broker holds each Fetch wait_ms), so it fetched after.
+    for t in range(tasks):
+        times = [at for at, _ in marked(t)]
+        assert min(times) < killed_at < max(times), f"task {t}: no rows on both sides of the kill"
+    could_have = int((killed_at - started) * 1000 / wait_ms + 1) * per_fetch
+    assert could_have < rows // tasks, f"the kill came too late to be mid-read ({could_have} rows)"
+    assert after not in (victim, -1), f"partition 0 is still led by {after}"
+
+    got: dict[tuple[int, int], bytes] = {}
+    read_by: set[str] = set()
+    for r in result["rows"]:  # type: ignore[union-attr]
+        assert (r.partition, r.offset) not in got, f"row {r.partition}/{r.offset} read twice"
+        got[(r.partition, r.offset)] = bytes(r.value)
+        read_by.add(r.executor)
+    assert got == acked, f"{len(set(acked) - set(got))} rows lost across the leader change"
+    print(f"\nleader {victim} SIGKILLed {killed_at - started:.1f}s into the query; leader now {after};",
+          f"read by {sorted(read_by)}")  # fmt: skip
+    assert len({e.split(" (")[0] for e in read_by}) == tasks, f"one task per executor: {read_by}"
+
+
+def test_standalone_cluster_writes_through_three_brokers(spark, wire_cluster):
     from pyspark.sql import functions as F
 
-    if SparkContext._active_spark_context is not None:  # another module's local session
-        SparkContext._active_spark_context.stop()
-    with StandaloneCluster(workers=2, dir=tmp_path / "spark") as cluster:
-        groups = [p.pid for p in cluster._procs]
-        state = cluster.master_state()
-        assert len(cluster.alive_workers(state)) == 2, state
-        spark = cluster.session(app="kafkalite-standalone-test")
-        try:
-            assert spark.sparkContext.master == cluster.master_url
-            who = F.udf(executor_identity).asNondeterministic()
-            df = (
-                spark.range(0, ROWS, numPartitions=TASKS)
-                .withColumn("task", F.spark_partition_id())
-                .withColumn("executor", who())
-                .select(
-                    F.col("id").cast("string").alias("key"),
-                    F.col("id").cast("string").alias("value"),
-                    F.array(
-                        F.struct(
-                            F.lit("task").alias("key"),
-                            F.col("task").cast("string").cast("binary").alias("value"),
-                        ),
-                        F.struct(
-                            F.lit("executor").alias("key"), F.col("executor").cast("binary").alias("value")
-                        ),
-                    ).alias("headers"),
-                )
-            )
-            df.write.format("kafkalite").option("kafka.bootstrap.servers", brokers).option(
-                "topic", "standalone"
-            ).mode("append").save()
-        finally:
-            spark.stop()
-    for pgid in groups:  # master, workers, executors and their Python workers: all gone
-        with pytest.raises(ProcessLookupError):
-            os.killpg(pgid, 0)
+    bs = wire_cluster.bootstrap
+    create_topic(bs, "standalone", parts=3)
+    who = F.udf(executor_identity).asNondeterministic()
+    df = (
+        spark.range(0, ROWS, numPartitions=TASKS)
+        .withColumn("task", F.spark_partition_id())
+        .withColumn("executor", who())
+        .select(
+            F.col("id").cast("string").alias("key"),
+            F.col("id").cast("string").alias("value"),
+            F.array(
+                F.struct(
+                    F.lit("task").alias("key"),
+                    F.col("task").cast("string").cast("binary").alias("value"),
+                ),
+                F.struct(F.lit("executor").alias("key"), F.col("executor").cast("binary").alias("value")),
+            ).alias("headers"),
+        )
+    )
+    df.write.format("kafkalite").option("kafka.bootstrap.servers", bs).option("topic", "standalone").mode(
+        "append"
+    ).save()
 
-    got = _consume(brokers, "standalone", ROWS)
+    got = _consume(bs, "standalone", ROWS)
     assert sorted(int(m.value()) for m in got) == list(range(ROWS)), "a row lost or doubled"
     ran_on: dict[int, set[str]] = {}
     for m in got:
