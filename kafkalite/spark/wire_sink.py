@@ -25,7 +25,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import WriterCommitMessage
 
-from kafkalite.errors import InvalidConfigError, InvalidRecordError, KafkaError
+from kafkalite.errors import InvalidConfigError, InvalidRecordError
 from kafkalite.spark.options import WriteOptions
 
 # Kafka's Java producer defaults that matter for correctness, where librdkafka's differ or may.
@@ -156,8 +156,9 @@ def _as_bytes(col: pa.Array | None, n: int) -> list:
     return col.to_pylist()
 
 
-class DeliveryFailed(KafkaError):
-    """The brokers did not acknowledge some of a task's records: the task fails, so Spark retries it."""
+class DeliveryFailed(RuntimeError):
+    """The brokers did not acknowledge some of a task's records: the task fails, so Spark retries it. Each
+    record's own Kafka error is in the message; this one has no error code of its own."""
 
 
 def produce_task(opts: WriteOptions, task: int, iterator: Iterator[pa.RecordBatch]) -> ProducedRecords:

@@ -18,15 +18,14 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from kafkalite.errors import KafkaError
-
 LOCK_FILE = ".lock"
 
 __all__ = ["LOCK_FILE", "LogDirInUseError", "LogDirLock", "is_locked", "lock_log_dirs"]
 
 
-class LogDirInUseError(KafkaError):
-    """Another broker (process or thread) holds ``<dir>/.lock``."""
+class LogDirInUseError(RuntimeError):
+    """Another broker (process or thread) holds ``<dir>/.lock``. Not a protocol error: it stops a broker
+    from starting (Kafka throws a plain KafkaException), so it carries no Kafka error code."""
 
 
 def _in_use(directory: Path) -> LogDirInUseError:
