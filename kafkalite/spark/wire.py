@@ -37,6 +37,7 @@ from kafkalite.errors import (
     KafkaStorageError,
     LeaderNotAvailableError,
     NotLeaderOrFollowerError,
+    OffsetNotAvailableError,
     OffsetOutOfRangeError,
     RequestTimedOutError,
     UnknownLeaderEpochError,
@@ -62,6 +63,7 @@ LEADER_ERRORS = (
     LeaderNotAvailableError,
     KafkaStorageError,
     RequestTimedOutError,
+    OffsetNotAvailableError,  # a new leader whose high watermark has not caught up yet (retriable)
 )
 _CONTROL, _TRANSACTIONAL = 0x20, 0x10
 

@@ -385,3 +385,22 @@ def test_wire_fetch_sizes_come_from_the_consumer_settings() -> None:
         InvalidConfigError, match=r"'kafka.fetch.max.wait.ms' must be an integer >= 0, got 'x'"
     ):
         parse_read_options({**base, "kafka.fetch.max.wait.ms": "x"})
+
+
+def test_a_new_leaders_offset_not_available_is_retried_not_fatal(monkeypatch) -> None:
+    """Right after a failover the new leader answers ListOffsets with OFFSET_NOT_AVAILABLE until its
+    high watermark catches up; Kafka's consumer retries it, and so must the driver's planning."""
+    from kafkalite.errors import OffsetNotAvailableError
+    from kafkalite.spark import wire
+
+    monkeypatch.setattr(wire, "client", lambda bootstrap, params, fresh=False: object())
+    calls = []
+
+    def look(admin: object) -> str:
+        calls.append(admin)
+        if len(calls) < 3:
+            raise OffsetNotAvailableError("ListOffsets t-0")
+        return "planned"
+
+    assert wire.retrying("b:9092", (), look, what="list offsets", tries=5, backoff_ms=1) == "planned"
+    assert len(calls) == 3
