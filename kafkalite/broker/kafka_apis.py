@@ -51,7 +51,6 @@ from kafkalite.protocol import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionRequest,
     ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
     ControlledShutdownRequest,
     CoordinatorType,
     CreatableTopic,
@@ -72,36 +71,28 @@ from kafkalite.protocol import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     HeartbeatRequest,
-    HeartbeatResponse,
     IncrementalAlterConfigsRequest,
     InitProducerIdRequest,
     InitProducerIdResponse,
     JoinGroupRequest,
-    JoinGroupResponse,
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
     LeaveGroupRequest,
-    LeaveGroupResponse,
     ListGroupsRequest,
     ListGroupsResponse,
     ListPartitionReassignmentsRequest,
     MetadataRequest,
     MetadataResponse,
     OffsetCommitRequest,
-    OffsetCommitResponse,
     OffsetFetchRequest,
-    OffsetFetchResponse,
-    PartitionError,
     ProduceRequest,
     RequestEnvelope,
     StopReplicaRequest,
     StopReplicaResponse,
     SyncGroupRequest,
-    SyncGroupResponse,
     TopicMetadata,
     TopicPartition,
     TxnOffsetCommitRequest,
-    TxnOffsetCommitResponse,
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
@@ -408,7 +399,7 @@ class KafkaApis:
         else:
             code = manager.ownership_error(req.group_id)
         if code:
-            respond(_group_error(req, code))
+            respond(error_response(req, code))
             return
         if isinstance(req, JoinGroupRequest):
             coord.handle_join_group(req, respond, client_id=env.client_id, client_host=f"/{src}")
@@ -474,29 +465,6 @@ class KafkaApis:
             if not isinstance(response, StopReplicaResponse):
                 response = StopReplicaResponse()
         b.send(src, env.reply(response))
-
-
-def _group_error(req: Any, code: int) -> Any:
-    """The response to a group request that this broker does not serve (one error for everything)."""
-    if isinstance(req, JoinGroupRequest):
-        return JoinGroupResponse(error_code=code, member_id=req.member_id)
-    if isinstance(req, SyncGroupRequest):
-        return SyncGroupResponse(error_code=code)
-    if isinstance(req, HeartbeatRequest):
-        return HeartbeatResponse(error_code=code)
-    if isinstance(req, ConsumerGroupHeartbeatRequest):
-        return ConsumerGroupHeartbeatResponse(error_code=code)
-    if isinstance(req, LeaveGroupRequest):
-        return LeaveGroupResponse(error_code=code)
-    if isinstance(req, OffsetCommitRequest):
-        return OffsetCommitResponse(
-            partitions=tuple(PartitionError(tp=p.tp, error_code=code) for p in req.partitions)
-        )
-    if isinstance(req, TxnOffsetCommitRequest):
-        return TxnOffsetCommitResponse(
-            partitions=tuple(PartitionError(tp=p.tp, error_code=code) for p in req.partitions)
-        )
-    return OffsetFetchResponse(error_code=code)
 
 
 class _InternalTopicCreation:
