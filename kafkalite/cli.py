@@ -322,6 +322,7 @@ def server_start(
     )  # deferred: keeps `kafkalite --help` fast
     from kafkalite.host.server import WireServer
     from kafkalite.storage.log_dir_lock import LogDirInUseError
+    from kafkalite.storage.meta_properties import MetaPropertiesError
 
     config = _properties(config_file, overrides)
     if broker_id is not None and not store:
@@ -350,7 +351,7 @@ def server_start(
         click.echo(f"kafkalite: broker {broker_id} on {lhost}:{lport}", err=True)
         try:
             asyncio.run(run_until_signalled(proc))
-        except LogDirInUseError as e:  # another broker runs on this log dir
+        except (LogDirInUseError, MetaPropertiesError) as e:  # another broker's or cluster's log dir
             raise click.ClickException(str(e)) from e
         return
 
@@ -377,7 +378,7 @@ def server_start(
     srv.exit_on_halt = True
     try:
         asyncio.run(run_until_signalled(srv))  # stop() closes every log cleanly
-    except (StoreSnapshotError, LogDirInUseError) as e:
+    except (StoreSnapshotError, LogDirInUseError, MetaPropertiesError) as e:
         raise click.ClickException(str(e)) from e
 
 
@@ -399,6 +400,74 @@ def _properties(path: str | None, overrides: tuple[str, ...]) -> dict[str, str]:
             raise click.UsageError(f"--override takes KEY=VALUE, got {o!r}")
         out[key] = value
     return out
+
+
+@kafkalite.group()
+def storage() -> None:
+    """Log directories' identity (meta.properties), as kafka-storage: random-uuid, format, info."""
+
+
+def _node_dirs(props: dict[str, str]) -> tuple[int, list[str]]:
+    """The node id (``node.id``, else ``broker.id``) and every directory it writes: ``log.dirs`` (else
+    ``log.dir``) and ``metadata.log.dir``."""
+    raw_id = props.get("node.id", props.get("broker.id"))
+    if raw_id is None:
+        raise click.UsageError("the config sets neither node.id nor broker.id")
+    try:
+        node_id = int(raw_id)
+    except ValueError:
+        raise click.UsageError(f"node.id must be an integer, got {raw_id!r}") from None
+    dirs = [d.strip() for d in props.get("log.dirs", props.get("log.dir", "")).split(",") if d.strip()]
+    if props.get("metadata.log.dir"):
+        dirs.append(props["metadata.log.dir"])
+    if not dirs:
+        raise click.UsageError("the config sets no log.dirs (or log.dir)")
+    return node_id, list(dict.fromkeys(dirs))
+
+
+@storage.command("random-uuid")
+def storage_random_uuid() -> None:
+    """Print a new cluster id."""
+    from kafkalite.storage.meta_properties import random_uuid
+
+    click.echo(random_uuid())
+
+
+@storage.command("format")
+@click.option("--cluster-id", "-t", required=True, help="The cluster's id (`kafkalite storage random-uuid`).")
+@click.option("--config", "-c", "config", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--ignore-formatted", "-g", is_flag=True, help="Skip directories already formatted.")
+@click.option("--override", "overrides", multiple=True, help="KEY=VALUE setting (repeatable).")
+def storage_format(cluster_id: str, config: str, ignore_formatted: bool, overrides: tuple[str, ...]) -> None:
+    """Write meta.properties (cluster.id, node.id, directory.id) into each of the node's directories."""
+    from kafkalite.storage.meta_properties import MetaPropertiesError, format_dirs
+
+    node_id, dirs = _node_dirs(_properties(config, overrides))
+    try:
+        written = format_dirs(dirs, cluster_id, node_id, ignore_formatted=ignore_formatted)
+    except MetaPropertiesError as e:
+        raise click.ClickException(str(e)) from e
+    for d in written:
+        click.echo(f"formatted {d} (cluster {cluster_id}, node {node_id})")
+    if not written:
+        click.echo("all directories were already formatted")
+
+
+@storage.command("info")
+@click.option("--config", "-c", "config", required=True, type=click.Path(exists=True, dir_okay=False))
+def storage_info(config: str) -> None:
+    """Show each directory's meta.properties, or that it has none."""
+    from kafkalite.storage.meta_properties import MetaPropertiesError, read
+
+    _, dirs = _node_dirs(_properties(config, ()))
+    for d in dirs:
+        try:
+            meta = read(d)
+        except MetaPropertiesError as e:
+            click.echo(f"{d}: unreadable: {e}")
+            continue
+        click.echo(f"{d}: " + (", ".join(f"{k}={v}" for k, v in sorted(meta.to_properties().items()))
+                               if meta else "not formatted"))  # fmt: skip
 
 
 @kafkalite.group()

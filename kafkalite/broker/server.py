@@ -27,7 +27,7 @@ from kafkalite.broker.controller.topic_admin import decode_topic_config
 from kafkalite.broker.group.coordinator import GroupCoordinator
 from kafkalite.broker.group.manager import GroupMetadataManager
 from kafkalite.broker.kafka_apis import KafkaApis
-from kafkalite.broker.metadata_cache import MetadataCache
+from kafkalite.broker.metadata_cache import CLUSTER_ID, MetadataCache
 from kafkalite.broker.producer_id_manager import ProducerIdManager
 from kafkalite.broker.replica_manager import ReplicaManager
 from kafkalite.broker.txn.coordinator import TransactionCoordinator
@@ -45,7 +45,7 @@ from kafkalite.protocol import (
     TopicPartition,
 )
 from kafkalite.security.authorizer import AclAuthorizer, enabled
-from kafkalite.storage import log_dir_lock
+from kafkalite.storage import log_dir_lock, meta_properties
 from kafkalite.storage.file_ops import OS_FILE_OPS, FileOps
 from kafkalite.storage.log_dir_lock import LogDirLock
 
@@ -142,6 +142,15 @@ class KafkaBroker(BaseNode):
         elif not self._dir_locks:
             self._dir_locks = log_dir_lock.lock_log_dirs(self.log_dirs)
 
+    def _check_meta_properties(self) -> None:
+        """Refuse dirs written by another broker id or another cluster, and give the others a version-0
+        ``meta.properties`` (ZooKeeper mode writes its own; KRaft needs ``kafkalite storage format``)."""
+        meta_properties.verify_dirs(self.log_dirs, self.broker_id, cluster_id=CLUSTER_ID)
+        for d in self.log_dirs:
+            if meta_properties.read(d) is None:
+                meta = meta_properties.MetaProperties(meta_properties.ZK_VERSION, self.broker_id, CLUSTER_ID)
+                meta_properties.write(d, meta)
+
     def _release_log_dirs(self) -> None:
         locks, self._dir_locks = self._dir_locks, []
         for lock in locks:
@@ -152,6 +161,12 @@ class KafkaBroker(BaseNode):
         net = self.net
         if self.locks_log_dirs:
             self.lock_log_dirs()
+        if self._dir_locks:
+            try:
+                self._check_meta_properties()
+            except meta_properties.MetaPropertiesError:
+                self._release_log_dirs()  # a broker that will not start holds nothing
+                raise
         self.cache = MetadataCache()
         self.apis = KafkaApis(self)
         self._configured_topics: set[str] = set()
