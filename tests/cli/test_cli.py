@@ -235,3 +235,14 @@ def test_dump_txn_index(tmp_path):
         result.output.splitlines()[1]
         == "version: 0 producerId: 9 firstOffset: 0 lastOffset: 1 lastStableOffset: 2"
     )
+
+
+def test_python_dash_m_runs_the_same_command_line():
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "kafkalite", "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert "cluster" in out.stdout and out.stdout.startswith("Usage: kafkalite")
