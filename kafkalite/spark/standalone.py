@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["StandaloneCluster", "executor_identity", "spark_home"]
+__all__ = ["StandaloneCluster", "executor_identity", "spark_home", "with_executor"]
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -266,3 +266,28 @@ def executor_identity() -> str:
             break
         pid = int(m[1])
     return "driver"
+
+
+def with_executor(df: DataFrame, marks: str | Path | None = None) -> DataFrame:
+    """``df`` with an ``executor`` column: which executor's task produced each row (``executor_identity``).
+
+    With ``marks``, each Arrow batch that reaches a task first appends ``<unix time> <rows so far>`` to
+    ``marks/<Spark partition id>``: a record, outside Spark, of when each task passed its rows on."""
+    from pyspark.sql.types import StringType, StructField, StructType  # deferred: pyspark is heavy
+
+    where = None if marks is None else str(marks)
+
+    def tag(batches):  # runs in the task
+        import pyarrow as pa
+        from pyspark import TaskContext
+
+        me, task, seen = executor_identity(), TaskContext.get().partitionId(), 0
+        for b in batches:
+            seen += b.num_rows
+            if b.num_rows and where is not None:
+                with open(f"{where}/{task}", "a") as f:
+                    f.write(f"{time.time()} {seen}\n")
+            yield b.append_column("executor", pa.array([me] * b.num_rows, pa.string()))
+
+    schema = StructType([*df.schema.fields, StructField("executor", StringType(), nullable=False)])
+    return df.mapInArrow(tag, schema)

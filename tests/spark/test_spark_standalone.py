@@ -22,7 +22,12 @@ from kafkalite.host.admin_client import AdminClient  # noqa: E402
 from kafkalite.host.processes import restart_broker, signal_broker  # noqa: E402
 from kafkalite.spark import wire  # noqa: E402
 from kafkalite.spark.source import OffsetRange  # noqa: E402
-from kafkalite.spark.standalone import StandaloneCluster, executor_identity, spark_home  # noqa: E402
+from kafkalite.spark.standalone import (  # noqa: E402
+    StandaloneCluster,
+    executor_identity,
+    spark_home,
+    with_executor,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 QUIET = {"log_level": 0}
@@ -98,32 +103,11 @@ def leaders(bs: str, topic: str) -> dict[int, int]:
 
 
 def read_with_executor(spark, bs: str, topic: str, marks: Path | None = None, **options):
-    """The topic read through the brokers, with an ``executor`` column saying which executor's task read
-    each row; with ``marks``, each Arrow batch reaching the task's mapInArrow first appends
-    ``<time> <rows so far>`` to ``marks/<Spark partition id>``."""
-    from kafkalite.spark.standalone import executor_identity as ident
-
+    """The topic read through the brokers, tagged by ``with_executor`` (and its ``marks``)."""
     reader = spark.read.format("kafkalite").option("kafka.bootstrap.servers", bs).option("subscribe", topic)
     for k, v in options.items():
         reader = reader.option(k, v)
-    df = reader.load().select("partition", "offset", "value")
-    where = None if marks is None else str(marks)
-
-    def tag(batches):  # runs in the task: the executor that read these rows
-        import time as _time
-
-        import pyarrow as _pa
-        from pyspark import TaskContext
-
-        me, task, seen = ident(), TaskContext.get().partitionId(), 0
-        for b in batches:
-            seen += b.num_rows
-            if b.num_rows and where is not None:
-                with open(f"{where}/{task}", "a") as f:
-                    f.write(f"{_time.time()} {seen}\n")
-            yield b.append_column("executor", _pa.array([me] * b.num_rows, _pa.string()))
-
-    return df.mapInArrow(tag, "partition int, offset long, value binary, executor string")
+    return with_executor(reader.load().select("partition", "offset", "value"), marks)
 
 
 def test_pyspark_ships_a_spark_home_with_the_standalone_daemons():
