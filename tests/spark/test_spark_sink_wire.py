@@ -1,6 +1,7 @@
 """The sink's wire mode (``kafka.bootstrap.servers``): options and producer settings as units, then Spark
-batch and streaming writes through a real TCP broker (plaintext and SASL_SSL), read back with
-confluent-kafka; delivery failures fail the job. And path mode refusing a log dir a live broker holds."""
+batch and streaming writes through the three broker processes of ``kafkalite cluster start`` (the
+session's ``wire_cluster``; plaintext and SASL_SSL), read back with confluent-kafka; delivery failures
+fail the job. And path mode refusing a log dir a live broker holds."""
 
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ from kafkalite.storage.log_dir_lock import LogDirLock  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
-BROKER_JAAS = f'{PLAIN} required user_admin="admin-secret" user_alice="alice-secret";'
 
 
 # ------------------------------------------------------------------------------------------ options
@@ -117,24 +117,24 @@ def test_a_setting_librdkafka_does_not_know_is_named():
 # ------------------------------------------------------------------------------- through a broker
 
 
+class _Brokers:
+    """The session's 3-broker ``cluster start``, seen from the sink's tests."""
+
+    def __init__(self, cluster) -> None:
+        self.cluster = cluster
+        self.bootstrap_servers = cluster.bootstrap
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})
+        for f in admin.create_topics([NewTopic(name, partitions, 3)]).values():
+            f.result(30)
+
+
 @pytest.fixture(scope="module")
-def certs(tmp_path_factory):
-    from kafkalite.security.certs import make_certificates
-
-    return make_certificates(tmp_path_factory.mktemp("certs"))
-
-
-@pytest.fixture(scope="module")
-def broker(certs):
-    from kafkalite.host.server import BackgroundServer
-
-    config = {
-        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
-        "ssl.keystore.location": str(certs["broker"]), "ssl.truststore.location": str(certs["ca"]),
-        "sasl.enabled.mechanisms": "PLAIN", "sasl.jaas.config": BROKER_JAAS,
-    }  # fmt: skip
-    with BackgroundServer(1, config=config) as srv:
-        yield srv
+def broker(wire_cluster):
+    return _Brokers(wire_cluster)
 
 
 def consume(bootstrap: str, topic: str, n: int, timeout_s: float = 30.0) -> list:
@@ -157,16 +157,16 @@ def consume(bootstrap: str, topic: str, n: int, timeout_s: float = 30.0) -> list
 
 
 def test_batch_write_through_the_broker_with_spark_columns(spark, broker):
-    broker.create_topic("wire-out", 3)
-    broker.create_topic("wire-side", 1)
+    broker.create_topic("sink-out", 3)
+    broker.create_topic("sink-side", 1)
     rows = [(f"k{i % 7}", f"v{i}", [("h", b"%d" % i)]) for i in range(300)]
     df = spark.createDataFrame(
         rows, "key string, value string, headers array<struct<key: string, value: binary>>"
     )
     df.repartition(4).write.format("kafkalite").option(
         "kafka.bootstrap.servers", broker.bootstrap_servers
-    ).option("topic", "wire-out").option("kafka.linger.ms", "2").mode("append").save()
-    got = consume(broker.bootstrap_servers, "wire-out", 300)
+    ).option("topic", "sink-out").option("kafka.linger.ms", "2").mode("append").save()
+    got = consume(broker.bootstrap_servers, "sink-out", 300)
     assert sorted(m.value() for m in got) == sorted(
         f"v{i}".encode() for i in range(300)
     )  # none lost or doubled
@@ -175,43 +175,43 @@ def test_batch_write_through_the_broker_with_spark_columns(spark, broker):
         assert m.key() == f"k{i % 7}".encode() and m.headers() == [("h", b"%d" % i)]
         assert m.partition() == to_positive(murmur2(m.key())) % 3  # Kafka's partitioner, as Spark's sink
     # a topic column and a partition column, as Spark's Kafka sink takes them
-    spark.sql("SELECT 'wire-side' AS topic, 0 AS partition, 'x' AS value").write.format("kafkalite").option(
+    spark.sql("SELECT 'sink-side' AS topic, 0 AS partition, 'x' AS value").write.format("kafkalite").option(
         "kafka.bootstrap.servers", broker.bootstrap_servers
     ).mode("append").save()
-    assert [m.value() for m in consume(broker.bootstrap_servers, "wire-side", 1)] == [b"x"]
+    assert [m.value() for m in consume(broker.bootstrap_servers, "sink-side", 1)] == [b"x"]
 
 
-def test_sasl_ssl_with_kafkas_option_names(spark, broker, certs):
-    broker.create_topic("wire-secure", 1)
+def test_sasl_ssl_with_kafkas_option_names(spark, broker):
+    broker.create_topic("sink-secure", 1)
     writer = (
         spark.sql("SELECT CAST(id AS STRING) AS value FROM range(50)")
         .write.format("kafkalite")
-        .option("kafka.bootstrap.servers", broker.server.bootstrap("SASL_SSL"))
-        .option("topic", "wire-secure")
+        .option("kafka.bootstrap.servers", broker.cluster.sasl_bootstrap)
+        .option("topic", "sink-secure")
         .option("kafka.security.protocol", "SASL_SSL")
         .option("kafka.sasl.mechanism", "PLAIN")
-        .option("kafka.ssl.truststore.location", str(certs["ca"]))
+        .option("kafka.ssl.truststore.location", broker.cluster.ca)
         .option("kafka.delivery.timeout.ms", "8000")
         .mode("append")
     )
     writer.option(
-        "kafka.sasl.jaas.config", f'{PLAIN} required username="alice" password="alice-secret";'
+        "kafka.sasl.jaas.config", f'{PLAIN} required username="admin" password="admin-secret";'
     ).save()
-    assert len(consume(broker.bootstrap_servers, "wire-secure", 50)) == 50
+    assert len(consume(broker.bootstrap_servers, "sink-secure", 50)) == 50
     with pytest.raises(Exception, match="not acknowledged by the brokers"):  # a wrong password: the job fails
-        writer.option("kafka.sasl.jaas.config", f'{PLAIN} required username="alice" password="nope";').save()
+        writer.option("kafka.sasl.jaas.config", f'{PLAIN} required username="admin" password="nope";').save()
 
 
 def test_a_record_the_broker_refuses_fails_the_job(spark, broker):
-    broker.create_topic("wire-one", 1)
-    with pytest.raises(Exception, match=r"not acknowledged by the brokers.*wire-one-5"):
+    broker.create_topic("sink-one", 1)
+    with pytest.raises(Exception, match=r"not acknowledged by the brokers.*sink-one-5"):
         spark.sql("SELECT 'v' AS value, 5 AS partition").write.format("kafkalite").option(
             "kafka.bootstrap.servers", broker.bootstrap_servers
-        ).option("topic", "wire-one").mode("append").save()
+        ).option("topic", "sink-one").mode("append").save()
 
 
 def test_streaming_write_through_the_broker(spark, broker, tmp_path):
-    broker.create_topic("wire-stream", 2)
+    broker.create_topic("sink-stream", 2)
     src = tmp_path / "in"
     src.mkdir()
     spark.createDataFrame([(f"s{i}",) for i in range(40)], "value string").write.mode("overwrite").parquet(
@@ -222,14 +222,14 @@ def test_streaming_write_through_the_broker(spark, broker, tmp_path):
         .parquet(str(src / "a"))
         .writeStream.format("kafkalite")
         .option("kafka.bootstrap.servers", broker.bootstrap_servers)
-        .option("topic", "wire-stream")
+        .option("topic", "sink-stream")
         .option("checkpointLocation", str(tmp_path / "ckpt"))
         .trigger(availableNow=True)
         .start()
     )
     q.awaitTermination(120)
     assert q.exception() is None
-    assert sorted(m.value() for m in consume(broker.bootstrap_servers, "wire-stream", 40)) == sorted(
+    assert sorted(m.value() for m in consume(broker.bootstrap_servers, "sink-stream", 40)) == sorted(
         f"s{i}".encode() for i in range(40)
     )
 
