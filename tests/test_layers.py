@@ -18,6 +18,7 @@ The order, lowest first; packages on one line are siblings and may not import ea
     harness                    the checker, fault schedules and benches (the Spark bench drives spark/)
     tools                      the command-line tools' logic
     cli                        click wiring
+    __main__                   `python -m kafkalite`: the cli, run as a module
 
 Decided where the code forced it: ``net/bridge.py`` stays in ``net`` (not ``host``) because the
 coordination store's RPC server (``coordination/remote.py``) speaks the bridge's frames and serves its
@@ -50,6 +51,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "harness",
         "tools",
         "cli",
+        "__main__",
     )
 )
 LAYER_OF = {pkg: i for i, names in enumerate(LAYERS) for pkg in names}
