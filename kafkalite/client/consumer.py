@@ -3,7 +3,8 @@
 As in Kafka, it is the public API and the network client over three parts: ``SubscriptionState``
 (``subscription_state``: assigned partitions, positions, pause/resume, pending resets), ``Fetcher``
 (``fetcher``: fetch requests and their answers, record parsing, read_committed, offset lookups) and,
-with a ``group.id``, ``ConsumerCoordinator`` (``consumer_coordinator``).
+with a ``group.id``, ``ConsumerCoordinator`` (``consumer_coordinator``, ``group.protocol=classic``, the default)
+or ``ConsumerMembershipManager`` (``consumer_membership_manager``, ``group.protocol=consumer``: KIP-848).
 
 Partitions are given with ``assign``, or by the group with ``subscribe`` (a topic list or a regex
 pattern; see ``consumer_coordinator`` for joining, heartbeats, rebalances and commits); each has a
@@ -54,6 +55,7 @@ from kafkalite.client.consumer_coordinator import (
     ConsumerRebalanceListener,
     OffsetAndMetadata,
 )
+from kafkalite.client.consumer_membership_manager import ConsumerMembershipManager
 from kafkalite.client.fetcher import Fetcher, NoOffsetForPartitionError, OffsetAndTimestamp
 from kafkalite.client.metadata import ClusterMetadata
 from kafkalite.client.subscription_state import IllegalStateError, SubscriptionState, TopicPartitionState
@@ -134,9 +136,13 @@ class Consumer(BaseNode):
         self._rng: Any = None
         self._closed = False
         self._polling = False
-        self._coord: ConsumerCoordinator | None = (
-            ConsumerCoordinator(self) if self.config.group_id is not None else None
-        )
+        self._coord: ConsumerCoordinator | None = None
+        if self.config.group_id is not None:
+            # group.protocol picks the membership: KIP-848's heartbeat-driven one or the classic join/sync.
+            manager = (
+                ConsumerMembershipManager if self.config.group_protocol == "consumer" else ConsumerCoordinator
+            )
+            self._coord = manager(self)
         self._metrics: dict[str, int] = dict.fromkeys(
             (
                 "fetch-total",

@@ -220,6 +220,8 @@ class ConsumerCoordinator(AbstractCoordinator):
     """The group membership of one ``Consumer``, on ``AbstractCoordinator``. See the module docstring."""
 
     PROTOCOL_TYPE = CONSUMER_PROTOCOL_TYPE
+    RETRIABLE_COMMIT_CODES = _RETRIABLE_COMMIT
+    """Commit errors ``commit_sync`` retries until its timeout."""
 
     def __init__(self, consumer: Consumer) -> None:
         super().__init__(consumer)
@@ -489,7 +491,9 @@ class ConsumerCoordinator(AbstractCoordinator):
                 )
             if commit.error is None:
                 return
-            retriable = isinstance(commit.error, KafkaError) and commit.error.code in _RETRIABLE_COMMIT
+            retriable = (
+                isinstance(commit.error, KafkaError) and commit.error.code in self.RETRIABLE_COMMIT_CODES
+            )
             if not retriable or self._now() >= deadline:
                 raise commit.error
             self.c._block(lambda: False, min(self.cfg.retry_backoff_ms, max(0, deadline - self._now())))

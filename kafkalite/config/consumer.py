@@ -13,6 +13,12 @@ Group keys: ``group.id`` (None: no group, so no commits and no ``subscribe``), `
 timeout), ``max.poll.interval.ms`` and ``partition.assignment.strategy``: a list (or comma-separated
 string) of assignors by kafkalite name (``range``), Kafka class name
 (``org.apache.kafka.clients.consumer.RangeAssignor``), class or instance, in order of preference.
+
+``group.protocol`` picks the group protocol, as in Kafka: ``classic`` (the default; JoinGroup/SyncGroup, the
+leader assigns) or ``consumer`` (KIP-848; ConsumerGroupHeartbeat, the broker assigns with
+``group.remote.assignor`` or its default). Under ``consumer`` the session timeout and heartbeat interval are
+the broker's (``group.consumer.session.timeout.ms``, ``group.consumer.heartbeat.interval.ms``), so
+``session.timeout.ms``, ``heartbeat.interval.ms`` and ``partition.assignment.strategy`` are not used.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ _ASSIGNORS_MODULE = "kafkalite.client.assignors"
 _BUILT_IN_ASSIGNORS = {name: cls for cls, name in _JAVA_CLASSES.items()}
 _RESETS = ("earliest", "latest", "none")
 _ISOLATION = tuple(level.config_name for level in IsolationLevel)
+_GROUP_PROTOCOLS = ("classic", "consumer")
 
 
 def _isolation_level(name: str, value: Any) -> IsolationLevel:
@@ -140,6 +147,16 @@ class ConsumerConfig(ClientConfig):
         "partition.assignment.strategy", "LIST", ("range", "cooperative-sticky"),
         "Assignors by name, Kafka class name, class or instance, in order of preference.", check=as_is,
     )  # fmt: skip
+    group_protocol: str = key(
+        "group.protocol", "STRING", "classic",
+        "classic (JoinGroup/SyncGroup, client-side assignors) or consumer (KIP-848's ConsumerGroupHeartbeat, "
+        "server-side assignors).", choices=_GROUP_PROTOCOLS, check=choice_of(*_GROUP_PROTOCOLS),
+    )  # fmt: skip
+    group_remote_assignor: str | None = key(
+        "group.remote.assignor", "STRING", None,
+        "The server-side assignor a consumer-protocol member asks for (None: the broker's default).",
+        nullable=True, check=_optional_str,
+    )  # fmt: skip
     allow_auto_create_topics: bool = key(
         "allow.auto.create.topics", "BOOLEAN", True, "Let a subscription create a missing topic."
     )
@@ -166,6 +183,10 @@ class ConsumerConfig(ClientConfig):
             props["enable.auto.commit"] = False
             if props["group.instance.id"] is not None:
                 raise InvalidConfigError("group.instance.id needs a group.id")
+        if props["group.protocol"] == "classic" and props["group.remote.assignor"]:
+            # Kafka's ConsumerConfig.checkGroupRemoteAssignor: a server-side assignor means nothing to a
+            # classic member, whose leader assigns with partition.assignment.strategy.
+            raise InvalidConfigError("group.remote.assignor cannot be set when group.protocol=classic")
         if props["heartbeat.interval.ms"] >= props["session.timeout.ms"]:
             raise InvalidConfigError(
                 f"heartbeat.interval.ms ({props['heartbeat.interval.ms']}) must be lower than "

@@ -1,0 +1,190 @@
+"""kafkalite's own consumer under ``group.protocol=consumer`` (KIP-848) against a simulated cluster:
+ConsumerGroupHeartbeat membership, incremental reconciliation (revoke, commit, then acknowledge before the
+partitions move), fencing and rejoin with epoch 0, leaving with -1 / -2, ``group.remote.assignor``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kafkalite.client.consumer import Consumer, ConsumerRebalanceListener
+from kafkalite.client.consumer_coordinator import ConsumerCoordinator
+from kafkalite.client.consumer_membership_manager import ConsumerMembershipManager, MemberState
+from kafkalite.config.consumer import ConsumerConfig
+from kafkalite.errors import InvalidConfigError, UnsupportedAssignorError
+from kafkalite.host.cluster import Cluster
+from kafkalite.protocol import TopicPartition
+from kafkalite.protocol.consumer_group import ConsumerGroupHeartbeatRequest
+from tests.group_helpers import produce
+
+FAST = {"offsets.topic.num.partitions": 3, "group.initial.rebalance.delay.ms": 0}
+
+
+@pytest.fixture
+def cluster(make_cluster) -> Cluster:
+    c = make_cluster(3, seed=11, config=FAST)
+    c.create_topic("t", partitions=6, replication_factor=1)
+    return c
+
+
+class Recorder(ConsumerRebalanceListener):
+    """Every callback, with the virtual time it ran at."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.calls: list[tuple[int, str, set[TopicPartition]]] = []
+
+    def _add(self, kind: str, partitions: set) -> None:
+        self.calls.append((self.cluster.net._now, kind, set(partitions)))
+
+    def on_partitions_revoked(self, partitions: set) -> None:
+        self._add("revoked", partitions)
+
+    def on_partitions_assigned(self, partitions: set) -> None:
+        self._add("assigned", partitions)
+
+    def on_partitions_lost(self, partitions: set) -> None:
+        self._add("lost", partitions)
+
+
+def member(cluster: Cluster, name: str, listener: Any = None, **cfg: Any) -> Consumer:
+    props = {"group.id": "g", "group.protocol": "consumer", "auto.offset.reset": "earliest", **cfg}
+    c = cluster.consumer(name, config=props)
+    c.subscribe(["t"], listener=listener)
+    return c
+
+
+def poll_all(consumers: list[Consumer], rounds: int, seen: list | None = None, ms: int = 200) -> list:
+    seen = [] if seen is None else seen
+    for _ in range(rounds):
+        for c in consumers:
+            for tp, recs in c.poll(ms).items():
+                seen += [(tp, r.offset) for r in recs]
+    return seen
+
+
+def stable(consumers: list[Consumer]) -> bool:
+    return all(c._coord.state is MemberState.STABLE for c in consumers)
+
+
+def group(cluster: Cluster):
+    coord = cluster.brokers[cluster.coordinator("g")].group_coordinator
+    return coord.consumer.groups["g"]
+
+
+def test_group_protocol_config_picks_the_membership(cluster: Cluster) -> None:
+    assert ConsumerConfig.from_props({"group.id": "g"}).group_protocol == "classic"  # Kafka's default
+    assert (
+        ConsumerConfig.from_props({"group.id": "g", "group.protocol": "CONSUMER"}).group_protocol
+        == "consumer"
+    )
+    with pytest.raises(
+        InvalidConfigError, match="group.remote.assignor cannot be set when group.protocol=classic"
+    ):
+        ConsumerConfig.from_props({"group.id": "g", "group.remote.assignor": "range"})
+    with pytest.raises(InvalidConfigError, match="group.protocol"):
+        ConsumerConfig.from_props({"group.id": "g", "group.protocol": "eager"})
+    classic = cluster.consumer("x", config={"group.id": "g"})
+    new = cluster.consumer("y", config={"group.id": "g", "group.protocol": "consumer"})
+    assert type(classic._coord) is ConsumerCoordinator
+    assert isinstance(new._coord, ConsumerMembershipManager)
+
+
+def test_one_member_gets_every_partition_by_heartbeat(cluster: Cluster) -> None:
+    produce(cluster, "t", 60, 6)
+    a = member(cluster, "a")
+    seen = poll_all([a], 10)
+    assert sorted(seen) == sorted({(TopicPartition("t", i % 6), i // 6) for i in range(60)})
+    assert a._coord.member_epoch == 1 and a.generation_id == 1 and a.member_id
+    assert stable([a])
+    # The classic protocol's requests never went out: no JoinGroup, only heartbeats.
+    assert not cluster.events("consumer_joined", node="a")
+    assert cluster.events("consumer_group_join")
+
+
+def test_a_new_member_gets_partitions_only_after_the_old_owner_revoked_them(cluster: Cluster) -> None:
+    produce(cluster, "t", 120, 6)
+    ra, rb = Recorder(cluster), Recorder(cluster)
+    a = member(cluster, "a", ra)
+    seen = poll_all([a], 3)
+    b = member(cluster, "b", rb)
+    poll_all([a, b], 40, seen)
+    produce(cluster, "t", 120, 6, start=120)
+    poll_all([a, b], 20, seen)
+    assert stable([a, b])
+    assert a.assignment() | b.assignment() == {TopicPartition("t", p) for p in range(6)}
+    assert len(a.assignment()) == len(b.assignment()) == 3
+    # Auto-commit before the revocation: b starts where a stopped, so every record is read exactly once.
+    assert len(seen) == 240 and len(set(seen)) == 240
+    revoked = [(t, ps) for t, kind, ps in ra.calls if kind == "revoked"]
+    assert revoked and revoked[0][1] == b.assignment(), ra.calls
+    b_added = [(t, ps) for t, kind, ps in rb.calls if kind == "assigned" and ps]
+    assert b_added and b_added[0][1] == b.assignment()
+    assert revoked[0][0] <= b_added[0][0], "b took partitions before a revoked them"
+    # a only ever revoked what moved: the other three stayed with it throughout.
+    assert [kind for _, kind, _ in ra.calls] == ["assigned", "revoked", "assigned"]
+
+
+def test_a_fenced_member_loses_its_partitions_and_rejoins_with_epoch_0(cluster: Cluster) -> None:
+    rec = Recorder(cluster)
+    a = member(cluster, "a", rec)
+    poll_all([a], 5)
+    old_id = a.member_id
+    proto = cluster.brokers[cluster.coordinator("g")].group_coordinator.consumer
+    proto.fence_member(group(cluster), old_id, "test")  # as a session expiry would
+    poll_all([a], 40)  # the next heartbeat is answered UNKNOWN_MEMBER_ID
+    assert [kind for _, kind, _ in rec.calls][:3] == ["assigned", "lost", "assigned"], rec.calls
+    assert rec.calls[1][2] == {TopicPartition("t", p) for p in range(6)}
+    assert a.member_id == old_id and stable([a]) and a._coord.member_epoch > 1
+    assert a.assignment() == {TopicPartition("t", p) for p in range(6)}
+    assert cluster.events("consumer_fenced", node="a")
+
+
+def test_close_leaves_with_epoch_minus_1_and_the_partitions_move_at_once(cluster: Cluster) -> None:
+    a = member(cluster, "a")
+    b = member(cluster, "b")
+    poll_all([a, b], 40)
+    assert stable([a, b]) and len(group(cluster).members) == 2
+    a.close()
+    assert len(group(cluster).members) == 1  # gone at once, not after a session timeout
+    poll_all([b], 40)
+    assert b.assignment() == {TopicPartition("t", p) for p in range(6)}
+
+
+def test_a_static_member_leaves_with_minus_2_and_gets_its_partitions_back(cluster: Cluster) -> None:
+    a = member(cluster, "a", **{"group.instance.id": "ia"})
+    b = member(cluster, "b", **{"group.instance.id": "ib"})
+    poll_all([a, b], 40)
+    mine = a.assignment()
+    assert len(mine) == 3
+    epoch = group(cluster).group_epoch
+    a.close()
+    g = group(cluster)
+    assert len(g.members) == 2 and g.members[g.static_members["ia"]].member_epoch == -2
+    a2 = member(cluster, "a2", **{"group.instance.id": "ia"})
+    poll_all([a2, b], 30)
+    assert a2.assignment() == mine and stable([a2, b])
+    assert group(cluster).group_epoch == epoch, "a static rejoin must not cause a reassignment"
+
+
+def test_group_remote_assignor_picks_the_brokers_assignor(cluster: Cluster) -> None:
+    a = member(cluster, "a", **{"group.remote.assignor": "range"})
+    poll_all([a], 5)
+    targets = cluster.events("consumer_group_target")
+    assert targets and targets[-1].fields["assignor"] == "range"
+
+
+def test_an_unknown_remote_assignor_is_fatal(cluster: Cluster) -> None:
+    a = member(cluster, "a", **{"group.remote.assignor": "nope"})
+    with pytest.raises(UnsupportedAssignorError):
+        poll_all([a], 5)
+
+
+def test_heartbeats_carry_only_what_changed(cluster: Cluster) -> None:
+    a = member(cluster, "a")
+    poll_all([a], 5)
+    req, _ = a._coord._request()
+    assert isinstance(req, ConsumerGroupHeartbeatRequest)
+    assert req.member_epoch == 1 and req.subscribed_topic_names is None and req.topic_partitions is None
+    assert req.rebalance_timeout_ms == -1
