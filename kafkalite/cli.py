@@ -667,6 +667,62 @@ def bench_consume(
     click.echo(result.to_json() if as_json else result.table())
 
 
+@bench.command("rebalance")
+@click.option(
+    "--partitions",
+    "partitions",
+    multiple=True,
+    type=int,
+    default=(100, 1000),
+    show_default=True,
+    help="Partition counts to run (repeatable).",
+)
+@click.option(
+    "--protocol",
+    "protocols",
+    multiple=True,
+    type=click.Choice(["eager", "cooperative", "consumer"]),
+    default=("eager", "cooperative", "consumer"),
+    show_default=True,
+    help="classic eager (range), classic cooperative-sticky, or group.protocol=consumer (repeatable).",
+)
+@click.option(
+    "--scenario",
+    "scenarios",
+    multiple=True,
+    type=click.Choice(["scale-out", "rolling-restart"]),
+    default=("scale-out", "rolling-restart"),
+    show_default=True,
+    help="Scenarios to run (repeatable).",
+)
+@click.option("--heartbeat-ms", default=3_000, show_default=True, help="Heartbeat interval (both protocols).")
+@click.option("--poll-ms", default=50, show_default=True, help="Virtual ms each member polls in its turn.")
+@click.option("--seed", default=0, show_default=True, help="Simulation seed.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def bench_rebalance(
+    partitions: tuple[int, ...],
+    protocols: tuple[str, ...],
+    scenarios: tuple[str, ...],
+    heartbeat_ms: int,
+    poll_ms: int,
+    seed: int,
+    as_json: bool,
+) -> None:
+    """Time each partition has no owner while a group scales out from 3 to 6 members and during a rolling
+    restart: classic eager vs cooperative-sticky vs the consumer group protocol (KIP-848), in virtual time."""
+    from kafkalite.harness.bench.rebalance import (
+        run_rebalance_bench,
+    )  # deferred: keeps `kafkalite --help` fast
+
+    try:
+        result = run_rebalance_bench(
+            partitions, protocols, scenarios, heartbeat_ms=heartbeat_ms, poll_ms=poll_ms, seed=seed
+        )
+    except ValueError as e:
+        raise click.UsageError(str(e)) from e
+    click.echo(result.to_json() if as_json else result.table())
+
+
 @bench.command("spark")
 @click.option("--records", default=2_000_000, show_default=True, help="Rows in each topic.")
 @click.option("--value-size", default=100, show_default=True, help="Value bytes per record.")
