@@ -50,6 +50,9 @@ from kafkalite.protocol import (
     AlterConfigsRequest,
     AlterPartitionReassignmentsRequest,
     AlterPartitionRequest,
+    ConsumerGroupDescribedGroup,
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatRequest,
     ControlledShutdownRequest,
     CoordinatorType,
@@ -383,6 +386,21 @@ class KafkaApis:
             )
             respond(DescribeGroupsResponse(groups=groups))
             return
+        if isinstance(req, ConsumerGroupDescribeRequest):
+            # As DescribeGroups: each group answered by its own coordinator's error when not this broker.
+            mine = tuple(g for g in req.group_ids if manager.ownership_error(g) == 0)
+            described = {g.group_id: g for g in coord.consumer.describe(mine)}
+            respond(
+                ConsumerGroupDescribeResponse(
+                    groups=tuple(
+                        described[g]
+                        if g in described
+                        else ConsumerGroupDescribedGroup(group_id=g, error_code=manager.ownership_error(g))
+                        for g in req.group_ids
+                    )
+                )
+            )
+            return
         if isinstance(req, ListGroupsRequest):
 
             def listed(r: ListGroupsResponse) -> None:
@@ -528,7 +546,12 @@ _RM_HANDLERS = {
     "DeleteRecordsRequest": "handle_delete_records",
 }
 _RM_HOT = {ProduceRequest: "handle_produce", FetchRequest: "handle_fetch"}  # by exact class
-_GROUP_REQUESTS = GROUP_APIS + (DescribeGroupsRequest, ListGroupsRequest, TxnOffsetCommitRequest)
+_GROUP_REQUESTS = GROUP_APIS + (
+    DescribeGroupsRequest,
+    ListGroupsRequest,
+    TxnOffsetCommitRequest,
+    ConsumerGroupDescribeRequest,
+)
 _TXN_REQUESTS = (InitProducerIdRequest, AddPartitionsToTxnRequest, AddOffsetsToTxnRequest, EndTxnRequest)
 
 __all__ = ["CONTROLLER_APIS", "FROM_CONTROLLER", "GROUP_APIS", "KafkaApis"]

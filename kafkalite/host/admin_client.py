@@ -431,11 +431,19 @@ class AdminClient:
             return resp["node_id"]
         raise KafkaError(f"no coordinator for group {group!r}")
 
-    def list_groups(self) -> list[ListedGroup]:
+    def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = ()) -> list[ListedGroup]:
+        """ListGroups from every broker; ``group_state`` (v4+) and ``group_type`` (``classic`` or
+        ``consumer``, v5+) are filled when the broker's version has them ("" otherwise)."""
         out: dict[str, ListedGroup] = {}
+        body = {"states_filter": list(states), "types_filter": list(types)}
         for b in sorted(self.brokers):
-            for g in self._call(b, LIST_GROUPS, {"states_filter": []})["groups"]:
-                out[g["group_id"]] = ListedGroup(group_id=g["group_id"], protocol_type=g["protocol_type"])
+            for g in self._call(b, LIST_GROUPS, body)["groups"]:
+                out[g["group_id"]] = ListedGroup(
+                    group_id=g["group_id"],
+                    protocol_type=g["protocol_type"],
+                    group_state=g.get("group_state", ""),
+                    group_type=g.get("group_type", ""),
+                )
         return [out[g] for g in sorted(out)]
 
     def describe_group(self, group: str) -> DescribedGroup:

@@ -636,13 +636,14 @@ class Cluster:
                     f"OffsetCommit of {p.tp} for group {group_id!r}"
                 )
 
-    def list_groups(self, states: Iterable[str] = ()) -> list[Any]:
-        """ListGroups from every live broker (each lists the groups it coordinates), sorted by group id."""
+    def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = ()) -> list[Any]:
+        """ListGroups from every live broker (each lists the groups it coordinates), sorted by group id;
+        ``types``: ``classic`` and/or ``consumer`` (KIP-848's groups)."""
         out: dict[str, Any] = {}
         for b, node in sorted(self.brokers.items()):
             if not self.net.is_up(b) or not node.registered:
                 continue
-            resp = self.request(b, ListGroupsRequest(states_filter=tuple(states)))
+            resp = self.request(b, ListGroupsRequest(states_filter=tuple(states), types_filter=tuple(types)))
             for g in resp.groups:
                 out[g.group_id] = g
         return [out[g] for g in sorted(out)]

@@ -64,6 +64,9 @@ from kafkalite.protocol.configs import (
 )
 from kafkalite.protocol.consumer_group import (
     ConsumerGroupAssignment,
+    ConsumerGroupDescribedGroup,
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     ConsumerGroupTopicPartitions,
@@ -233,6 +236,7 @@ REQUESTS: tuple[type[Request], ...] = (
     ListGroupsRequest,
     DeleteGroupsRequest,
     ConsumerGroupHeartbeatRequest,
+    ConsumerGroupDescribeRequest,
     InitProducerIdRequest,
     AddPartitionsToTxnRequest,
     AddOffsetsToTxnRequest,
@@ -245,6 +249,9 @@ RESPONSE_TYPES: dict[ApiKey, type[Response]] = {cls.api_key: cls.response_type f
 
 __all__ = [
     "ConsumerGroupAssignment",
+    "ConsumerGroupDescribedGroup",
+    "ConsumerGroupDescribeRequest",
+    "ConsumerGroupDescribeResponse",
     "ConsumerGroupHeartbeatRequest",
     "ConsumerGroupHeartbeatResponse",
     "ConsumerGroupTopicPartitions",

@@ -93,6 +93,7 @@ class ApiKey(IntEnum):
     LIST_TRANSACTIONS = 66
     ALLOCATE_PRODUCER_IDS = 67
     CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
 
 
 class CoordinatorType(IntEnum):

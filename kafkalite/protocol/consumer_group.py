@@ -74,7 +74,87 @@ class ConsumerGroupHeartbeatRequest(Request):
     """The partitions the member owns (it reports them so the coordinator knows what it has revoked)."""
 
 
+# ------------------------------------------------------------------------------- ConsumerGroupDescribe
+
+
+@message
+class DescribedTopicPartitions(Message):
+    topic_id: uuid.UUID = wire("uuid", "0+")
+    topic_name: str = wire("string", "0+", "")
+    partitions: tuple[int, ...] = wire("[]int32", "0+", ())
+
+
+@message
+class DescribedAssignment(Message):
+    topic_partitions: tuple[DescribedTopicPartitions, ...] = wire(
+        "[]struct", "0+", (), items=DescribedTopicPartitions
+    )
+
+
+@message
+class ConsumerGroupDescribeMember(Message):
+    member_id: str = wire("string", "0+", "")
+    instance_id: str | None = wire("string", "0+", None, nullable="0+")
+    rack_id: str | None = wire("string", "0+", None, nullable="0+")
+    member_epoch: int = wire("int32", "0+", 0)
+    client_id: str = wire("string", "0+", "")
+    client_host: str = wire("string", "0+", "")
+    subscribed_topic_names: tuple[str, ...] = wire("[]string", "0+", ())
+    subscribed_topic_regex: str | None = wire("string", "0+", None, nullable="0+")
+    assignment: DescribedAssignment = wire("struct", "0+", DescribedAssignment(), items=DescribedAssignment)
+    """What the member owns now."""
+    target_assignment: DescribedAssignment = wire(
+        "struct", "0+", DescribedAssignment(), items=DescribedAssignment
+    )
+    """What the assignor wants it to own once reconciled."""
+
+
+@message
+class ConsumerGroupDescribedGroup(Message):
+    error_code: int = wire("int16", "0+", NO_ERROR)
+    error_message: str | None = wire("string", "0+", None, nullable="0+")
+    group_id: str = wire("string", "0+", "")
+    group_state: str = wire("string", "0+", "")
+    """Kafka's consumer group states: Empty, Assigning, Reconciling, Stable, Dead."""
+    group_epoch: int = wire("int32", "0+", 0)
+    assignment_epoch: int = wire("int32", "0+", 0)
+    assignor_name: str = wire("string", "0+", "")
+    members: tuple[ConsumerGroupDescribeMember, ...] = wire(
+        "[]struct", "0+", (), items=ConsumerGroupDescribeMember
+    )
+    authorized_operations: int = wire("int32", "0+", -(2**31))
+    """Kafka's "not asked for": kafkalite has no authorizer."""
+
+
+@message
+class ConsumerGroupDescribeResponse(Response):
+    api_key = ApiKey.CONSUMER_GROUP_DESCRIBE
+    throttle_time_ms: int = wire("int32", "0+", 0)
+    groups: tuple[ConsumerGroupDescribedGroup, ...] = wire(
+        "[]struct", "0+", (), items=ConsumerGroupDescribedGroup
+    )
+
+
+@message
+class ConsumerGroupDescribeRequest(Request):
+    """Describe consumer-type groups (KIP-848): epochs, assignor, each member's assignment and target.
+    A classic group or an unknown one is answered GROUP_ID_NOT_FOUND, as Kafka does."""
+
+    api_key = ApiKey.CONSUMER_GROUP_DESCRIBE
+    response_type = ConsumerGroupDescribeResponse
+    versions = (0, 0)
+    flexible_from = 0
+    group_ids: tuple[str, ...] = wire("[]string", "0+", ())
+    include_authorized_operations: bool = wire("bool", "0+", False)
+
+
 __all__ = [
+    "ConsumerGroupDescribeMember",
+    "ConsumerGroupDescribeRequest",
+    "ConsumerGroupDescribeResponse",
+    "ConsumerGroupDescribedGroup",
+    "DescribedAssignment",
+    "DescribedTopicPartitions",
     "JOIN_GROUP_MEMBER_EPOCH",
     "LEAVE_GROUP_MEMBER_EPOCH",
     "LEAVE_GROUP_STATIC_MEMBER_EPOCH",

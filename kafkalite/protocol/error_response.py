@@ -24,6 +24,9 @@ from kafkalite.protocol import (
     AlterPartitionRequest,
     AlterPartitionResponse,
     AlterPartitionResult,
+    ConsumerGroupDescribedGroup,
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     ControlledShutdownRequest,
@@ -218,6 +221,11 @@ _BUILDERS: dict[type[Request], _Builder] = {
     LeaveGroupRequest: _top_level(LeaveGroupResponse),
     ConsumerGroupHeartbeatRequest: lambda _req, code, msg: ConsumerGroupHeartbeatResponse(
         error_code=code, error_message=msg
+    ),
+    ConsumerGroupDescribeRequest: lambda req, code, msg: ConsumerGroupDescribeResponse(
+        groups=tuple(
+            ConsumerGroupDescribedGroup(group_id=g, error_code=code, error_message=msg) for g in req.group_ids
+        )
     ),
     OffsetCommitRequest: _per_partition(OffsetCommitResponse, PartitionError),
     OffsetFetchRequest: lambda req, code, _m: OffsetFetchResponse(

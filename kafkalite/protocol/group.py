@@ -357,7 +357,9 @@ class DescribeGroupsRequest(Request):
 class ListedGroup(Message):
     group_id: str = wire("string", "0+")
     protocol_type: str = wire("string", "0+", "")
-    group_state: str = ""
+    group_state: str = wire("string", "4+", "")
+    group_type: str = wire("string", "5+", "")
+    """``classic`` or ``consumer`` (KIP-848)."""
 
 
 @message
@@ -372,9 +374,12 @@ class ListGroupsResponse(Response):
 class ListGroupsRequest(Request):
     api_key = ApiKey.LIST_GROUPS
     response_type = ListGroupsResponse
-    versions = (0, 2)
-    states_filter: tuple[str, ...] = ()
-    """Empty: groups in any state."""
+    versions = (0, 5)
+    flexible_from = 3
+    states_filter: tuple[str, ...] = wire("[]string", "4+", ())
+    """Empty: groups in any state (case ignored)."""
+    types_filter: tuple[str, ...] = wire("[]string", "5+", ())
+    """Empty: groups of any type; else ``classic`` and/or ``consumer`` (case ignored)."""
 
 
 # ----------------------------------------------------------------------------------------- DeleteGroups

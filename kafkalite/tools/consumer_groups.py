@@ -48,6 +48,7 @@ __all__ = [
     "ResetRow",
     "describe_group",
     "format_describe",
+    "format_list",
     "format_reset",
     "list_groups",
     "parse_datetime",
@@ -99,6 +100,31 @@ class ResetRow:
 def list_groups(cluster: Any) -> list[str]:
     """Group ids known to the live coordinators (ListGroups to every broker), sorted."""
     return [g.group_id for g in cluster.list_groups()]
+
+
+def format_list(cluster: Any, types: Sequence[str] | None = None, states: Sequence[str] | None = None) -> str:
+    """``--list --type [T,...] --state [S,...]``: GROUP, then TYPE (Classic or Consumer) and/or STATE columns,
+    as Kafka's tool prints them; a given list also filters (None: no column, empty: every group)."""
+    groups = cluster.list_groups(states=tuple(states or ()), types=tuple(types or ()))
+    width = max([15, *(len(g.group_id) for g in groups)]) + 10
+    header = ["GROUP".ljust(width)]
+    if types is not None:
+        header.append("TYPE".ljust(20))
+    if states is not None:
+        header.append("STATE".ljust(20))
+    lines = [" ".join(header).rstrip()]
+    for g in groups:
+        row = [g.group_id.ljust(width)]
+        if types is not None:
+            row.append((g.group_type.capitalize() or "Unknown").ljust(20))
+        if states is not None:
+            row.append((g.group_state or "Unknown").ljust(20))
+        lines.append(" ".join(row).rstrip())
+    return "\n".join(lines)
+
+
+def _split(value: str | None) -> list[str] | None:
+    return None if value is None else [v.strip() for v in value.split(",") if v.strip()]
 
 
 def _members(described: Any) -> dict[TopicPartition, tuple[str, str, str]]:
@@ -377,6 +403,14 @@ class OffsetsDirectory:
 @click.option("--bootstrap-server", help="HOST:PORT of a running kafkalite (or Kafka) cluster.")
 @click.option("--list", "do_list", is_flag=True, help="List the groups.")
 @click.option(
+    "--type", "group_types", is_flag=False, flag_value="", default=None,
+    help="With --list: a TYPE column (Classic, Consumer); a list such as classic,consumer also filters.",
+)  # fmt: skip
+@click.option(
+    "--state", "group_states", is_flag=False, flag_value="", default=None,
+    help="With --list: a STATE column; a list such as stable,empty also filters.",
+)  # fmt: skip
+@click.option(
     "--describe", is_flag=True, help="Per partition: current offset, log end offset, lag, member, host."
 )
 @click.option(
@@ -401,6 +435,8 @@ def command(
     cluster_dir: str | None,
     bootstrap_server: str | None,
     do_list: bool,
+    group_types: str | None,
+    group_states: str | None,
     describe: bool,
     do_reset: bool,
     delete: bool,
@@ -434,6 +470,12 @@ def command(
         raise click.UsageError("--describe, --reset-offsets and --delete need --group")
     if delete and cluster_dir is not None:
         raise click.UsageError("--delete needs a running cluster (--bootstrap-server)")
+    if (group_types is not None or group_states is not None) and not do_list:
+        raise click.UsageError("--type and --state go with --list only")
+    if (group_types is not None or group_states is not None) and cluster_dir is not None:
+        raise click.UsageError(
+            "--type and --state need a running cluster: a directory keeps offsets, not groups"
+        )
     modes = {"to_earliest": to_earliest, "to_latest": to_latest, "to_datetime": to_datetime is not None,
              "shift_by": shift_by is not None}  # fmt: skip
     chosen = [m for m, on in modes.items() if on]
@@ -454,7 +496,9 @@ def command(
         if bootstrap_server is not None:
             live = AdminClient(bootstrap_server)
         if live is not None:
-            if do_list:
+            if do_list and (group_types is not None or group_states is not None):
+                click.echo(format_list(live, _split(group_types), _split(group_states)))
+            elif do_list:
                 click.echo("\n".join(list_groups(live)))
             elif delete:
                 live.delete_group(group)

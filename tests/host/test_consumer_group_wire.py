@@ -150,3 +150,60 @@ def test_confluent_kafka_consumers_share_a_topic_and_scale_out_incrementally(ser
     finally:
         for m in members:
             m.consumer.close()
+
+
+def test_confluent_admin_lists_and_describes_a_consumer_type_group(server) -> None:
+    """ListGroups v5 (group type, types filter) and ConsumerGroupDescribe, as librdkafka's AdminClient
+    asks for them, beside a classic group."""
+    from confluent_kafka import ConsumerGroupState, ConsumerGroupType
+    from confluent_kafka.admin import AdminClient
+
+    log: list = []
+    new = _Member(server, "n", log)
+    classic = __import__("confluent_kafka").Consumer({
+        "bootstrap.servers": server.bootstrap_servers, "group.id": "kip848-classic",
+        "auto.offset.reset": "earliest", "enable.auto.commit": False,
+    })  # fmt: skip
+    classic.subscribe([TOPIC])
+    admin = AdminClient({"bootstrap.servers": server.bootstrap_servers})
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (len(new.owned) == 6 and classic.assignment()):
+            new.poll([])
+            classic.poll(0.05)
+        assert len(new.owned) == 6 and classic.assignment(), log
+        listed = admin.list_consumer_groups(request_timeout=10).result()
+        types = {g.group_id: g.type for g in listed.valid}
+        assert types["kip848-group"] == ConsumerGroupType.CONSUMER
+        assert types["kip848-classic"] == ConsumerGroupType.CLASSIC
+        only = admin.list_consumer_groups(types={ConsumerGroupType.CONSUMER}, request_timeout=10).result()
+        assert {g.group_id for g in only.valid} >= {"kip848-group"}
+        assert "kip848-classic" not in {g.group_id for g in only.valid}
+        [desc] = admin.describe_consumer_groups(["kip848-group"], request_timeout=10).values()
+        d = desc.result()
+        assert d.type == ConsumerGroupType.CONSUMER and d.state == ConsumerGroupState.STABLE
+        assert d.partition_assignor == "uniform" and len(d.members) == 1
+        assert sorted(tp.partition for tp in d.members[0].assignment.topic_partitions) == list(range(6))
+        # kafkalite's own AdminClient and tool over the same wire
+        from click.testing import CliRunner
+
+        from kafkalite.cli import kafkalite
+        from kafkalite.host.admin_client import AdminClient as LiteAdmin
+
+        lite = LiteAdmin(server.bootstrap_servers)
+        try:
+            found = {g.group_id: (g.group_type, g.group_state) for g in lite.list_groups()}
+            assert found["kip848-group"] == ("consumer", "Stable")
+            assert found["kip848-classic"][0] == "classic"
+            consumer_type = {g.group_id for g in lite.list_groups(types=["consumer"])}
+            assert "kip848-group" in consumer_type and "kip848-classic" not in consumer_type
+        finally:
+            lite.close()
+        out = CliRunner().invoke(
+            kafkalite, ["consumer-groups", "--bootstrap-server", server.bootstrap_servers, "--list", "--type"]
+        )
+        assert out.exit_code == 0, out.output
+        assert ["kip848-group", "Consumer"] in [line.split() for line in out.output.splitlines()]
+    finally:
+        new.consumer.close()
+        classic.close()

@@ -63,9 +63,13 @@ from kafkalite.protocol.consumer_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     ConsumerGroupAssignment,
+    ConsumerGroupDescribedGroup,
+    ConsumerGroupDescribeMember,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     ConsumerGroupTopicPartitions,
+    DescribedAssignment,
+    DescribedTopicPartitions,
 )
 from kafkalite.protocol.metadata import topic_id
 
@@ -351,9 +355,13 @@ class ConsumerGroupProtocol:
         topics = self.topics()
         return {t: topics[t] for s in self._subscriptions(group).values() for t in s}
 
-    def _compute_target(self, group: ConsumerGroup) -> None:
+    def _assignor_name(self, group: ConsumerGroup) -> str:
+        """The members' most wanted server assignor, else the broker's first (Kafka's preferred assignor)."""
         chosen = Counter(m.server_assignor for m in group.members.values() if m.server_assignor is not None)
-        name = chosen.most_common(1)[0][0] if chosen else self.config.assignors[0]
+        return chosen.most_common(1)[0][0] if chosen else self.config.assignors[0]
+
+    def _compute_target(self, group: ConsumerGroup) -> None:
+        name = self._assignor_name(group)
         previous = {mid: nest(tps) for mid, tps in group.target.items()}
         target = ASSIGNORS[name](self._subscriptions(group), self.topics(), previous)
         group.target = {mid: frozenset(flatten(target.get(mid, {}))) for mid in group.members}
@@ -379,6 +387,42 @@ class ConsumerGroupProtocol:
         else:
             self._cancel(self._rebalance_timers, group, updated.member_id)
         return updated
+
+    # ============================================================================= describe / list
+    def describe(self, group_ids: tuple[str, ...]) -> list[ConsumerGroupDescribedGroup]:
+        """ConsumerGroupDescribe: a group not of this type (classic, or unknown) is GROUP_ID_NOT_FOUND."""
+        out = []
+        for gid in group_ids:
+            group = self.groups.get(gid)
+            if group is None:
+                out.append(ConsumerGroupDescribedGroup(group_id=gid, error_code=GroupIdNotFoundError.code))
+                continue
+            members = tuple(
+                ConsumerGroupDescribeMember(
+                    member_id=m.member_id,
+                    instance_id=m.instance_id,
+                    rack_id=m.rack_id,
+                    member_epoch=m.member_epoch,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    subscribed_topic_names=tuple(sorted(m.subscribed_topic_names)),
+                    subscribed_topic_regex=m.subscribed_topic_regex,
+                    assignment=_described(m.assigned),
+                    target_assignment=_described(group.target.get(m.member_id, frozenset())),
+                )
+                for m in group.members.values()
+            )
+            out.append(
+                ConsumerGroupDescribedGroup(
+                    group_id=gid,
+                    group_state=group.state().value,
+                    group_epoch=group.group_epoch,
+                    assignment_epoch=group.assignment_epoch,
+                    assignor_name=self._assignor_name(group),
+                    members=members,
+                )
+            )
+        return out
 
     # ============================================================================= offset commits
     def validate_offset_commit(
@@ -485,6 +529,15 @@ class ConsumerGroupProtocol:
                 self.coordinator._cancel_timer(tid)
             timers.clear()
         self.groups.clear()
+
+
+def _described(partitions: frozenset[GroupPartition]) -> DescribedAssignment:
+    return DescribedAssignment(
+        topic_partitions=tuple(
+            DescribedTopicPartitions(topic_id=topic_id(t), topic_name=t, partitions=tuple(sorted(ps)))
+            for t, ps in sorted(nest(partitions).items())
+        )
+    )
 
 
 __all__ = ["ConsumerGroupConfig", "ConsumerGroupProtocol", "topic_id"]

@@ -918,16 +918,40 @@ class GroupCoordinator:
 
     def _describe(self, group_id: str) -> DescribedGroup:
         group = self.groups.get(group_id)
-        if group is None:
+        if group is None or group_id in self.consumer.groups:
+            # DescribeGroups (up to v5) knows classic groups only: a consumer-type group looks Dead, as in
+            # Kafka; ConsumerGroupDescribe is its describe.
             return DescribedGroup(group_id=group_id, group_state=GroupState.DEAD.value)
         return group.summary()
 
     def handle_list_groups(self, req: ListGroupsRequest, respond: Respond) -> None:
-        wanted = {s.lower() for s in req.states_filter}
+        """Classic and consumer-type groups with their state and type; each filter's case is ignored, and an
+        unknown type matches nothing (Kafka parses it to UNKNOWN)."""
+        states = {s.strip().lower() for s in req.states_filter}
+        types = {t.strip().lower() for t in req.types_filter}
+        listed = [
+            ListedGroup(
+                group_id=g.group_id,
+                protocol_type=g.protocol_type or "",
+                group_state=g.state.value,
+                group_type="classic",
+            )  # fmt: skip
+            for g in self.groups.values()
+            if not g.is_(GroupState.DEAD) and g.group_id not in self.consumer.groups
+        ]
+        listed += [
+            ListedGroup(
+                group_id=g.group_id,
+                protocol_type="consumer",
+                group_state=g.state().value,
+                group_type="consumer",
+            )  # fmt: skip
+            for g in self.consumer.groups.values()
+        ]
         out = tuple(
-            ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type or "", group_state=g.state.value)
-            for g in sorted(self.groups.values(), key=lambda g: g.group_id)
-            if not g.is_(GroupState.DEAD) and (not wanted or g.state.value.lower() in wanted)
+            g
+            for g in sorted(listed, key=lambda g: g.group_id)
+            if (not states or g.group_state.lower() in states) and (not types or g.group_type in types)
         )
         respond(ListGroupsResponse(groups=out))
 
