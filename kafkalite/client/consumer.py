@@ -90,6 +90,7 @@ __all__ = [
     "NoOffsetForPartitionError",
     "OffsetAndMetadata",
     "OffsetAndTimestamp",
+    "SubscriptionPattern",
 ]
 
 RECONNECT_BACKOFF_MS = 50  # Kafka's reconnect.backoff.ms default
@@ -97,6 +98,28 @@ RECONNECT_BACKOFF_MS = 50  # Kafka's reconnect.backoff.ms default
 
 class ConsumerClosedError(IllegalStateError):
     """Any call after ``close()``."""
+
+
+class SubscriptionPattern:
+    """A regular expression the group coordinator matches topic names against (Kafka's
+    ``SubscriptionPattern``, KIP-848). Kafka's broker uses RE2/J syntax; kafkalite's uses Python's ``re``
+    (full match), which agrees with RE2 on the common subset (no backreferences or lookarounds in RE2)."""
+
+    __slots__ = ("pattern",)
+
+    def __init__(self, pattern: str) -> None:
+        if not isinstance(pattern, str) or not pattern:
+            raise ValueError(f"a SubscriptionPattern needs a non-empty regular expression, got {pattern!r}")
+        self.pattern = pattern
+
+    def __repr__(self) -> str:
+        return f"SubscriptionPattern({self.pattern!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SubscriptionPattern) and other.pattern == self.pattern
+
+    def __hash__(self) -> int:
+        return hash(self.pattern)
 
 
 class _InFlight:
@@ -217,12 +240,15 @@ class Consumer(BaseNode):
         self,
         topics: Iterable[str] | None = None,
         *,
-        pattern: str | re.Pattern[str] | None = None,
+        pattern: str | re.Pattern[str] | SubscriptionPattern | None = None,
         listener: ConsumerRebalanceListener | None = None,
     ) -> None:
         """Join the group (``group.id``) and let it assign partitions of these topics, or of every topic
         whose whole name matches ``pattern`` (new matching topics join the subscription when the metadata
-        shows them). ``listener`` is told about revoked/assigned/lost partitions, inside ``poll``."""
+        shows them). ``listener`` is told about revoked/assigned/lost partitions, inside ``poll``.
+
+        A ``SubscriptionPattern`` (``group.protocol=consumer`` only) is matched by the broker, not here: the
+        heartbeat carries it as ``SubscribedTopicRegex`` and the coordinator resolves it against every topic."""
         self._check_open()
         if self._coord is None:
             raise InvalidGroupIdError("To use the group management or offset commit APIs, you must provide "
@@ -237,6 +263,15 @@ class Consumer(BaseNode):
             raise TypeError("listener must have on_partitions_revoked and on_partitions_assigned methods")
         compiled = None
         names: set[str] | None = None
+        if isinstance(pattern, SubscriptionPattern):
+            if not isinstance(self._coord, ConsumerMembershipManager):
+                raise ValueError(
+                    "a SubscriptionPattern is resolved by the broker and needs group.protocol=consumer; "
+                    "the classic protocol takes a re pattern, matched by the consumer"
+                )
+            self._coord.subscribe_regex(pattern.pattern, listener)
+            self._kick()
+            return
         if pattern is not None:
             compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
             if not isinstance(compiled, re.Pattern):
@@ -611,7 +646,7 @@ class Consumer(BaseNode):
         nodes = list(meta.nodes())
         start = self._rng.randrange(len(nodes)) if self._rng is not None else 0
         order = nodes[start:] + nodes[:start]
-        everything = self._coord is not None and self._coord.subscribed and self._coord.pattern is not None
+        everything = self._coord is not None and self._coord.wants_all_topics()
         req = MetadataRequest(
             topics=None if everything else tuple(meta.wanted),
             allow_auto_topic_creation=self.config.allow_auto_create_topics,

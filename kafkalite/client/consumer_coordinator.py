@@ -276,6 +276,10 @@ class ConsumerCoordinator(AbstractCoordinator):
             if self.pattern.fullmatch(t) and not (self.cfg.exclude_internal_topics and t in INTERNAL_TOPICS)
         }
 
+    def wants_all_topics(self) -> bool:
+        """A pattern subscription needs every topic's metadata to match against."""
+        return self.subscribed and self.pattern is not None
+
     def needs_metadata(self) -> bool:
         return self.subscribed or bool(self._leader_wait)
 

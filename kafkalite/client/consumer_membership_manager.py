@@ -109,7 +109,8 @@ class ConsumerMembershipManager(ConsumerCoordinator):
         self._sent: dict[str, Any] = {}
         """Fields the broker already has, so a heartbeat carries only what changed (Kafka's sentFields)."""
         self._lost_pending = False
-        self._leave_epoch: int | None = None
+        self.regex: str | None = None
+        """A ``SubscriptionPattern`` the broker resolves (None: ``topics`` are the subscription)."""
 
     # =============================================================================== what the consumer asks
     def group_metadata(self) -> ConsumerGroupMetadata:
@@ -134,9 +135,26 @@ class ConsumerMembershipManager(ConsumerCoordinator):
         self._log("consumer_rebalance_ignored", member=self.member_id, reason=reason)
 
     def subscribe(self, topics: set[str] | None, pattern: re.Pattern[str] | None, listener: Any) -> None:
+        self.regex = None
         super().subscribe(topics, pattern, listener)
         if self.state in (MemberState.UNSUBSCRIBED, MemberState.STALE) and self.fatal is None:
             self._transition_to_joining("subscribe")
+
+    def subscribe_regex(self, regex: str, listener: Any) -> None:
+        """Subscribe with a broker-side regex (``SubscribedTopicRegex``, ConsumerGroupHeartbeat v1)."""
+        self.subscribed = True
+        self.regex = regex
+        self.pattern = None
+        self.topics = set()
+        if listener is not None:
+            self.listener = listener
+        self.c.metadata.request_update()
+        if self.state in (MemberState.UNSUBSCRIBED, MemberState.STALE) and self.fatal is None:
+            self._transition_to_joining("subscribe")
+
+    def wants_all_topics(self) -> bool:
+        # The broker may assign any topic the regex matches: the member must be able to name them all.
+        return self.subscribed and (self.pattern is not None or self.regex is not None)
 
     def on_metadata_update(self) -> None:
         if self.subscribed and self.pattern is not None:
@@ -311,6 +329,7 @@ class ConsumerMembershipManager(ConsumerCoordinator):
 
     def unsubscribe(self) -> Exception | None:
         err = super().unsubscribe()
+        self.regex = None
         self.state = MemberState.UNSUBSCRIBED  # type: ignore[assignment]
         return err
 
@@ -368,9 +387,12 @@ class ConsumerMembershipManager(ConsumerCoordinator):
             self._sent = {}
         sent = self._sent
         fields: dict[str, Any] = {}
-        names = tuple(sorted(self.topics))
+        names = () if self.regex is not None else tuple(sorted(self.topics))
         if sent.get("names") != names:
             fields["subscribed_topic_names"] = names
+        regex = self.regex if self.regex is not None else ("" if sent.get("regex") else None)
+        if regex is not None and sent.get("regex", None) != self.regex:
+            fields["subscribed_topic_regex"] = regex  # "" drops a regex the broker still has
         if joining or sent.get("rebalance_timeout_ms") != self.cfg.max_poll_interval_ms:
             fields["rebalance_timeout_ms"] = self.cfg.max_poll_interval_ms
         if self.server_assignor is not None and sent.get("server_assignor") != self.server_assignor:
@@ -385,7 +407,7 @@ class ConsumerMembershipManager(ConsumerCoordinator):
             instance_id=self.group_instance_id,
             **fields,
         )
-        now_sent = {"names": names, "rebalance_timeout_ms": self.cfg.max_poll_interval_ms,
+        now_sent = {"names": names, "regex": self.regex, "rebalance_timeout_ms": self.cfg.max_poll_interval_ms,
                     "server_assignor": self.server_assignor, "owned": owned}  # fmt: skip
         return req, now_sent
 

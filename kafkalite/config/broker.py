@@ -75,6 +75,31 @@ _PROTOCOL_MAP_VALID = "NAME:PROTOCOL pairs, comma separated; PROTOCOL one of " +
 _CLIENT_AUTH = ("required", "requested", "none")
 
 
+SERVER_ASSIGNORS = {
+    "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+    "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
+}
+"""The consumer group protocol's server-side assignors: Kafka's class name -> its ``name()``."""
+
+
+def server_assignor_names(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """``group.consumer.assignors`` as assignor names: a comma list of names or of Kafka's class names."""
+    items = value.split(",") if isinstance(value, str) else list(value)
+    names = tuple(SERVER_ASSIGNORS.get(v.strip(), v.strip()) for v in items if v.strip())
+    known = sorted(SERVER_ASSIGNORS.values())
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        raise InvalidConfigError(
+            f"group.consumer.assignors: unknown assignor(s) {unknown or value!r}; known: {known}"
+        )
+    return names
+
+
+def _assignors(_name: str, value: Any) -> str:
+    # Refused at startup naming the key, not later when the first consumer-protocol member joins.
+    return ",".join(server_assignor_names(value))
+
+
 def _protocol_map(name: str, value: Any) -> str:
     text = value.strip() if isinstance(value, str) else None
     try:
@@ -257,6 +282,23 @@ class BrokerConfig(DeclaredConfig):
         "Largest session timeout a member may ask for.", low=0,
     )  # fmt: skip
     group_max_size: int = key("group.max.size", "INT", 2**31 - 1, "Most members a group may have.", low=1)
+    # The consumer group protocol (KIP-848): the broker sets the members' timing and assigns.
+    group_consumer_session_timeout_ms: int = key(
+        "group.consumer.session.timeout.ms", "INT", 45000,
+        "A consumer-protocol member silent this long is fenced.", low=1,
+    )  # fmt: skip
+    group_consumer_heartbeat_interval_ms: int = key(
+        "group.consumer.heartbeat.interval.ms", "INT", 5000,
+        "The heartbeat interval the coordinator gives consumer-protocol members.", low=1,
+    )  # fmt: skip
+    group_consumer_max_size: int = key(
+        "group.consumer.max.size", "INT", 2**31 - 1, "Most members a consumer-protocol group may have.", low=1,
+    )  # fmt: skip
+    group_consumer_assignors: str = key(
+        "group.consumer.assignors", "LIST", "uniform,range",
+        "Server-side assignors by name (uniform, range) or Kafka class name; the first is the default.",
+        check=_assignors,
+    )  # fmt: skip
     # Transaction coordinator and its log (__transaction_state).
     transaction_state_log_num_partitions: int = key(
         "transaction.state.log.num.partitions", "INT", 50,

@@ -188,3 +188,45 @@ def test_heartbeats_carry_only_what_changed(cluster: Cluster) -> None:
     assert isinstance(req, ConsumerGroupHeartbeatRequest)
     assert req.member_epoch == 1 and req.subscribed_topic_names is None and req.topic_partitions is None
     assert req.rebalance_timeout_ms == -1
+
+
+def test_a_subscription_pattern_is_resolved_by_the_broker(cluster: Cluster) -> None:
+    from kafkalite.client.consumer import SubscriptionPattern
+
+    for name in ("logs-a", "logs-b", "other"):
+        cluster.create_topic(name, partitions=2, replication_factor=1)
+    c = cluster.consumer("r", config={"group.id": "g", "group.protocol": "consumer"})
+    c.subscribe(pattern=SubscriptionPattern("logs-.*"))
+    poll_all([c], 10)
+    assert c.assignment() == {TopicPartition(t, p) for t in ("logs-a", "logs-b") for p in range(2)}
+    member_ = next(iter(group(cluster).members.values()))
+    assert member_.subscribed_topic_regex == "logs-.*" and not member_.subscribed_topic_names
+    cluster.create_topic("logs-c", partitions=1, replication_factor=1)
+    poll_all([c], 60)  # the next heartbeat sees the new topic; the member names it from fresh metadata
+    assert TopicPartition("logs-c", 0) in c.assignment()
+    classic = cluster.consumer("k", config={"group.id": "k"})
+    with pytest.raises(ValueError, match="group.protocol=consumer"):
+        classic.subscribe(pattern=SubscriptionPattern("logs-.*"))
+
+
+def test_the_brokers_group_consumer_assignors_pick_the_default(make_cluster) -> None:
+    c = make_cluster(1, seed=2, config={**FAST, "offsets.topic.replication.factor": 1,
+                                        "group.consumer.assignors": "range,uniform"})  # fmt: skip
+    c.create_topic("t", partitions=4, replication_factor=1)
+    a = member(c, "a")
+    poll_all([a], 5)
+    assert c.events("consumer_group_target")[-1].fields["assignor"] == "range"
+    with pytest.raises(InvalidConfigError, match="group.consumer.assignors"):
+        make_cluster(1, config={"group.consumer.assignors": "sticky"})
+
+
+def test_a_static_members_partitions_wait_for_it_until_its_session_expires(cluster: Cluster) -> None:
+    a = member(cluster, "a", **{"group.instance.id": "ia"})
+    b = member(cluster, "b", **{"group.instance.id": "ib"})
+    poll_all([a, b], 40)
+    a.close()
+    poll_all([b], 150)  # 30 s: within group.consumer.session.timeout.ms (45 s), nobody takes a's share
+    assert len(b.assignment()) == 3
+    poll_all([b], 125)  # past it: a is fenced and b gets everything
+    assert b.assignment() == {TopicPartition("t", p) for p in range(6)}
+    assert "ia" not in group(cluster).static_members

@@ -17,6 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from kafkalite.config.broker import server_assignor_names
+from kafkalite.errors import InvalidConfigError
+
 Assignment = dict[str, frozenset[int]]
 """Partitions by topic name."""
 
@@ -117,22 +120,13 @@ def range_(
 ASSIGNORS: dict[str, Assignor] = {"uniform": uniform, "range": range_}
 """Kafka's names (``UniformAssignor.name()``, ``RangeAssignor.name()``)."""
 
-_CLASS_NAMES = {
-    "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
-    "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
-}
-
 
 def assignor_names(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
-    """``group.consumer.assignors`` as assignor names: a comma list of names or of Kafka's class names."""
-    items = value.split(",") if isinstance(value, str) else list(value)
-    names = tuple(_CLASS_NAMES.get(v.strip(), v.strip()) for v in items if v.strip())
-    unknown = [n for n in names if n not in ASSIGNORS]
-    if unknown or not names:
-        raise ValueError(
-            f"group.consumer.assignors: unknown assignor(s) {unknown or value!r}; known: {sorted(ASSIGNORS)}"
-        )
-    return names
+    """``group.consumer.assignors`` as assignor names (the config's parser; ValueError when unknown)."""
+    try:
+        return server_assignor_names(value)
+    except InvalidConfigError as e:
+        raise ValueError(str(e)) from None
 
 
 __all__ = ["ASSIGNORS", "Assignment", "Assignor", "assignor_names", "range_", "uniform"]
