@@ -438,6 +438,9 @@ class ConsumerMembershipManager(ConsumerCoordinator):
             self._sent = fields
             if resp.heartbeat_interval_ms > 0:
                 self.heartbeat_interval_ms = resp.heartbeat_interval_ms
+            # As Kafka's heartbeat timer: the interval the broker gives counts from this answer (the
+            # first request went out before the member knew it).
+            self._next_hb = now + self.heartbeat_interval_ms
             if resp.member_id:
                 self.member_id = resp.member_id
             if resp.member_epoch != self.member_epoch:

@@ -230,3 +230,18 @@ def test_a_static_members_partitions_wait_for_it_until_its_session_expires(clust
     poll_all([b], 125)  # past it: a is fenced and b gets everything
     assert b.assignment() == {TopicPartition("t", p) for p in range(6)}
     assert "ia" not in group(cluster).static_members
+
+
+def test_the_member_heartbeats_at_the_interval_the_broker_gives(make_cluster) -> None:
+    c = make_cluster(1, seed=2, config={**FAST, "offsets.topic.replication.factor": 1,
+                                        "group.consumer.heartbeat.interval.ms": 400})  # fmt: skip
+    c.create_topic("t", partitions=2, replication_factor=1)
+    a = member(c, "a")
+    assert a._coord.heartbeat_interval_ms == 5_000  # until the broker says otherwise
+    a.poll(0)
+    c.run_until(lambda: a._coord.member_epoch > 0, 5_000)
+    assert a._coord.heartbeat_interval_ms == 400 and a.metrics["heartbeat-total"] == 1
+    c.run_for(450)  # the second heartbeat is due 400 ms after the join's answer, not 5 s after the join
+    assert a.metrics["heartbeat-total"] == 2
+    poll_all([a], 20)  # 4 s: one heartbeat per 400 ms
+    assert 11 <= a.metrics["heartbeat-total"] <= 13
