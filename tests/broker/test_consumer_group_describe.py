@@ -114,3 +114,32 @@ def test_the_consumer_groups_tool_lists_types_and_states(cluster: Cluster) -> No
     assert run(cluster, "--list").split() == ["new", "old"]
     with pytest.raises(Exception, match="--type and --state go with --list only"):
         run(cluster, "--describe --group new --type")
+
+
+def test_an_empty_group_converts_between_the_protocols_keeping_its_offsets(cluster: Cluster) -> None:
+    from kafkalite.errors import InconsistentGroupProtocolError
+    from kafkalite.protocol import TopicPartition
+
+    new = group_consumer(
+        cluster, "n1", group="g", **{"group.protocol": "consumer", "enable.auto.commit": False}
+    )
+    new.subscribe(["orders"])
+    for _ in range(10):
+        new.poll(200)
+    tp = TopicPartition("orders", 1)
+    new.commit_sync({tp: 7})
+    # A classic member may not join while the consumer group has members.
+    early = group_consumer(cluster, "c0", group="g")
+    early.subscribe(["orders"])
+    with pytest.raises(InconsistentGroupProtocolError):
+        for _ in range(10):
+            early.poll(200)
+    new.close()  # empty now: the next JoinGroup makes it a classic group
+    old = group_consumer(cluster, "c1", group="g")
+    old.subscribe(["orders"])
+    for _ in range(20):
+        old.poll(200)
+    assert len(old.assignment()) == 4 and old.committed([tp])[tp].offset == 7
+    r = cluster.request(cluster.coordinator("g"), ListGroupsRequest())
+    assert [(g.group_id, g.group_type) for g in r.groups] == [("g", "classic")]
+    assert cluster.events("consumer_group_converted")

@@ -20,6 +20,12 @@ OffsetCommit for a consumer group (``validate_offset_commit``) follows OffsetCom
 generation id is the member epoch, which must equal the member's current one (STALE_MEMBER_EPOCH otherwise);
 a commit with epoch -1 and no member id is taken only while the group has no members.
 
+A group converts when it is empty, as Kafka always allows: a JoinGroup to an empty consumer group makes it
+classic, a heartbeat to an empty classic group makes it a consumer group (committed offsets stay). A
+non-empty group does not convert: a heartbeat to a classic group with members is GROUP_ID_NOT_FOUND and a
+JoinGroup to a consumer group with members INCONSISTENT_GROUP_PROTOCOL (Kafka's online upgrade and
+downgrade under ``group.consumer.migration.policy`` are not implemented).
+
 kafkalite has no topic ids: a topic's id here is a UUID derived from its name (``topic_id``), so a topic
 deleted and re-created keeps its id, which Kafka's would not. Consumer groups' membership is not written to
 ``__consumer_offsets`` yet (their committed offsets are): a coordinator failover loses the members, who
@@ -488,6 +494,13 @@ class ConsumerGroupProtocol:
         group.group_epoch += 1
         self._event("consumer_group_member_fenced", group=group.group_id, member=member_id, reason=reason,
                     epoch=group.group_epoch, members=len(group.members))  # fmt: skip
+
+    def delete_empty_group(self, group_id: str) -> None:
+        """Drop a consumer group with no members (a classic group takes its id; offsets are kept)."""
+        group = self.groups.get(group_id)
+        if group is not None and not group.members:
+            del self.groups[group_id]
+            self._event("consumer_group_converted", group=group_id, to="classic")
 
     # ============================================================================= timers
     def _cancel(self, timers: dict[tuple[str, str], int], group: ConsumerGroup, member_id: str) -> None:

@@ -238,6 +238,15 @@ class GroupCoordinator:
         ):
             return error(InvalidSessionTimeoutError.code)
         protocols = tuple((p.name, p.metadata) for p in req.protocols)
+        modern = self.consumer.groups.get(req.group_id)
+        if modern is not None:
+            if modern.members:
+                # Kafka can take classic members into a live consumer group (the online downgrade of
+                # group.consumer.migration.policy); kafkalite cannot, so the join is refused as a protocol
+                # this group does not speak.
+                return error(_INCONSISTENT, UNKNOWN_MEMBER_ID)
+            # An empty consumer group becomes a classic one, as Kafka always allows; its offsets stay.
+            self.consumer.delete_empty_group(req.group_id)
         group = self.groups.get(req.group_id)
         if req.member_id == UNKNOWN_MEMBER_ID:
             if group is None:
