@@ -827,7 +827,7 @@ def bench_quorum(
     multiple=True,
     default=("range", "cooperative-sticky"),
     show_default=True,
-    help="partition.assignment.strategy to run (repeatable).",
+    help="partition.assignment.strategy to run, or consumer for group.protocol=consumer (repeatable).",
 )
 def bench_group_faults(seeds: int, start: int, protocols: tuple[str, ...]) -> None:
     """Consumer groups under crash / pause / coordinator-failover schedules, checked by the consumer checker."""

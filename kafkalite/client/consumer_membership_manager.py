@@ -20,7 +20,8 @@ Only the partitions that move stop; every other partition keeps being consumed, 
 partition to a member while another one still reports owning it.
 
 **Errors**, as Kafka's client handles them: FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID -> the member's
-partitions are lost (``on_partitions_lost``) and it rejoins with epoch 0, keeping its member id;
+partitions are lost (``on_partitions_lost``) and it rejoins with epoch 0, keeping its member id (so does
+GROUP_ID_NOT_FOUND to a member with an epoch: a kafkalite coordinator forgets consumer groups at a failover);
 NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE / no answer -> find the coordinator again, then send every field;
 COORDINATOR_LOAD_IN_PROGRESS -> retry after ``retry.backoff.ms``; anything else (UNRELEASED_INSTANCE_ID,
 FENCED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR, GROUP_MAX_SIZE_REACHED, INVALID_REQUEST, ...) is fatal and raised
@@ -50,6 +51,7 @@ from kafkalite.client.consumer_coordinator import (
 )
 from kafkalite.errors import (
     FencedMemberEpochError,
+    GroupIdNotFoundError,
     StaleMemberEpochError,
     UnknownMemberIdError,
 )
@@ -74,6 +76,7 @@ __all__ = ["ConsumerMembershipManager", "MemberState"]
 _FENCED_EPOCH = FencedMemberEpochError.code
 _UNKNOWN_MEMBER = UnknownMemberIdError.code
 _STALE_EPOCH = StaleMemberEpochError.code
+_GROUP_GONE = GroupIdNotFoundError.code
 DEFAULT_HEARTBEAT_INTERVAL_MS = 5_000  # until the broker's first answer says otherwise
 
 
@@ -422,6 +425,11 @@ class ConsumerMembershipManager(ConsumerCoordinator):
             self._metric("heartbeat-total")
             if self.state is MemberState.ACKNOWLEDGING:
                 self.state = MemberState.STABLE  # type: ignore[assignment]  # unless the answer says otherwise
+        else:
+            # No connection to the coordinator (it is down): find it again, as Kafka's client does when the
+            # request fails; the next heartbeat then sends every field.
+            self._sent = {}
+            self.mark_coordinator_unknown("heartbeat could not be sent")
         self._next_hb = now + self.heartbeat_interval_ms
 
     def _on_heartbeat_cg(self, resp: Any, now: int, epoch: int, mid: str, fields: dict[str, Any]) -> None:
@@ -454,7 +462,10 @@ class ConsumerMembershipManager(ConsumerCoordinator):
                 self._take_target(resp.assignment.topic_partitions)
             elif self.state is MemberState.JOINING:
                 self.state = MemberState.STABLE  # type: ignore[assignment]
-        elif code in (_FENCED_EPOCH, _UNKNOWN_MEMBER):
+        elif code in (_FENCED_EPOCH, _UNKNOWN_MEMBER) or (code == _GROUP_GONE and epoch > 0):
+            # GROUP_ID_NOT_FOUND to a member already in the group: the coordinator lost the group (kafkalite's
+            # does not yet persist consumer groups, so a failover forgets them). Kafka's client would give up
+            # (its coordinator never forgets); rejoining is what gets the member its partitions back.
             if epoch == self.member_epoch and mid == self.member_id:
                 self._sent = {}
                 self._fence(f"heartbeat: {_err_name(code)}")

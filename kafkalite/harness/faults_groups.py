@@ -311,12 +311,20 @@ def run_group_faults(
     timeout_ms: int = 120_000,
 ) -> GroupFaultResult:
     """One seeded run: fill a topic, start ``members`` members, apply ``fault`` at a seeded time to a
-    seeded member (or to the coordinator), then run until the group has committed every record."""
+    seeded member (or to the coordinator), then run until the group has committed every record.
+    ``protocol``: a ``partition.assignment.strategy`` of the classic protocol, or ``consumer`` for KIP-848's."""
     if fault not in FAULTS:
         raise ValueError(f"fault must be one of {FAULTS}, got {fault!r}")
     rng = random.Random(seed)
     group = f"group-{seed}"
-    cluster = Cluster(brokers=3, seed=seed, config=BROKER_CONFIG)
+    broker_config = dict(BROKER_CONFIG)
+    member_config: dict[str, Any] = {"partition.assignment.strategy": [protocol], "max.poll.records": 5}
+    if protocol == "consumer":
+        # KIP-848: the broker, not the member, sets the session and the heartbeat (the members' values).
+        broker_config["group.consumer.session.timeout.ms"] = MEMBER_CONFIG["session.timeout.ms"]
+        broker_config["group.consumer.heartbeat.interval.ms"] = MEMBER_CONFIG["heartbeat.interval.ms"]
+        member_config = {"group.protocol": "consumer", "max.poll.records": 5}
+    cluster = Cluster(brokers=3, seed=seed, config=broker_config)
     try:
         cluster.create_topic(TOPIC, partitions, 3)
         producer = cluster.producer(acks="all", linger_ms=1)
@@ -330,7 +338,7 @@ def run_group_faults(
         # Members poll every 100 ms for 5 records: the topic takes seconds to drain, so faults land mid-way.
         run = GroupRun(
             cluster, group, [TOPIC], commit=commit,
-            config={"partition.assignment.strategy": [protocol], "max.poll.records": 5},
+            config=member_config,
             poll_every=dict.fromkeys(names, 100),
             crash_between={victim: rng.randrange(2, 8)} if fault == "crash" else None,
         )  # fmt: skip

@@ -101,6 +101,16 @@ def test_cooperative_group_survives_faults(fault: str) -> None:
         assert r.commit_failures > 0
 
 
+@pytest.mark.parametrize("fault", ["crash", "pause", "coordinator"])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_consumer_protocol_group_survives_faults(seed: int, fault: str) -> None:
+    # group.protocol=consumer (KIP-848): a crash or a pause fences the member after the broker's session
+    # timeout; a coordinator failover makes the members find the new one and rejoin with epoch 0.
+    r = run_group_faults(seed, fault, protocol="consumer")
+    assert r.finished and r.report.ok, str(r)
+    assert r.report.counts[SHARED_OWNERSHIP] == r.report.counts[SKIPPED] == 0
+
+
 def test_coordinator_failover_moves_the_group_and_keeps_offsets() -> None:
     with Cluster(brokers=3, seed=5, config=BROKER_CONFIG) as cluster:
         cluster.create_topic("t", 2, 3)
