@@ -245,3 +245,17 @@ def test_the_member_heartbeats_at_the_interval_the_broker_gives(make_cluster) ->
     assert a.metrics["heartbeat-total"] == 2
     poll_all([a], 20)  # 4 s: one heartbeat per 400 ms
     assert 11 <= a.metrics["heartbeat-total"] <= 13
+
+
+def test_a_member_that_stops_polling_leaves_and_rejoins_at_its_next_poll(cluster: Cluster) -> None:
+    rec = Recorder(cluster)
+    a = member(cluster, "a", rec, **{"max.poll.interval.ms": 5_000})
+    b = member(cluster, "b", **{"max.poll.interval.ms": 60_000})
+    poll_all([a, b], 40)
+    assert len(a.assignment()) == 3
+    poll_all([b], 50)  # 10 s without a's application polling: a leaves (epoch -1), b takes everything
+    assert cluster.events("consumer_poll_timeout", node="a")
+    assert b.assignment() == {TopicPartition("t", p) for p in range(6)}
+    poll_all([a, b], 40)  # a's next poll reports its partitions lost, and it rejoins
+    assert "lost" in [kind for _, kind, _ in rec.calls]
+    assert len(a.assignment()) == len(b.assignment()) == 3 and stable([a, b])
