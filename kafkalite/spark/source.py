@@ -36,6 +36,7 @@ from kafkalite.spark import wire
 from kafkalite.spark.arrow_records import ARROW_SCHEMA, ARROW_SCHEMA_WITH_HEADERS, batches_to_arrow
 from kafkalite.spark.fetch import SegmentFetcher
 from kafkalite.spark.options import EARLIEST, LATEST, OffsetSpec, ReadOptions, parse_read_options
+from kafkalite.spark.read_ahead import read_ahead
 from kafkalite.storage import Log
 from kafkalite.storage.log_dirs import PartitionLocation, describe, locate_partitions
 from kafkalite.storage.transaction_index import TXN_INDEX_SUFFIX, read_txn_index
@@ -324,7 +325,12 @@ def plan_ranges(options: Mapping[str, str] | ReadOptions) -> list[OffsetRange]:
 
 
 def read_partition(partition: KafkaliteInputPartition) -> Iterator[pa.RecordBatch]:
-    """What one Spark task reads, batch or streaming: its planned offset range, with the query's options."""
+    """What one Spark task reads, batch or streaming: its planned offset range, with the query's options,
+    made a batch ahead of Spark taking it (``read_ahead``)."""
+    return read_ahead(_read_partition(partition))
+
+
+def _read_partition(partition: KafkaliteInputPartition) -> Iterator[pa.RecordBatch]:
     if getattr(partition, "bootstrap", None):
         return wire.read_range(
             partition.range,
