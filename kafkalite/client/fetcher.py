@@ -8,6 +8,11 @@ its CRC check (``check.crcs``) ends what is returned and becomes the next ``poll
 mean stale metadata refresh it and retry after ``retry.backoff.ms``; ``OFFSET_OUT_OF_RANGE`` resets the
 position per ``auto.offset.reset``. ``collect_fetch`` hands ``poll`` up to ``max.poll.records``.
 
+Every batch's CRC is checked when its answer arrives, but its records are built only as ``poll`` needs
+them (``PendingBatches``), as Kafka's ``CompletedFetch`` decodes batch by batch while ``poll`` drains it:
+the records of a whole fetch (tens of thousands) never sit decoded at once, which would keep Python's
+garbage collector scanning them over and over.
+
 Offsets: ``ListOffsetsRequest`` to the leader resets positions (``auto.offset.reset``, ``seek_to_*``) and
 answers ``beginning_offsets``, ``end_offsets`` and ``offsets_for_times``.
 
@@ -40,7 +45,7 @@ from kafkalite.protocol import (
     ListOffsetsResponse,
     TopicPartition,
 )
-from kafkalite.records import BatchHeader, Record, decode_batches, iter_batches
+from kafkalite.records import BatchHeader, Record, decode_batches, iter_batches, validate_batch
 
 if TYPE_CHECKING:
     from kafkalite.client.consumer import Consumer, _InFlight
@@ -89,6 +94,20 @@ class _Lookup:
         return len(self.results) + len(self.errors) >= len(self.timestamps)
 
 
+class PendingBatches:
+    """The batches of one fetch answer still to decode for ``poll``: their positions in ``data`` and
+    record counts, from index ``next`` on; records below ``min_offset`` (the fetch position) are skipped."""
+
+    __slots__ = ("data", "positions", "counts", "next", "min_offset")
+
+    def __init__(self, data: Any, positions: list[int], counts: list[int], min_offset: int) -> None:
+        self.data = data
+        self.positions = positions
+        self.counts = counts
+        self.next = 0
+        self.min_offset = min_offset
+
+
 class Fetcher:
     """The fetches and offset lookups of one ``Consumer``. See the module docstring."""
 
@@ -107,7 +126,11 @@ class Fetcher:
             if room <= 0:
                 break
             st = assigned[tp]
-            if st.paused or not st.buffer:
+            if st.paused:
+                continue
+            if st.pending is not None and len(st.buffer) <= room:
+                self._decode_pending(tp, st, room)
+            if not st.buffer:
                 continue
             take, st.buffer = st.buffer[:room], st.buffer[room:]
             room -= len(take)
@@ -119,6 +142,39 @@ class Fetcher:
         n = sum(len(v) for v in out.values())
         self.c._metrics["records-consumed-total"] += n
         return out
+
+    def _decode_pending(self, tp: TopicPartition, st: TopicPartitionState, room: int) -> None:
+        """Decode pending batches until more than ``room`` records are buffered (so the position after
+        this poll is a buffered record's offset, as when the whole fetch was decoded at once) or none
+        are left."""
+        p = st.pending
+        buf = st.buffer
+        positions, counts, n = p.positions, p.counts, len(p.positions)
+        i = p.next
+        while len(buf) <= room and i < n:
+            j, want = i, room + 1 - len(buf)
+            while j < n and want > 0:
+                want -= counts[j]
+                j += 1
+            chunk = positions[i:j]
+            try:
+                # CRCs were checked on arrival; what is left to fail is the records inside a batch.
+                buf += decode_batches(p.data, chunk, verify_crc=False, min_offset=p.min_offset)
+            except CorruptRecordError as exc:
+                earlier = bool(buf) or i > 0
+                records, end = self._records_before_corrupt(
+                    tp, st, p.data, chunk, p.min_offset, exc, earlier=earlier
+                )
+                buf += records
+                st.buffer_end = end
+                i = n
+                break
+            i = j
+        p.next = i
+        if i >= n:
+            st.pending = None
+            if not buf and st.buffer_end > st.position:
+                st.position = st.buffer_end  # nothing at or after the position in those batches
 
     def offsets_by_times(
         self, timestamps: Mapping[TopicPartition, int], timeout_ms: int | None
@@ -211,7 +267,13 @@ class Fetcher:
         c = self.c
         fetches: dict[int, list[TopicPartition]] = {}
         for tp, st in self.subs.assigned.items():
-            if st.paused or st.position is None or st.buffer or st.error is not None:
+            if (
+                st.paused
+                or st.position is None
+                or st.buffer
+                or st.pending is not None
+                or st.error is not None
+            ):
                 continue
             if st.backoff_until > now:
                 wake.append(st.backoff_until)
@@ -329,6 +391,7 @@ class Fetcher:
             # marker (Kafka's Fetcher does the same walk).
             aborted = sorted(pr.aborted_transactions or (), key=lambda a: a.first_offset)
             aborting: set[int] = set()
+            counts = []
             for pos, header in iter_batches(data):
                 while aborted and aborted[0].first_offset <= header.base_offset + header.last_offset_delta:
                     aborting.add(aborted.pop(0).producer_id)
@@ -343,14 +406,22 @@ class Fetcher:
                 if header.is_transactional and header.producer_id in aborting:
                     continue  # part of an aborted transaction
                 wanted.append(pos)
-            # All batches of the fetch in one vectorised pass; records before the position (the start of
-            # the first batch) are checked but never built.
-            try:
-                records = decode_batches(data, wanted, verify_crc=c.config.check_crcs, min_offset=position)
-            except CorruptRecordError as exc:
-                records, end = self._records_before_corrupt(tp, st, data, wanted, position, exc)
-            if records:
-                st.buffer = records
+                counts.append(header.records_count)
+            if wanted and c.config.check_crcs:
+                try:
+                    for pos in wanted:
+                        validate_batch(data, pos)
+                except CorruptRecordError as exc:
+                    records, end = self._records_before_corrupt(tp, st, data, wanted, position, exc)
+                    if records:
+                        st.buffer = records
+                        st.buffer_end = end
+                    elif end > position:
+                        st.position = end
+                    continue
+            if wanted:
+                # Records are built as poll takes them (see the module docstring).
+                st.pending = PendingBatches(data, wanted, counts, position)
                 st.buffer_end = end
             elif end > position:
                 st.position = end  # only control batches (or nothing at or after the position)
@@ -363,9 +434,12 @@ class Fetcher:
         wanted: list[int],
         position: int,
         exc: Exception,
+        *,
+        earlier: bool = False,
     ) -> tuple[list[Record], int]:
-        """A batch failed its CRC check: the records of the batches before it, and where they end. With
-        none before it, the next poll raises Kafka's error naming the partition and the batch's offset."""
+        """A batch failed its check: the records of the batches before it, and where they end. With none
+        before it (nor ``earlier`` ones of the same fetch), the next poll raises Kafka's error naming the
+        partition and the batch's offset."""
         c = self.c
         records: list[Record] = []
         for pos in wanted:
@@ -373,7 +447,7 @@ class Fetcher:
                 records += decode_batches(data, [pos], verify_crc=True, min_offset=position)
             except CorruptRecordError as e:
                 offset = max(position, BatchHeader.parse(data, pos).base_offset)
-                if not records:
+                if not records and not earlier:
                     cause = re.sub(r" (in batch )?at position \d+", "", e.message)  # of the fetched bytes
                     st.error = CorruptRecordError(
                         f"Record batch for partition {tp} at offset {offset} is invalid, cause: {cause}"

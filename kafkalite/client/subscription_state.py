@@ -2,14 +2,15 @@
 
 Each assigned partition has a ``TopicPartitionState``: its position (the offset of the next record
 ``poll`` returns), a pending offset reset (``seek_to_beginning``/``seek_to_end`` or ``auto.offset.reset``),
-whether it is paused, the records fetched and not yet returned, and an error for the next ``poll``. The
-subscription itself (topics, pattern, listener) is the group's business and lives in the
-``ConsumerCoordinator``.
+whether it is paused, the records fetched and not yet returned (decoded, or batches still to decode),
+and an error for the next ``poll``. The subscription itself (topics, pattern, listener) is the group's
+business and lives in the ``ConsumerCoordinator``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from kafkalite.client.consumer_coordinator import OffsetAndMetadata
 from kafkalite.protocol import TopicPartition
@@ -25,7 +26,7 @@ class IllegalStateError(RuntimeError):
 class TopicPartitionState:
     """One assigned partition: its position, pending reset, buffered records and fetch state."""
 
-    __slots__ = ("position", "reset_ts", "paused", "buffer", "buffer_end", "hw", "log_start",
+    __slots__ = ("position", "reset_ts", "paused", "buffer", "pending", "buffer_end", "hw", "log_start",
                  "generation", "backoff_until", "reset_inflight", "error", "committed_fetch")  # fmt: skip
 
     def __init__(self) -> None:
@@ -33,6 +34,8 @@ class TopicPartitionState:
         self.reset_ts: int | None = None  # EARLIEST/LATEST_TIMESTAMP when a reset was asked for
         self.paused = False
         self.buffer: list[Record] = []  # fetched records at or after the position, in offset order
+        # Fetched batches after the buffer, not decoded yet (the fetcher's ``PendingBatches``).
+        self.pending: Any = None
         self.buffer_end = 0  # the position once the buffer is drained (past trailing control batches)
         self.hw: int | None = None
         self.log_start: int | None = None
@@ -48,6 +51,7 @@ class TopicPartitionState:
         self.reset_ts = reset_ts
         self.reset_inflight = False
         self.buffer = []
+        self.pending = None
         self.generation += 1
         self.error = None
         self.committed_fetch = False
@@ -88,4 +92,7 @@ class SubscriptionState:
 
     def has_ready(self) -> bool:
         """Something for ``poll`` to return or raise."""
-        return any(st.error is not None or (st.buffer and not st.paused) for st in self.assigned.values())
+        return any(
+            st.error is not None or ((st.buffer or st.pending is not None) and not st.paused)
+            for st in self.assigned.values()
+        )
