@@ -127,6 +127,33 @@ class _HotBatch:
 _VALUE_BOUND_OVERHEAD = BATCH_HEADER_SIZE + MAX_RECORD_OVERHEAD + 2
 
 
+def _regime(hot: _HotBatch, index: int, now: int, vlen: int, max_record: int) -> bool:
+    """Set ``hot``'s regime to the one a null-key, header-less record of ``vlen`` value bytes at
+    ``index``, sent at ``now``, falls in; False (``hot`` unchanged) when it has none (a timestamp before
+    the batch's first, or a value too large for ``send()``'s size check to be skipped)."""
+    base_ts = hot.stamps[0]
+    delta = now - base_ts
+    if delta < 0:
+        return False
+    # Attributes, null key and header count take a byte each; the other fields are varints.
+    body = 3 + sizeof_varint(delta) + sizeof_varint(index) + sizeof_varint(vlen) + vlen
+    fixed = body - vlen
+    # Value lengths that keep the length varint and the body-length varint as wide as now, and that
+    # pass send()'s size check (a null-key, header-less record's upper bound is _VALUE_BOUND_OVERHEAD
+    # plus the value and its length varint).
+    lmin = max(_lowest_same_width(vlen), _lowest_same_width(body) - fixed)
+    lmax = min(
+        _same_width(vlen), _same_width(body) - fixed, max_record - _VALUE_BOUND_OVERHEAD - sizeof_varint(vlen)
+    )
+    if not lmin <= vlen <= lmax:
+        return False
+    hot.c = fixed + sizeof_varint(body)
+    hot.lmin, hot.lmax = lmin, lmax
+    hot.idx_end = _same_width(index) + 1
+    hot.ts_end = base_ts + _same_width(delta)
+    return True
+
+
 def _same_width(v: int) -> int:
     """The largest ``w >= v >= 0`` whose zigzag varint is as wide as ``v``'s."""
     return (1 << (7 * sizeof_varint(v) - 1)) - 1
@@ -288,7 +315,11 @@ class Producer(BaseNode):
             index = len(values)
             now = self.net._now
             vlen = len(value)
-            if hot.lmin <= vlen <= hot.lmax and index < hot.idx_end and now <= hot.ts_end:
+            if (hot.lmin <= vlen <= hot.lmax and index < hot.idx_end and now <= hot.ts_end) or _regime(
+                hot, index, now, vlen, self._max_record
+            ):
+                # (Out of its regime, the entry takes the one this record is in, when it has one: the
+                # offset delta's varint widens at record 64, the timestamp delta's after 63 ms.)
                 size = hot.c + vlen  # the record's exact size in this regime
                 room = hot.room - size
                 batch = hot.batch
@@ -640,32 +671,10 @@ class Producer(BaseNode):
         self, topic: str, batch: ProducerBatch, sticky: Any, version: int, value: bytes, now: int
     ) -> None:
         """Open the fast path on ``batch`` for the regime of widths the next record falls in."""
-        index = len(batch.values)
-        base_ts = batch.timestamps[0]
-        delta = now - base_ts
-        vlen = len(value)
-        # A null-key, header-less record: attributes, null key and header count take a byte each.
-        body = 3 + sizeof_varint(delta) + sizeof_varint(index) + sizeof_varint(vlen) + vlen
-        size = body + sizeof_varint(body)
-        fixed = body - vlen
-        # Value lengths that keep the length varint and the body-length varint as wide as now, and that
-        # pass send()'s size check (a null-key, header-less record's upper bound is _VALUE_BOUND_OVERHEAD
-        # plus the value and its length varint).
-        lmin = max(_lowest_same_width(vlen), _lowest_same_width(body) - fixed)
-        lmax = min(
-            _same_width(vlen),
-            _same_width(body) - fixed,
-            self._max_record - _VALUE_BOUND_OVERHEAD - sizeof_varint(vlen),
-        )
-        if not lmin <= vlen <= lmax:
-            return
         room = min(batch.limit - batch.size, 2 * sticky.sticky_batch_size - sticky.produced_bytes)
         hot = _HotBatch(batch, sticky, version, room, batch.seqs if self._history_on else None)
-        hot.c = size - vlen
-        hot.lmin, hot.lmax = lmin, lmax
-        hot.idx_end = _same_width(index) + 1
-        hot.ts_end = base_ts + _same_width(delta)
-        self._hot[topic] = hot
+        if _regime(hot, len(batch.values), now, len(value), self._max_record):
+            self._hot[topic] = hot
 
     def _cool(self, topic: str) -> None:
         """End ``topic``'s fast-path entry, handing on what it took: bytes to the sticky partitioner,

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafkalite.client import partitioner as partitioner_module
+from kafkalite.client import producer as producer_module
 from kafkalite.client.accumulator import CompressionRatioEstimator, batch_size_upper_bound
 from kafkalite.errors import MessageTooLargeError
 from kafkalite.records import (
@@ -269,6 +270,43 @@ def test_batch_sizes_are_exact_whatever_the_values_and_timing(steps):
         for pp in r.partitions:
             n = len(decode_batch_tuples(pp.records)[1])
             assert n == 1 or len(pp.records) <= 16384
+
+
+def _requests_and_outcomes(steps, fast: bool, monkeypatch) -> tuple[list, list]:
+    """Run ``steps`` (value size, sends, then ms of network) on a fresh producer; with ``fast`` off,
+    ``send()``'s fast path never opens, so every record takes the full path."""
+    with monkeypatch.context() as m:
+        if not fast:
+            m.setattr(producer_module.Producer, "_make_hot", lambda *a, **k: None)
+        net, cluster, p = setup(partitions=3, linger_ms=40, seed=5)
+        _load_metadata(net, p)
+        futures = []
+        for value_size, count, gap in steps:
+            futures += [p.send("t", bytes([value_size % 251]) * value_size) for _ in range(count)]
+            net.run_for(gap)
+        p.flush()
+        net.run_for(500)
+        if not fast:
+            assert not p._hot  # the patch held: no send took the fast path
+        requests = [(pp.tp, pp.records) for r in produce_requests(cluster) for pp in r.partitions]
+        return requests, [f.result() for f in futures]
+
+
+@given(
+    steps=st.lists(
+        st.tuples(st.sampled_from([0, 1, 63, 64, 100, 8000, 8200]), st.integers(1, 90), st.integers(0, 70)),
+        min_size=1,
+        max_size=10,
+    )
+)
+@settings(max_examples=40, deadline=None)
+def test_the_fast_path_builds_the_batches_the_full_path_builds(steps):
+    """Byte for byte the same batches, partitions and offsets, with sends that cross the offset delta's
+    (record 64), the timestamp delta's (64 ms) and the value length's varint widths."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        assert _requests_and_outcomes(steps, True, monkeypatch) == _requests_and_outcomes(
+            steps, False, monkeypatch
+        )
 
 
 # --------------------------------------------------------------------------------- adaptive partitioning
