@@ -135,8 +135,34 @@ def _regime(hot: _HotBatch, index: int, now: int, vlen: int, max_record: int) ->
     delta = now - base_ts
     if delta < 0:
         return False
+    # A regime depends on the deltas only through their varint widths (both are >= 0, so zigzag is a
+    # shift): the widths, the value length and the size limit key a cache of computed regimes.
+    dw = ((delta << 1).bit_length() + 6) // 7 or 1
+    iw = ((index << 1).bit_length() + 6) // 7 or 1
+    key = (dw, iw, vlen, max_record)
+    r = _REGIMES.get(key)
+    if r is None:
+        r = _REGIMES[key] = _compute_regime(dw, iw, vlen, max_record)
+    if r is None:
+        return False
+    hot.c, hot.lmin, hot.lmax, idx_end, ts_span = r
+    hot.idx_end = idx_end
+    hot.ts_end = base_ts + ts_span
+    return True
+
+
+_REGIMES: dict[tuple[int, int, int, int], tuple[int, int, int, int, int] | None] = {}
+
+
+def _compute_regime(
+    delta_width: int, index_width: int, vlen: int, max_record: int
+) -> tuple[int, int, int, int, int] | None:
+    """(size less value length, least and most value length, first index and largest timestamp delta
+    past the regime) for records whose deltas have these varint widths, or None."""
+    if len(_REGIMES) > 4096:
+        _REGIMES.clear()  # many value sizes: recomputing is cheap
     # Attributes, null key and header count take a byte each; the other fields are varints.
-    body = 3 + sizeof_varint(delta) + sizeof_varint(index) + sizeof_varint(vlen) + vlen
+    body = 3 + delta_width + index_width + sizeof_varint(vlen) + vlen
     fixed = body - vlen
     # Value lengths that keep the length varint and the body-length varint as wide as now, and that
     # pass send()'s size check (a null-key, header-less record's upper bound is _VALUE_BOUND_OVERHEAD
@@ -146,12 +172,9 @@ def _regime(hot: _HotBatch, index: int, now: int, vlen: int, max_record: int) ->
         _same_width(vlen), _same_width(body) - fixed, max_record - _VALUE_BOUND_OVERHEAD - sizeof_varint(vlen)
     )
     if not lmin <= vlen <= lmax:
-        return False
-    hot.c = fixed + sizeof_varint(body)
-    hot.lmin, hot.lmax = lmin, lmax
-    hot.idx_end = _same_width(index) + 1
-    hot.ts_end = base_ts + _same_width(delta)
-    return True
+        return None
+    widest = (1 << (7 * index_width - 1)) - 1  # the largest index (and delta) of that varint width
+    return fixed + sizeof_varint(body), lmin, lmax, widest + 1, (1 << (7 * delta_width - 1)) - 1
 
 
 def _same_width(v: int) -> int:

@@ -272,6 +272,28 @@ def test_batch_sizes_are_exact_whatever_the_values_and_timing(steps):
             assert n == 1 or len(pp.records) <= 16384
 
 
+@given(
+    index=st.integers(0, 20_000),
+    delta=st.integers(0, 2**41),
+    vlen=st.integers(0, 70_000),
+    data=st.data(),
+)
+@settings(max_examples=300, deadline=None)
+def test_a_send_regime_gives_exact_record_sizes(index, delta, vlen, data):
+    """Inside a regime of the fast path (value length lmin..lmax, index below idx_end, timestamp delta up
+    to the regime's end), a record's exact size is ``c`` plus its value length."""
+    hot = producer_module._HotBatch.__new__(producer_module._HotBatch)
+    hot.stamps = [1_000]
+    if not producer_module._regime(hot, index, 1_000 + delta, vlen, 1_048_576):
+        assert vlen > 1_048_576 - 200  # only a value near max.request.size has no regime
+        return
+    assert hot.lmin <= vlen <= hot.lmax and index < hot.idx_end and 1_000 + delta <= hot.ts_end
+    i = data.draw(st.integers(index, hot.idx_end - 1))
+    d = data.draw(st.integers(delta, hot.ts_end - 1_000))
+    v = data.draw(st.integers(hot.lmin, hot.lmax))
+    assert record_size(i, d, None, bytes(v), None) == hot.c + v
+
+
 def _requests_and_outcomes(steps, fast: bool, monkeypatch) -> tuple[list, list]:
     """Run ``steps`` (value size, sends, then ms of network) on a fresh producer; with ``fast`` off,
     ``send()``'s fast path never opens, so every record takes the full path."""
