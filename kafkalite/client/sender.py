@@ -164,14 +164,16 @@ class Sender:
     def _schedule_next(self, now: int, next_ready: int | None) -> None:
         p = self._p
         cands = [] if next_ready is None else [next_ready]
-        cands.extend(r.deadline for r in self._inflight.values())
         exp = self.accumulator.next_expiry_ms()
         if exp is not None:
             cands.append(exp)
+        delivery_timeout = self.config.delivery_timeout_ms
         for r in self._inflight.values():
-            live = [b.created_ms for b in r.batches or () if not b.done]
-            if live:
-                cands.append(min(live) + self.config.delivery_timeout_ms)
+            cands.append(r.deadline)
+            if r.batches:
+                live = [b.created_ms for b in r.batches if not b.done]
+                if live:
+                    cands.append(min(live) + delivery_timeout)
         if p._waiting:
             cands.append(min(w[9] for w in p._waiting))
         meta = self.metadata
@@ -208,6 +210,9 @@ class Sender:
         for topic in self.metadata.wanted:
             cache = p._cache.get(topic)
             if cache is None:
+                continue
+            if cache.n < 2:  # one partition: nothing to weigh (what the loop below would conclude)
+                partitioner.update_partition_load_stats(topic, None)
                 continue
             entries = [tp for tp in cache.tps if tp in batches]
             if len(entries) < cache.n:
