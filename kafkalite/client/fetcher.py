@@ -96,9 +96,10 @@ class _Lookup:
 
 class PendingBatches:
     """The batches of one fetch answer still to decode for ``poll``: their positions in ``data`` and
-    record counts, from index ``next`` on; records below ``min_offset`` (the fetch position) are skipped."""
+    record counts, from index ``next`` on; records below ``min_offset`` (the fetch position) are skipped.
+    ``built`` counts the records decoded so far."""
 
-    __slots__ = ("data", "positions", "counts", "next", "min_offset")
+    __slots__ = ("data", "positions", "counts", "next", "min_offset", "built")
 
     def __init__(self, data: Any, positions: list[int], counts: list[int], min_offset: int) -> None:
         self.data = data
@@ -106,6 +107,7 @@ class PendingBatches:
         self.counts = counts
         self.next = 0
         self.min_offset = min_offset
+        self.built = 0
 
 
 class Fetcher:
@@ -159,16 +161,17 @@ class Fetcher:
             chunk = positions[i:j]
             try:
                 # CRCs were checked on arrival; what is left to fail is the records inside a batch.
-                buf += decode_batches(p.data, chunk, verify_crc=False, min_offset=p.min_offset)
+                records = decode_batches(p.data, chunk, verify_crc=False, min_offset=p.min_offset)
             except CorruptRecordError as exc:
-                earlier = bool(buf) or i > 0
                 records, end = self._records_before_corrupt(
-                    tp, st, p.data, chunk, p.min_offset, exc, earlier=earlier
+                    tp, st, p.data, chunk, p.min_offset, exc, earlier=p.built > 0
                 )
                 buf += records
                 st.buffer_end = end
                 i = n
                 break
+            buf += records
+            p.built += len(records)
             i = j
         p.next = i
         if i >= n:

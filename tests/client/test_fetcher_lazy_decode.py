@@ -87,11 +87,14 @@ def test_a_bad_batch_met_after_records_were_returned_ends_them_without_an_error(
     assert (consumer.position(TP0), st.pending, st.error) == (3, None, None)
 
 
-def test_a_bad_batch_first_in_what_is_left_of_a_fetch_is_the_next_polls_error(
-    make_cluster, bad_after_good
+@pytest.mark.parametrize("with_good_batch", [False, True])
+def test_a_bad_batch_before_any_record_is_the_next_polls_error(
+    make_cluster, bad_after_good, with_good_batch
 ) -> None:
+    """Alone, or after a batch whose records all lie below the position: nothing comes before it."""
     cluster = make_cluster(brokers=1, seed=3)
-    consumer, _st = _pending_consumer(cluster, bad_after_good, [len(bad_after_good) // 2], 3, 500)
+    positions = [0, len(bad_after_good) // 2] if with_good_batch else [len(bad_after_good) // 2]
+    consumer, _st = _pending_consumer(cluster, bad_after_good, positions, 3, 500)
     with pytest.raises(CorruptRecordError, match="partition t-0 at offset 3 is invalid"):
         consumer.poll(100)
     assert consumer.position(TP0) == 3
