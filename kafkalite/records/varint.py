@@ -97,4 +97,4 @@ def decode_varlong(buf, pos: int = 0) -> tuple[int, int]:
 def sizeof_varint(value: int) -> int:
     """Encoded size in bytes of a zigzag varint/varlong."""
     u = (value << 1) ^ (value >> 63)
-    return max(1, (u.bit_length() + 6) // 7)
+    return (u.bit_length() + 6) // 7 or 1  # `or`, not max(): this runs a few times per produced batch

@@ -24,6 +24,7 @@ from kafkalite.records import (
     stamp_batch,
     validate_batch,
 )
+from kafkalite.records.varint import sizeof_varint
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -40,6 +41,7 @@ codecs = st.sampled_from(list(Compression))
 def test_varint_round_trip(n, prefix):
     enc = encode_varint(n)
     assert 1 <= len(enc) <= 5
+    assert sizeof_varint(n) == len(enc)
     assert decode_varint(prefix + enc + b"\x00", len(prefix)) == (n, len(prefix) + len(enc))
 
 
@@ -49,6 +51,7 @@ def test_varlong_round_trip(n):
     enc = encode_varlong(n)
     assert 1 <= len(enc) <= 10
     assert decode_varlong(enc) == (n, len(enc))
+    assert sizeof_varint(n) == len(enc)  # what the producer counts to fill a batch
 
 
 @settings(max_examples=200, deadline=None)
