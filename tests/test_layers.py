@@ -11,6 +11,7 @@ The order, lowest first; packages on one line are siblings and may not import ea
     storage                    the log on disk
     net                        the simulator's network, and that network stretched over TCP (bridge)
     coordination | raft        the ZooKeeper-like store; KRaft's quorum (Raft over the storage log, run on net)
+    metadata                   KRaft's metadata records, the image replayed from them, the quorum controller
     security                   ACLs, SASL, TLS
     client | broker            the producer and consumer; the broker (neither imports the other)
     host                       the real driver and the facade: TCP server, processes, admin client, Cluster
@@ -44,6 +45,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "storage",
         "net",
         "coordination raft",
+        "metadata",
         "security",
         "client broker",
         "host",
