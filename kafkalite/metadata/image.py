@@ -1,0 +1,153 @@
+"""``MetadataImage``: the cluster's metadata as of one offset of ``__cluster_metadata`` (Kafka's ``image``).
+
+An image never changes: a ``MetadataDelta`` replays records on top of one and ``apply`` builds the next
+image, sharing every part the records did not touch. Two nodes that replayed the same prefix of the log
+hold equal images, which is what the simulator's checks compare.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from kafkalite.metadata.records import (
+    NO_LEADER,
+    NO_LEADER_CHANGE,
+    AccessControlEntryRecord,
+    BrokerEndpoint,
+    PartitionChangeRecord,
+    PartitionRecord,
+)
+
+
+def _empty() -> Mapping:
+    return MappingProxyType({})
+
+
+def frozen(d: dict) -> Mapping:
+    return MappingProxyType(d)
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRegistration:
+    """A registered broker (Kafka's ``BrokerRegistration``): ``epoch`` is the offset of its registration
+    record, so a restarted broker always gets a larger one."""
+
+    id: int
+    epoch: int
+    incarnation_id: uuid.UUID
+    listeners: tuple[BrokerEndpoint, ...]
+    rack: str | None = None
+    fenced: bool = True
+    in_controlled_shutdown: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRegistration:
+    """One partition's state (Kafka's ``PartitionRegistration``)."""
+
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int = NO_LEADER
+    leader_epoch: int = 0
+    partition_epoch: int = 0
+    removing_replicas: tuple[int, ...] = ()
+    adding_replicas: tuple[int, ...] = ()
+    leader_recovery_state: int = 0
+
+    @classmethod
+    def from_record(cls, r: PartitionRecord) -> PartitionRegistration:
+        return cls(
+            replicas=r.replicas,
+            isr=r.isr,
+            leader=r.leader,
+            leader_epoch=r.leader_epoch,
+            partition_epoch=r.partition_epoch,
+            removing_replicas=r.removing_replicas,
+            adding_replicas=r.adding_replicas,
+            leader_recovery_state=r.leader_recovery_state,
+        )
+
+    def merge(self, c: PartitionChangeRecord) -> PartitionRegistration:
+        """This partition after ``c``: every change bumps the partition epoch; naming a leader (even the
+        same one) bumps the leader epoch, as Kafka's ``PartitionRegistration.merge``."""
+        leader, leader_epoch = self.leader, self.leader_epoch
+        if c.leader != NO_LEADER_CHANGE:
+            leader, leader_epoch = c.leader, self.leader_epoch + 1
+        return PartitionRegistration(
+            replicas=self.replicas if c.replicas is None else c.replicas,
+            isr=self.isr if c.isr is None else c.isr,
+            leader=leader,
+            leader_epoch=leader_epoch,
+            partition_epoch=self.partition_epoch + 1,
+            removing_replicas=self.removing_replicas if c.removing_replicas is None else c.removing_replicas,
+            adding_replicas=self.adding_replicas if c.adding_replicas is None else c.adding_replicas,
+            leader_recovery_state=(
+                self.leader_recovery_state if c.leader_recovery_state == -1 else c.leader_recovery_state
+            ),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TopicImage:
+    name: str
+    id: uuid.UUID
+    partitions: Mapping[int, PartitionRegistration] = field(default_factory=_empty)
+
+
+@dataclass(frozen=True, slots=True)
+class ScramCredential:
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataImage:
+    """Everything the records up to ``offset`` (written in leader epoch ``epoch``) say."""
+
+    offset: int = -1
+    epoch: int = -1
+    features: Mapping[str, int] = field(default_factory=_empty)
+    brokers: Mapping[int, BrokerRegistration] = field(default_factory=_empty)
+    topics: Mapping[uuid.UUID, TopicImage] = field(default_factory=_empty)
+    topic_ids: Mapping[str, uuid.UUID] = field(default_factory=_empty)
+    configs: Mapping[tuple[int, str], Mapping[str, str]] = field(default_factory=_empty)
+    """(resource type, resource name) -> the keys set on it."""
+    next_producer_id: int = 0
+    """The first producer id of the next block the controller hands out."""
+    acls: Mapping[uuid.UUID, AccessControlEntryRecord] = field(default_factory=_empty)
+    scram: Mapping[tuple[str, int], ScramCredential] = field(default_factory=_empty)
+    """(user, mechanism) -> credential."""
+    _cache: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def topic(self, name: str) -> TopicImage | None:
+        tid = self.topic_ids.get(name)
+        return None if tid is None else self.topics[tid]
+
+    def partition(self, topic: str, partition: int) -> PartitionRegistration | None:
+        t = self.topic(topic)
+        return None if t is None else t.partitions.get(partition)
+
+    def unfenced_brokers(self) -> list[int]:
+        return sorted(b.id for b in self.brokers.values() if not b.fenced)
+
+    def summary(self) -> dict:
+        """A plain-data view (for digests and printing): topics by name, partitions by index."""
+        got = self._cache.get("summary")
+        if got is None:
+            got = self._cache["summary"] = {
+                "brokers": {i: (b.epoch, b.fenced) for i, b in sorted(self.brokers.items())},
+                "topics": {
+                    t.name: {p: (r.leader, r.leader_epoch, r.isr) for p, r in sorted(t.partitions.items())}
+                    for t in sorted(self.topics.values(), key=lambda t: t.name)
+                },
+                "next_producer_id": self.next_producer_id,
+            }
+        return got
+
+
+EMPTY_IMAGE = MetadataImage()
