@@ -435,6 +435,30 @@ class UnknownTopicIdError(KafkaError):
     retriable = True
 
 
+class DuplicateBrokerRegistrationError(KafkaError):
+    """A broker registers with an id a live broker of another incarnation holds (KRaft)."""
+
+    code, name = 101, "DUPLICATE_BROKER_REGISTRATION"
+
+
+class BrokerIdNotRegisteredError(KafkaError):
+    """A heartbeat or request from a broker id the controller has no registration for (KRaft)."""
+
+    code, name = 102, "BROKER_ID_NOT_REGISTERED"
+
+
+class InconsistentClusterIdError(KafkaError):
+    """A node formatted for another cluster (its cluster id is not the quorum's)."""
+
+    code, name = 104, "INCONSISTENT_CLUSTER_ID"
+
+
+class NewLeaderElectedError(KafkaError):
+    """An AlterPartition that the controller applied, but the partition's leader changed with it (KIP-903)."""
+
+    code, name = 108, "NEW_LEADER_ELECTED"
+
+
 class FencedMemberEpochError(KafkaError):
     """A consumer group member's epoch is not the coordinator's: it must drop its partitions and rejoin."""
 
