@@ -1,0 +1,143 @@
+"""``BrokerLifecycleManager``: a KRaft broker's registration and heartbeats (KIP-631), as Kafka's.
+
+The broker registers with a new incarnation id each time its process starts, then heartbeats every
+``broker.heartbeat.interval.ms`` with the metadata offset it has replayed; the controller unfences it once
+that offset reaches its registration, and fences it when heartbeats stop for ``broker.session.timeout.ms``.
+Requests go to the active controller (the metadata quorum's leader, which the broker knows as an
+observer) or, when it knows none or the one it asked said NOT_CONTROLLER or did not answer, to the next
+voter in turn.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kafkalite.errors import StaleBrokerEpochError
+from kafkalite.protocol.api import NO_ERROR
+from kafkalite.protocol.broker_lifecycle import (
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+    Listener,
+)
+from kafkalite.protocol.envelope import RequestEnvelope, ResponseEnvelope
+
+RETRY_BACKOFF_MS = 100
+FENCED_HEARTBEAT_MS = 50
+"""A fenced broker heartbeats this often, so it is unfenced soon after it catches up."""
+
+
+class BrokerLifecycleManager:
+    def __init__(
+        self,
+        broker_id: int,
+        cluster_id: str,
+        listeners: Sequence[Listener],
+        *,
+        rng: Any,
+        send: Callable[[Any, Any], Any],
+        set_timer: Callable[[int, Callable[[int], Any]], int],
+        cancel_timer: Callable[[int], Any],
+        controllers: Callable[[], tuple[int | None, Sequence[int]]],
+        metadata_offset: Callable[[], int],
+        heartbeat_interval_ms: int = 2000,
+        log: Callable[..., Any] | None = None,
+    ) -> None:
+        self.broker_id = broker_id
+        self.cluster_id = cluster_id
+        self.listeners = tuple(listeners)
+        self.incarnation_id = uuid.UUID(int=rng.getrandbits(128))
+        self._send, self._set_timer, self._cancel_timer = send, set_timer, cancel_timer
+        self._controllers = controllers
+        self._metadata_offset = metadata_offset
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self._log = log or (lambda *a, **k: None)
+        self.broker_epoch = -1
+        self.fenced = True
+        self._cid = 0
+        self._inflight: tuple[int, Any] | None = None
+        self._timer: int | None = None
+        self._rotate = 0
+        self._last_dst: int | None = None
+        self._avoid: int | None = None
+        """The controller that last failed us (no answer, an error): ask another one next."""
+
+    # ------------------------------------------------------------------------------------ driving
+    def start(self) -> None:
+        self._schedule(0)
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._cancel_timer(self._timer)
+        self._timer = None
+        self._inflight = None
+
+    def _schedule(self, delay_ms: int) -> None:
+        if self._timer is not None:
+            self._cancel_timer(self._timer)
+        self._timer = self._set_timer(delay_ms, self._communicate)
+
+    def _controller(self, avoid: int | None) -> int:
+        leader, voters = self._controllers()
+        if leader is not None and leader >= 0 and leader != avoid:
+            return leader
+        others = [v for v in voters if v != avoid] or list(voters)
+        self._rotate += 1
+        return others[self._rotate % len(others)]
+
+    def _communicate(self, _now: int) -> None:
+        self._timer = None
+        if self._inflight is not None:  # the last request went unanswered
+            self._avoid = self._last_dst
+        dst = self._controller(self._avoid)
+        if self.broker_epoch < 0:
+            req: Any = BrokerRegistrationRequest(
+                broker_id=self.broker_id,
+                cluster_id=self.cluster_id,
+                incarnation_id=self.incarnation_id,
+                listeners=self.listeners,
+            )
+        else:
+            req = BrokerHeartbeatRequest(
+                broker_id=self.broker_id,
+                broker_epoch=self.broker_epoch,
+                current_metadata_offset=self._metadata_offset(),
+            )
+        self._cid += 1
+        self._inflight = (self._cid, req)
+        self._last_dst = dst
+        self._send(dst, RequestEnvelope(self._cid, f"broker-{self.broker_id}", req))
+        # No answer within the interval: ask again (the next time, another controller).
+        self._schedule(max(self.heartbeat_interval_ms, RETRY_BACKOFF_MS))
+
+    def on_response(self, src: Any, env: ResponseEnvelope) -> bool:
+        """An answer to a registration or heartbeat; False if it is not one of ours."""
+        resp = env.response
+        if not isinstance(resp, BrokerRegistrationResponse | BrokerHeartbeatResponse):
+            return False
+        if self._inflight is None or self._inflight[0] != env.correlation_id:
+            return True  # an answer to a request given up on
+        self._inflight = None
+        if resp.error_code != NO_ERROR:
+            if resp.error_code == StaleBrokerEpochError.code:
+                self.broker_epoch = -1  # the controller lost our registration: register again
+            self._avoid = src
+            self._schedule(RETRY_BACKOFF_MS)
+            return True
+        self._avoid = None
+        if isinstance(resp, BrokerRegistrationResponse):
+            self.broker_epoch = resp.broker_epoch
+            self._log("broker_registered", broker=self.broker_id, broker_epoch=self.broker_epoch)
+            self._schedule(0)
+        else:
+            if self.fenced != resp.is_fenced:
+                self._log("broker_fenced" if resp.is_fenced else "broker_unfenced", broker=self.broker_id)
+            self.fenced = resp.is_fenced
+            self._schedule(FENCED_HEARTBEAT_MS if self.fenced else self.heartbeat_interval_ms)
+        return True
+
+
+__all__ = ["BrokerLifecycleManager"]

@@ -1,0 +1,106 @@
+"""``ControllerServer``: a controller node on the simulator, a ``RaftNode`` voter whose state machine is
+a ``QuorumController``.
+
+Raft traffic goes to the Raft client; the brokers' controller requests (a ``RequestEnvelope`` holding a
+BrokerRegistration, BrokerHeartbeat, AlterPartition, CreateTopics or AllocateProducerIds request) go to
+the controller, which answers with a ``ResponseEnvelope`` once its records are committed.
+A crash loses the controller with the process; a restart replays the log into a new one.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kafkalite.metadata.controller.quorum_controller import (
+    CONTROLLER_REQUESTS,
+    ControllerSettings,
+    QuorumController,
+)
+from kafkalite.metadata.controller.replication_control import ReplicaPlacer
+from kafkalite.protocol.envelope import RequestEnvelope
+from kafkalite.raft import EpochState, QuorumConfig, RaftNode
+from kafkalite.raft.epoch_state import NEVER
+
+_TICK = "controller"
+
+
+class ControllerServer(RaftNode):
+    def __init__(
+        self,
+        config: QuorumConfig,
+        log_dir: str | Path,
+        settings: ControllerSettings,
+        placer: ReplicaPlacer,
+        *,
+        on_transition: Callable[[int, EpochState], None] | None = None,
+    ) -> None:
+        super().__init__(config, log_dir, make_listener=self._new_controller, on_transition=self._transition)
+        self.settings = settings
+        self.placer = placer
+        self.user_transition = on_transition
+        self.controller: QuorumController | None = None
+        self._tick: int | None = None
+        self._tick_at = NEVER
+
+    def _new_controller(self) -> QuorumController:
+        rng = random.Random(f"controller/{self.node_id}/{self.net.now_ms()}/{self.rng.random()}")
+        self.controller = QuorumController(self.node_id, self.settings, self.placer, rng)
+        return self.controller
+
+    def _start(self, now_ms: int) -> None:
+        super()._start(now_ms)
+        assert self.controller is not None and self.client is not None
+        self.controller.attach(self.client)
+        self._drive(now_ms)
+
+    def _transition(self, node: int, state: EpochState) -> None:
+        if self.controller is not None:
+            self.controller.on_transition(state)
+        if self.user_transition is not None:
+            self.user_transition(node, state)
+
+    # ------------------------------------------------------------------------------ simulator
+    def on_message(self, src: Any, msg: Any, now_ms: int) -> None:
+        if isinstance(msg, RequestEnvelope):
+            if self.controller is not None and isinstance(msg.request, CONTROLLER_REQUESTS):
+                self.controller.handle_request(
+                    msg.request, now_ms, lambda resp, src=src, env=msg: self.send(src, env.reply(resp))
+                )
+        else:
+            super().on_message(src, msg, now_ms)
+        self._drive(now_ms)
+
+    def on_timer(self, token: Any, now_ms: int) -> None:
+        if token == _TICK:
+            self._tick, self._tick_at = None, NEVER
+        else:
+            super().on_timer(token, now_ms)
+        self._drive(now_ms)
+
+    def on_crash(self) -> None:
+        super().on_crash()
+        self.controller = None
+        self._tick, self._tick_at = None, NEVER
+
+    def _drive(self, now_ms: int) -> None:
+        c = self.controller
+        if c is None:
+            return
+        c.poll(now_ms)
+        due = c.next_deadline_ms()
+        # Re-check the role soon while not active: activation waits on the high watermark, which moves
+        # inside the Raft client without telling the controller.
+        at = due if due is not None else NEVER
+        if not c.is_active and self.client is not None:
+            at = min(at, now_ms + 50)
+        if at == self._tick_at and self._tick is not None:
+            return
+        if self._tick is not None:
+            self.cancel_timer(self._tick)
+            self._tick = None
+        self._tick_at = at
+        if at < NEVER:
+            self._tick = self.set_timer(max(1, at - now_ms), _TICK)

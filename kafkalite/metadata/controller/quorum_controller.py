@@ -1,0 +1,327 @@
+"""``QuorumController``: the metadata state machine on each controller, active on the Raft leader.
+
+Every controller replays committed records (``handle_commit``) into ``committed``. The one whose Raft
+client leads becomes active once its high watermark passes the start of its epoch: by then every record
+of earlier epochs is committed and replayed, so the committed image is the whole truth. While active it
+turns a request into records against ``image`` (the committed image plus its own uncommitted records),
+appends them, replays them into ``image`` at once (so the next request sees them, as Kafka's controller
+does), and answers only when the high watermark passes the last record written so far.
+
+On losing leadership it drops ``image`` back to ``committed`` and fails every waiting request with
+NOT_CONTROLLER: its uncommitted records may be truncated by the next leader, so nothing derived from
+them can be trusted; the records that do survive are replayed again from the log like any other, and the
+brokers retry against the new controller. Kafka reverts to its last committed snapshot for the same
+reason.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from kafkalite.errors import (
+    KafkaError,
+    NotControllerError,
+    NotLeaderOrFollowerError,
+)
+from kafkalite.metadata.controller import producer_id_control
+from kafkalite.metadata.controller.cluster_control import ClusterControlManager
+from kafkalite.metadata.controller.replication_control import ReplicaPlacer, ReplicationControlManager
+from kafkalite.metadata.delta import MetadataDelta
+from kafkalite.metadata.image import MetadataImage
+from kafkalite.metadata.records import (
+    FeatureLevelRecord,
+    FenceBrokerRecord,
+    MetadataRecord,
+    UnfenceBrokerRecord,
+)
+from kafkalite.metadata.serde import deserialize, serialize
+from kafkalite.protocol.api import Response
+from kafkalite.protocol.broker_lifecycle import (
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+)
+from kafkalite.protocol.controller import AlterPartitionRequest, AlterPartitionResponse
+from kafkalite.protocol.metadata import CreatableTopicResult, CreateTopicsRequest, CreateTopicsResponse
+from kafkalite.raft import Batch, KafkaRaftClient, LeaderState
+
+METADATA_VERSION = 20
+"""The ``metadata.version`` feature level the first active controller writes (Kafka 3.8's 3.8-IV0)."""
+
+CONTROLLER_REQUESTS = (
+    BrokerRegistrationRequest,
+    BrokerHeartbeatRequest,
+    AlterPartitionRequest,
+    CreateTopicsRequest,
+    AllocateProducerIdsRequest,
+)
+
+Respond = Callable[[Response], None]
+
+
+@dataclass(frozen=True)
+class ControllerSettings:
+    cluster_id: str
+    broker_session_timeout_ms: int = 9000
+    num_partitions: int = 1
+    default_replication_factor: int = 1
+
+
+@dataclass
+class _Waiting:
+    offset: int
+    respond: Respond
+    response: Response
+
+
+class QuorumController:
+    """The RaftListener of a controller node; ``attach`` gives it its Raft client."""
+
+    def __init__(
+        self, node_id: int, settings: ControllerSettings, placer: ReplicaPlacer, rng: random.Random
+    ) -> None:
+        self.node_id = node_id
+        self.settings = settings
+        self.client: KafkaRaftClient | None = None
+        self.committed = MetadataImage()
+        self.image = self.committed
+        self.active_epoch: int | None = None
+        self.cluster = ClusterControlManager(settings.cluster_id, settings.broker_session_timeout_ms)
+        self.replication = ReplicationControlManager(
+            placer, rng, settings.num_partitions, settings.default_replication_factor
+        )
+        self._waiting: list[_Waiting] = []
+        self._last_written = -1
+        self.activations = 0
+
+    def attach(self, client: KafkaRaftClient) -> None:
+        self.client = client
+
+    @property
+    def is_active(self) -> bool:
+        return self.active_epoch is not None
+
+    # ------------------------------------------------------------------------------- RaftListener
+    def handle_commit(self, batch: Batch) -> None:
+        if self.is_active and batch.epoch != self.active_epoch:
+            self.renounce()  # someone else's records are committing: we are not the leader any more
+        delta = MetadataDelta(self.committed)
+        for i, value in enumerate(batch.records):
+            record, _ = deserialize(value or b"")
+            delta.replay(record, batch.base_offset + i)
+        self.committed = delta.apply(batch.last_offset, batch.epoch)
+        if not self.is_active:
+            self.image = self.committed
+        self._complete(batch.last_offset)
+
+    # ---------------------------------------------------------------------------------- role
+    def on_transition(self, state: Any) -> None:
+        if self.is_active and not (isinstance(state, LeaderState) and state.epoch == self.active_epoch):
+            self.renounce()
+
+    def renounce(self) -> None:
+        self.active_epoch = None
+        self.image = self.committed
+        self._last_written = -1
+        waiting, self._waiting = self._waiting, []
+        for w in waiting:
+            w.respond(_error_response(w.response, NotControllerError.code))
+
+    def _maybe_activate(self, now_ms: int) -> None:
+        c = self.client
+        if c is None or self.is_active:
+            return
+        st = c.state
+        if isinstance(st, LeaderState) and c.high_watermark > st.epoch_start_offset:
+            self.active_epoch = st.epoch
+            self.activations += 1
+            self.image = self.committed
+            self._last_written = -1
+            self.cluster.activate(self.image, now_ms)
+            if self.image.features.get("metadata.version") is None:  # bootstrap, as a formatted log's first
+                self._write(
+                    [FeatureLevelRecord(name="metadata.version", feature_level=METADATA_VERSION)], now_ms
+                )
+
+    # ---------------------------------------------------------------------------------- driver
+    def poll(self, now_ms: int) -> None:
+        """Become active or step down as the Raft role says; fence brokers whose session expired."""
+        c = self.client
+        if c is not None and self.is_active:
+            st = c.state
+            if not (isinstance(st, LeaderState) and st.epoch == self.active_epoch):
+                self.renounce()
+        self._maybe_activate(now_ms)
+        if self.is_active:
+            for b in self.cluster.expired(self.image, now_ms):
+                self._fence(b, now_ms)
+
+    def next_deadline_ms(self) -> int | None:
+        return self.cluster.next_expiry_ms(self.image) if self.is_active else None
+
+    def handle_request(self, req: Any, now_ms: int, respond: Respond) -> None:
+        """Answer ``req`` through ``respond`` once what it wrote is committed (NOT_CONTROLLER at once when
+        this controller is not active)."""
+        if not self.is_active:
+            respond(_error_response(_empty_response(req), NotControllerError.code))
+            return
+        if isinstance(req, BrokerRegistrationRequest):
+            records, resp = self._register(req, now_ms)
+        elif isinstance(req, BrokerHeartbeatRequest):
+            records, resp = self._heartbeat(req, now_ms)
+        elif isinstance(req, AlterPartitionRequest):
+            records, resp = self._alter_partition(req)
+        elif isinstance(req, CreateTopicsRequest):
+            records, resp = self._create_topics(req)
+        elif isinstance(req, AllocateProducerIdsRequest):
+            records, resp = self._allocate_producer_ids(req)
+        else:
+            raise TypeError(f"not a controller request: {type(req).__name__}")
+        if records and not self._write(records, now_ms):
+            respond(_error_response(resp, NotControllerError.code))
+            return
+        self._waiting.append(_Waiting(self._last_written, respond, resp))
+        self._complete(self.committed.offset)
+
+    # -------------------------------------------------------------------------------- handlers
+    def _register(self, req: BrokerRegistrationRequest, now: int) -> tuple[list, Response]:
+        assert self.client is not None
+        epoch = self.client.log.end_offset  # the registration record's own offset
+        try:
+            rec = self.cluster.register(self.image, req, epoch, now)
+        except KafkaError as e:
+            return [], BrokerRegistrationResponse(error_code=e.code)
+        records: list[MetadataRecord] = []
+        if req.broker_id in self.image.brokers:
+            # A new incarnation: whatever the old one held may be gone (a crash loses unflushed data),
+            # so it leaves every ISR first, as Kafka's handleBrokerUncleanShutdown does.
+            records += self.replication.handle_broker_fenced(self.image, req.broker_id)
+            epoch += len(records)
+            rec = replace(rec, broker_epoch=epoch)
+        records.append(rec)
+        return records, BrokerRegistrationResponse(broker_epoch=epoch)
+
+    def _heartbeat(self, req: BrokerHeartbeatRequest, now: int) -> tuple[list, Response]:
+        try:
+            b = self.cluster.check_broker_epoch(self.image, req.broker_id, req.broker_epoch)
+        except KafkaError as e:
+            return [], BrokerHeartbeatResponse(error_code=e.code)
+        self.cluster.touch(req.broker_id, now)
+        caught_up = req.current_metadata_offset >= b.epoch
+        records: list[MetadataRecord] = []
+        fenced = b.fenced
+        if req.want_fence and not b.fenced:
+            records = self._fence_records(b.id, b.epoch)
+            fenced = True
+        elif b.fenced and caught_up and not req.want_fence and not req.want_shut_down:
+            records = [UnfenceBrokerRecord(id=b.id, epoch=b.epoch)]
+            after = _replayed(self.image, records)
+            records += self.replication.handle_broker_unfenced(after, b.id)
+            fenced = False
+        return records, BrokerHeartbeatResponse(
+            is_caught_up=caught_up, is_fenced=fenced, should_shut_down=req.want_shut_down
+        )
+
+    def _alter_partition(self, req: AlterPartitionRequest) -> tuple[list, Response]:
+        try:
+            if req.broker_epoch != -1:  # -1: a sender that does not say (AlterPartition v0)
+                self.cluster.check_broker_epoch(self.image, req.broker_id, req.broker_epoch)
+        except KafkaError as e:
+            return [], AlterPartitionResponse(error_code=e.code)
+        records, results, img = [], [], self.image
+        for item in req.partitions:
+            rec, result = self.replication.alter_partition(img, req.broker_id, item)
+            if rec is not None:
+                records.append(rec)
+                img = _replayed(img, [rec])
+            results.append(result)
+        return records, AlterPartitionResponse(partitions=tuple(results))
+
+    def _create_topics(self, req: CreateTopicsRequest) -> tuple[list, Response]:
+        records: list[MetadataRecord] = []
+        results: list[CreatableTopicResult] = []
+        img = self.image
+        for t in req.topics:
+            recs, result = self.replication.create_topic(img, t)
+            if recs and not req.validate_only:
+                records += recs
+                img = _replayed(img, recs)
+            results.append(result)
+        return records, CreateTopicsResponse(topics=tuple(results))
+
+    def _allocate_producer_ids(self, req: AllocateProducerIdsRequest) -> tuple[list, Response]:
+        try:
+            self.cluster.check_broker_epoch(self.image, req.broker_id, req.broker_epoch)
+        except KafkaError as e:
+            return [], AllocateProducerIdsResponse(error_code=e.code)
+        rec, start, size = producer_id_control.allocate(self.image, req.broker_id, req.broker_epoch)
+        return [rec], AllocateProducerIdsResponse(producer_id_start=start, producer_id_len=size)
+
+    # --------------------------------------------------------------------------------- fencing
+    def _fence_records(self, broker_id: int, epoch: int) -> list[MetadataRecord]:
+        records: list[MetadataRecord] = list(self.replication.handle_broker_fenced(self.image, broker_id))
+        records.append(FenceBrokerRecord(id=broker_id, epoch=epoch))
+        return records
+
+    def _fence(self, broker_id: int, now_ms: int) -> None:
+        b = self.image.brokers[broker_id]
+        self._write(self._fence_records(broker_id, b.epoch), now_ms)
+
+    # ---------------------------------------------------------------------------------- writing
+    def _write(self, records: list[MetadataRecord], now_ms: int) -> bool:
+        """Append ``records`` as one batch and replay them into ``image``; False if the Raft client
+        refused (it is no longer the leader), after stepping down."""
+        c = self.client
+        assert c is not None and self.active_epoch is not None
+        base = c.log.end_offset
+        delta = MetadataDelta(self.image)
+        for i, r in enumerate(records):
+            delta.replay(r, base + i)
+        # Replay first: the append may commit the batch at once (a quorum of one) and call handle_commit.
+        self.image = delta.apply(base + len(records) - 1, self.active_epoch)
+        self._last_written = base + len(records) - 1
+        try:
+            c.append([serialize(r) for r in records], now_ms)
+        except NotLeaderOrFollowerError:
+            self.renounce()
+            return False
+        return True
+
+    def _complete(self, committed_offset: int) -> None:
+        if not self._waiting:
+            return
+        done = [w for w in self._waiting if w.offset <= committed_offset]
+        if done:
+            self._waiting = [w for w in self._waiting if w.offset > committed_offset]
+            for w in done:
+                w.respond(w.response)
+
+
+def _replayed(image: MetadataImage, records: list[MetadataRecord]) -> MetadataImage:
+    delta = MetadataDelta(image)
+    for r in records:
+        delta.replay(r)
+    return delta.apply(image.offset, image.epoch)
+
+
+def _empty_response(req: Any) -> Response:
+    return req.response_type()
+
+
+def _error_response(resp: Response, code: int) -> Response:
+    """``resp`` with its error code set (top level where it has one, else on every partition/topic)."""
+    if "error_code" in resp.__dataclass_fields__:
+        return replace(resp, error_code=code)
+    if isinstance(resp, CreateTopicsResponse):
+        topics = tuple(CreatableTopicResult(name=t.name, error_code=code) for t in resp.topics)
+        return CreateTopicsResponse(topics=topics)
+    return resp
+
+
+__all__ = ["CONTROLLER_REQUESTS", "ControllerSettings", "QuorumController"]

@@ -1,0 +1,191 @@
+"""``ReplicationControlManager``: topics, partitions and their leaders and ISRs, on the active controller.
+
+It writes a topic as a TopicRecord and one PartitionRecord per partition (every replica in the ISR, the
+first replica leading), takes a fenced broker out of every ISR and off every leadership, gives
+leaderless partitions back to a broker that is unfenced, and applies a leader's AlterPartition after
+Kafka's checks, in Kafka's order.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+
+from kafkalite.errors import (
+    FencedLeaderEpochError,
+    IneligibleReplicaError,
+    InvalidReplicationFactorError,
+    InvalidRequestError,
+    InvalidUpdateVersionError,
+    KafkaError,
+    NotControllerError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+)
+from kafkalite.metadata.controller.partition_change import partition_change
+from kafkalite.metadata.image import MetadataImage, PartitionRegistration
+from kafkalite.metadata.records import (
+    ConfigRecord,
+    MetadataRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    TopicRecord,
+)
+from kafkalite.protocol.api import NO_ERROR
+from kafkalite.protocol.controller import AlterPartitionItem, AlterPartitionResult
+from kafkalite.protocol.metadata import CreatableTopic, CreatableTopicResult
+
+TOPIC_RESOURCE = 2
+
+ReplicaPlacer = Callable[..., Mapping[int, Sequence[int]]]
+"""``placer(broker_ids, num_partitions, replication_factor, rng=...)`` -> partition -> replicas."""
+
+
+def _usable(image: MetadataImage) -> Callable[[int], bool]:
+    def usable(b: int) -> bool:
+        reg = image.brokers.get(b)
+        return reg is not None and not reg.fenced and not reg.in_controlled_shutdown
+
+    return usable
+
+
+class ReplicationControlManager:
+    def __init__(
+        self, placer: ReplicaPlacer, rng: random.Random, num_partitions: int = 1, replication_factor: int = 1
+    ) -> None:
+        self.placer = placer
+        self.rng = rng
+        self.num_partitions = num_partitions
+        self.replication_factor = replication_factor
+
+    # ------------------------------------------------------------------------------ CreateTopics
+    def create_topic(
+        self, image: MetadataImage, t: CreatableTopic
+    ) -> tuple[list[MetadataRecord], CreatableTopicResult]:
+        try:
+            records, n, rf = self._create(image, t)
+        except KafkaError as e:
+            return [], CreatableTopicResult(name=t.name, error_code=e.code, error_message=e.message)
+        return records, CreatableTopicResult(name=t.name, num_partitions=n, replication_factor=rf)
+
+    def _create(self, image: MetadataImage, t: CreatableTopic) -> tuple[list[MetadataRecord], int, int]:
+        if image.topic(t.name) is not None:
+            raise TopicAlreadyExistsError(f"Topic '{t.name}' already exists.")
+        if t.assignments:
+            assignment = {a.partition: tuple(a.broker_ids) for a in t.assignments}
+        else:
+            n = self.num_partitions if t.num_partitions == -1 else t.num_partitions
+            rf = self.replication_factor if t.replication_factor == -1 else t.replication_factor
+            usable = image.unfenced_brokers()
+            if rf > len(usable):
+                raise InvalidReplicationFactorError(
+                    f"Unable to replicate the partition {rf} time(s): The target replication factor of "
+                    f"{rf} cannot be reached because only {len(usable)} broker(s) are registered."
+                )
+            assignment = {p: tuple(r) for p, r in self.placer(usable, n, rf, rng=self.rng).items()}
+        tid = uuid.UUID(int=self.rng.getrandbits(128))
+        records: list[MetadataRecord] = [TopicRecord(name=t.name, topic_id=tid)]
+        for p, replicas in sorted(assignment.items()):
+            records.append(
+                PartitionRecord(
+                    partition_id=p,
+                    topic_id=tid,
+                    replicas=replicas,
+                    isr=replicas,
+                    leader=replicas[0],
+                    leader_epoch=0,
+                    partition_epoch=0,
+                )
+            )
+        for name, value in t.configs:
+            records.append(
+                ConfigRecord(resource_type=TOPIC_RESOURCE, resource_name=t.name, name=name, value=value)
+            )
+        rf = len(next(iter(assignment.values()))) if assignment else 0
+        return records, len(assignment), rf
+
+    # ---------------------------------------------------------------------------- broker changes
+    def handle_broker_fenced(self, image: MetadataImage, broker_id: int) -> list[PartitionChangeRecord]:
+        """Take ``broker_id`` out of every ISR and off every leadership (it is fenced, or about to be:
+        ``image`` may still show it unfenced, so it is treated as unusable explicitly)."""
+        base = _usable(image)
+
+        def usable(b: int) -> bool:
+            return b != broker_id and base(b)
+
+        out = []
+        for t in sorted(image.topics.values(), key=lambda t: t.name):
+            for p, part in sorted(t.partitions.items()):
+                if broker_id not in part.isr and part.leader != broker_id:
+                    continue
+                isr = tuple(r for r in part.isr if r != broker_id)
+                rec = partition_change(t.id, p, part, usable, isr)
+                if rec is not None:
+                    out.append(rec)
+        return out
+
+    def handle_broker_unfenced(self, image: MetadataImage, broker_id: int) -> list[PartitionChangeRecord]:
+        """Elect ``broker_id`` where a partition has no leader and it is in the ISR."""
+        base = _usable(image)
+
+        def usable(b: int) -> bool:
+            return b == broker_id or base(b)
+
+        out = []
+        for t in sorted(image.topics.values(), key=lambda t: t.name):
+            for p, part in sorted(t.partitions.items()):
+                if part.leader == -1 and broker_id in part.isr:
+                    rec = partition_change(t.id, p, part, usable)
+                    if rec is not None:
+                        out.append(rec)
+        return out
+
+    # ---------------------------------------------------------------------------- AlterPartition
+    def alter_partition(
+        self, image: MetadataImage, broker_id: int, item: AlterPartitionItem
+    ) -> tuple[PartitionChangeRecord | None, AlterPartitionResult]:
+        t = image.topic(item.tp.topic)
+        part = None if t is None else t.partitions.get(item.tp.partition)
+        try:
+            self._validate(image, broker_id, part, item)
+        except KafkaError as e:
+            return None, AlterPartitionResult(tp=item.tp, error_code=e.code)
+        assert t is not None and part is not None
+        rec = partition_change(t.id, item.tp.partition, part, _usable(image), item.new_isr)
+        after = part if rec is None else part.merge(rec)
+        return rec, AlterPartitionResult(
+            tp=item.tp,
+            error_code=NO_ERROR,
+            leader=after.leader,
+            leader_epoch=after.leader_epoch,
+            isr=after.isr,
+            partition_epoch=after.partition_epoch,
+        )
+
+    @staticmethod
+    def _validate(
+        image: MetadataImage, broker_id: int, part: PartitionRegistration | None, item: AlterPartitionItem
+    ) -> None:
+        if part is None:
+            raise UnknownTopicOrPartitionError(str(item.tp))
+        # A leader ahead of this controller means this controller is behind (deposed): send it elsewhere.
+        if item.leader_epoch > part.leader_epoch or item.partition_epoch > part.partition_epoch:
+            raise NotControllerError(f"{item.tp}: the request is ahead of this controller")
+        if item.leader_epoch < part.leader_epoch:
+            raise FencedLeaderEpochError(f"{item.tp}: leader epoch {item.leader_epoch} < {part.leader_epoch}")
+        if broker_id != part.leader:
+            raise InvalidRequestError(f"{item.tp}: broker {broker_id} is not the leader ({part.leader})")
+        if item.partition_epoch < part.partition_epoch:
+            raise InvalidUpdateVersionError(
+                f"{item.tp}: partition epoch {item.partition_epoch} < {part.partition_epoch}"
+            )
+        isr = item.new_isr
+        if not isr or len(set(isr)) != len(isr) or any(r not in part.replicas for r in isr):
+            raise InvalidRequestError(f"{item.tp}: invalid ISR {isr}")
+        if part.leader not in isr:
+            raise InvalidRequestError(f"{item.tp}: the ISR {isr} does not include the leader")
+        usable = _usable(image)
+        bad = [r for r in isr if not usable(r)]
+        if bad:
+            raise IneligibleReplicaError(f"{item.tp}: replicas {bad} are fenced, shutting down or unknown")

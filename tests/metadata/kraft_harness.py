@@ -1,0 +1,207 @@
+"""A KRaft metadata quorum on the simulator: three ControllerServers and observer brokers that register,
+heartbeat and replay the log, plus the checker of the safety rules over what every node replayed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafkalite.broker.placement import assign_replicas
+from kafkalite.metadata.broker_lifecycle_manager import BrokerLifecycleManager
+from kafkalite.metadata.controller import ControllerSettings
+from kafkalite.metadata.controller.controller_server import ControllerServer
+from kafkalite.metadata.image import MetadataImage
+from kafkalite.metadata.metadata_loader import MetadataLoader
+from kafkalite.net.sim import SimNetwork
+from kafkalite.protocol.broker_lifecycle import Listener
+from kafkalite.protocol.envelope import RequestEnvelope, ResponseEnvelope
+from kafkalite.raft import Batch, LeaderState, QuorumConfig, RaftNode
+from tests.raft.harness import FAST, scratch_dir
+
+CONTROLLERS = (1, 2, 3)
+CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qk"
+HEARTBEAT_MS = 200
+SESSION_MS = 900
+
+
+@dataclass
+class Checker:
+    """What every node replayed, and the rules it broke."""
+
+    leaders: dict[int, set[int]] = field(default_factory=dict)
+    committed: dict[int, bytes | None] = field(default_factory=dict)
+    images: dict[int, MetadataImage] = field(default_factory=dict)
+    violations: list[str] = field(default_factory=list)
+
+    def on_transition(self, node: int, state: Any) -> None:
+        if isinstance(state, LeaderState):
+            got = self.leaders.setdefault(state.epoch, set())
+            got.add(node)
+            if len(got) > 1:
+                self.violations.append(f"two leaders in epoch {state.epoch}: {sorted(got)}")
+
+    def on_batch(self, node: int, batch: Batch) -> None:
+        for i, value in enumerate(batch.records):
+            off = batch.base_offset + i
+            if self.committed.setdefault(off, value) != value:
+                self.violations.append(f"node {node}: committed record at offset {off} differs")
+
+    def on_image(self, node: int, image: MetadataImage) -> None:
+        first = self.images.setdefault(image.offset, image)
+        if first != image:
+            self.violations.append(f"node {node}: image at offset {image.offset} differs from another node's")
+
+
+class _Checked:
+    """Wraps a RaftListener so the checker sees each batch and the image after it."""
+
+    def __init__(self, node: int, inner: Any, image_of: Any, checker: Checker) -> None:
+        self.node, self.inner, self.image_of, self.checker = node, inner, image_of, checker
+
+    def handle_commit(self, batch: Batch) -> None:
+        self.checker.on_batch(self.node, batch)
+        self.inner.handle_commit(batch)
+        self.checker.on_image(self.node, self.image_of())
+
+
+class CheckedController(ControllerServer):
+    def __init__(self, *a: Any, checker: Checker, **k: Any) -> None:
+        super().__init__(*a, **k)
+        self.checker = checker
+        self.make_listener = self._checked
+
+    def _checked(self) -> Any:
+        ctl = self._new_controller()
+        return _Checked(self.node_id, ctl, lambda: ctl.committed, self.checker)
+
+
+class ObserverBroker(RaftNode):
+    """A broker's metadata side only: an observer of the quorum, registered and heartbeating."""
+
+    def __init__(self, config: QuorumConfig, log_dir: str, checker: Checker) -> None:
+        super().__init__(config, log_dir, make_listener=self._new_loader)
+        self.checker = checker
+        self.loader: MetadataLoader | None = None
+        self.lifecycle: BrokerLifecycleManager | None = None
+
+    def _new_loader(self) -> Any:
+        self.loader = loader = MetadataLoader()
+        return _Checked(self.node_id, loader, lambda: loader.image, self.checker)
+
+    def _start(self, now_ms: int) -> None:
+        super()._start(now_ms)
+        client = self.client
+        self.lifecycle = BrokerLifecycleManager(
+            self.node_id,
+            CLUSTER_ID,
+            (Listener(name="PLAINTEXT", host=f"b{self.node_id}", port=9092),),
+            rng=self.net.node_rng(f"{self.node_id}/incarnation/{now_ms}"),
+            send=self.send,
+            set_timer=self.set_timer,
+            cancel_timer=self.cancel_timer,
+            controllers=lambda: (client.quorum.leader_id, self.config.voters),
+            metadata_offset=lambda: self.loader.image.offset,
+            heartbeat_interval_ms=HEARTBEAT_MS,
+        )
+        self.lifecycle.start()
+
+    def on_message(self, src: Any, msg: Any, now_ms: int) -> None:
+        if isinstance(msg, ResponseEnvelope):
+            if self.lifecycle is not None:
+                self.lifecycle.on_response(src, msg)
+            return
+        super().on_message(src, msg, now_ms)
+
+    def on_crash(self) -> None:
+        super().on_crash()
+        self.lifecycle = None
+
+
+class Client:
+    """Sends controller requests from the simulated network (node ``"admin"``) and keeps the answers."""
+
+    def __init__(self, net: SimNetwork) -> None:
+        self.net = net
+        self.answers: dict[int, Any] = {}
+        self._cid = 0
+        net.add_node("admin", self)
+
+    def on_message(self, src: Any, msg: Any, now_ms: int) -> None:
+        if isinstance(msg, ResponseEnvelope):
+            self.answers[msg.correlation_id] = msg.response
+
+    def send(self, dst: int, req: Any) -> int:
+        self._cid += 1
+        self.net.send("admin", dst, RequestEnvelope(self._cid, "admin", req))
+        return self._cid
+
+
+class KRaftQuorum:
+    def __init__(
+        self, seed: int, brokers: tuple[int, ...] = (101, 102, 103), root: str | None = None, **raft
+    ) -> None:
+        self.root = root or scratch_dir()
+        self.net = SimNetwork(seed=seed, latency_ms=1, jitter_ms=3, log_messages="none")
+        self.checker = Checker()
+        cfg = QuorumConfig(voters=CONTROLLERS, **{**FAST, **raft})
+        settings = ControllerSettings(CLUSTER_ID, broker_session_timeout_ms=SESSION_MS)
+        self.controllers = {
+            n: self.net.add_node(
+                n,
+                CheckedController(
+                    cfg,
+                    os.path.join(self.root, f"controller-{n}"),
+                    settings,
+                    assign_replicas,
+                    on_transition=self.checker.on_transition,
+                    checker=self.checker,
+                ),
+            )
+            for n in CONTROLLERS
+        }
+        self.brokers = {
+            b: self.net.add_node(b, ObserverBroker(cfg, os.path.join(self.root, f"broker-{b}"), self.checker))
+            for b in brokers
+        }
+        self.client = Client(self.net)
+
+    def active(self) -> ControllerServer | None:
+        live = [c for c in self.controllers.values() if c.controller is not None and c.controller.is_active]
+        return max(live, key=lambda c: c.controller.active_epoch) if live else None
+
+    def request(self, req: Any, timeout_ms: int = 5000) -> Any:
+        """Send ``req`` to the active controller, retrying elsewhere until an answer without
+        NOT_CONTROLLER comes."""
+        deadline = self.net.now_ms() + timeout_ms
+        while self.net.now_ms() < deadline:
+            if not self.net.run_until(lambda: self.active() is not None, deadline - self.net.now_ms()):
+                break
+            cid = self.client.send(self.active().node_id, req)
+            self.net.run_until(lambda cid=cid: cid in self.client.answers, 1000)
+            resp = self.client.answers.get(cid)
+            if resp is not None and _error(resp) != 41:
+                return resp
+        raise AssertionError(f"no answer to {req!r} within {timeout_ms} ms")
+
+    def image(self) -> MetadataImage:
+        act = self.active()
+        assert act is not None
+        return act.controller.committed
+
+    def close(self) -> None:
+        for n in [*self.controllers.values(), *self.brokers.values()]:
+            if n.client is not None:
+                n.client.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _error(resp: Any) -> int:
+    code = getattr(resp, "error_code", 0)
+    if code:
+        return code
+    for t in getattr(resp, "topics", ()):
+        if t.error_code:
+            return t.error_code
+    return 0
