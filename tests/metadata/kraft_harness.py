@@ -50,8 +50,29 @@ class Checker:
 
     def on_image(self, node: int, image: MetadataImage) -> None:
         first = self.images.setdefault(image.offset, image)
-        if first != image:
+        if first is image:
+            self.violations += [f"offset {image.offset}: {v}" for v in image_invariants(image)]
+        elif first != image:
             self.violations.append(f"node {node}: image at offset {image.offset} differs from another node's")
+
+
+def image_invariants(image: MetadataImage) -> list[str]:
+    """Kafka's rules for a committed image: an ISR is never empty, a leader is in its ISR and unfenced,
+    and a fenced broker is in no ISR but one it is the last member of (then leaderless)."""
+    out = []
+    for t in image.topics.values():
+        for p, part in t.partitions.items():
+            if not part.isr:
+                out.append(f"{t.name}-{p}: empty ISR")
+            if part.leader != -1:
+                reg = image.brokers.get(part.leader)
+                if part.leader not in part.isr or reg is None or reg.fenced:
+                    out.append(f"{t.name}-{p}: leader {part.leader} is not an unfenced ISR member ({part})")
+            for r in part.isr:
+                reg = image.brokers.get(r)
+                if reg is not None and reg.fenced and (len(part.isr) > 1 or part.leader != -1):
+                    out.append(f"{t.name}-{p}: fenced broker {r} in the ISR {part.isr}")
+    return out
 
 
 class _Checked:
@@ -205,3 +226,99 @@ def _error(resp: Any) -> int:
         if t.error_code:
             return t.error_code
     return 0
+
+
+def run_schedule(
+    seed: int, *, duration_ms: int = 4000, liveness_ms: int = 8000
+) -> tuple[KRaftQuorum, list[str]]:
+    """One seeded run: controllers and brokers crash (losing their page cache), pause and are cut off
+    while an admin creates topics and leaders shrink ISRs; then everything heals. Returns the quorum
+    and the rules broken (safety during the run; after it, an active controller, every broker unfenced
+    and replaying the same image as the controller)."""
+    import random
+
+    from kafkalite.net.sim import FaultSchedule
+    from kafkalite.protocol.controller import AlterPartitionItem, AlterPartitionRequest
+    from kafkalite.protocol.metadata import CreatableTopic, CreateTopicsRequest
+    from kafkalite.protocol.topic_partition import TopicPartition
+
+    q = KRaftQuorum(seed)
+    net, rng = q.net, random.Random(f"kraft-faults/{seed}")
+    nodes = [*CONTROLLERS, *q.brokers]
+    FaultSchedule.random(
+        seed,
+        nodes,
+        duration_ms,
+        max_crashed=1,
+        max_paused=1,
+        max_cuts=2,
+        gap_ms=(100, 600),
+        fault_ms=(100, 1500),
+    ).apply(net)
+
+    def create(i: int) -> None:
+        act = q.active()
+        if act is not None:
+            t = CreatableTopic(
+                name=f"t{i}", num_partitions=rng.randint(1, 3), replication_factor=rng.randint(1, 3)
+            )
+            q.client.send(act.node_id, CreateTopicsRequest(topics=(t,)))
+
+    def shrink() -> None:
+        act = q.active()
+        if act is None:
+            return
+        img = act.controller.image
+        parts = [
+            (t.name, p, part)
+            for t in img.topics.values()
+            for p, part in t.partitions.items()
+            if len(part.isr) > 1
+        ]
+        if not parts:
+            return
+        name, p, part = rng.choice(sorted(parts, key=lambda x: (x[0], x[1])))
+        isr = tuple(r for r in part.isr if r == part.leader or rng.random() < 0.5)
+        item = AlterPartitionItem(
+            tp=TopicPartition(name, p),
+            leader_epoch=part.leader_epoch,
+            new_isr=isr,
+            partition_epoch=part.partition_epoch,
+        )
+        q.client.send(act.node_id, AlterPartitionRequest(broker_id=part.leader, partitions=(item,)))
+
+    for i, t in enumerate(range(200, duration_ms, 300)):
+        net.at(t, lambda i=i: create(i))
+        net.at(t + 150, shrink)
+    try:
+        net.run_for(duration_ms)
+        net.heal_all()
+        for n in nodes:
+            net.restart(n)
+            net.resume(n)
+        problems = list(q.checker.violations)
+
+        def settled() -> bool:
+            act = q.active()
+            if act is None:
+                return False
+            img = act.controller.committed
+            return img.unfenced_brokers() == sorted(q.brokers) and all(
+                b.loader is not None and b.loader.image.offset == img.offset for b in q.brokers.values()
+            )
+
+        if not net.run_until(settled, liveness_ms):
+            problems.append(f"not settled within {liveness_ms} ms after healing (active: {q.active()})")
+        else:
+            img = q.active().controller.committed
+            for b in q.brokers.values():
+                if b.loader.image != img:
+                    problems.append(
+                        f"broker {b.node_id}'s image differs from the controller's at {img.offset}"
+                    )
+        problems += [v for v in q.checker.violations if v not in problems]
+        return q, problems
+    except Exception as e:  # noqa: BLE001 - report it with the seed
+        import traceback
+
+        return q, [*q.checker.violations, f"{type(e).__name__}: {e}\n{traceback.format_exc()}"]
