@@ -1,0 +1,156 @@
+"""``BrokerMetadataPublisher``: a KRaft broker applies the metadata it replayed (Kafka's
+``BrokerMetadataPublisher`` with ``ReplicaManager.applyDelta``).
+
+It gathers the partitions the deltas changed and the topics they removed, and when asked to publish
+turns them into what the ZooKeeper-mode broker gets from its controller, applied the same way: the
+metadata cache's update, ``become_leader_or_follower`` for the replicas this broker hosts (leader or
+follower, with the leader and partition epochs that order the changes), StopReplica with deletion for a
+removed topic. The raft epoch of the records stands in for the controller epoch: it only grows along
+the log, which is what the replica manager's fencing needs. Topic configs come from ConfigRecords.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from kafkalite.broker.topic_deletion import LEADER_DURING_DELETE
+from kafkalite.metadata.delta import TOPIC_RESOURCE, MetadataDelta
+from kafkalite.metadata.image import MetadataImage, TopicImage
+from kafkalite.protocol import (
+    LeaderAndIsrPartitionState,
+    LeaderAndIsrRequest,
+    StopReplicaPartitionState,
+    StopReplicaRequest,
+    TopicPartition,
+    UpdateMetadataPartitionState,
+    UpdateMetadataRequest,
+)
+from kafkalite.protocol.metadata import BrokerEndpoint
+
+if TYPE_CHECKING:
+    from kafkalite.broker.broker_server import BrokerServer
+
+_PROTOCOLS = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
+
+
+class BrokerMetadataPublisher:
+    def __init__(self, broker: BrokerServer) -> None:
+        self.broker = broker
+        self.published = MetadataImage()
+        self._changed: set[tuple[uuid.UUID, int]] = set()
+        self._deleted: dict[uuid.UUID, TopicImage] = {}
+        self._configs_changed = False
+
+    def on_delta(self, delta: MetadataDelta, image: MetadataImage) -> None:
+        """A publisher for the ``MetadataLoader``: note what changed, apply it at the next ``publish``."""
+        self._changed |= set(delta.changed)
+        for tid, t in delta.deleted_topics.items():
+            self._deleted.setdefault(tid, t)
+            self._changed = {k for k in self._changed if k[0] != tid}
+        self._configs_changed |= image.configs is not delta.image.configs
+
+    def publish(self, image: MetadataImage, controller_id: int) -> None:
+        """Apply everything since the last publish (called once the broker has replayed what it fetched)."""
+        if image is self.published:
+            return
+        b = self.broker
+        epoch = max(image.epoch, 0)
+        states, leader_states, stops = [], [], []
+        for tid, t in self._deleted.items():
+            if tid in image.topics:
+                continue  # removed and created again under the same id: cannot happen, ids are unique
+            for p in t.partitions:
+                tp = TopicPartition(t.name, p)
+                states.append(UpdateMetadataPartitionState(tp=tp, leader=LEADER_DURING_DELETE))
+                if b.broker_id in t.partitions[p].replicas:
+                    stops.append(StopReplicaPartitionState(tp=tp, delete_partition=True))
+        for tid, p in sorted(self._changed, key=lambda k: (str(k[0]), k[1])):
+            t = image.topics.get(tid)
+            part = None if t is None else t.partitions.get(p)
+            if t is None or part is None:
+                continue
+            tp = TopicPartition(t.name, p)
+            states.append(
+                UpdateMetadataPartitionState(
+                    tp=tp,
+                    controller_epoch=epoch,
+                    leader=part.leader,
+                    leader_epoch=part.leader_epoch,
+                    isr=part.isr,
+                    partition_epoch=part.partition_epoch,
+                    replicas=part.replicas,
+                    offline_replicas=tuple(r for r in part.replicas if _fenced(image, r)),
+                )
+            )
+            if b.broker_id in part.replicas:
+                old = self.published.topics.get(tid)
+                leader_states.append(
+                    LeaderAndIsrPartitionState(
+                        tp=tp,
+                        controller_epoch=epoch,
+                        leader=part.leader,
+                        leader_epoch=part.leader_epoch,
+                        isr=part.isr,
+                        partition_epoch=part.partition_epoch,
+                        replicas=part.replicas,
+                        is_new=old is None or p not in old.partitions,
+                    )
+                )
+        live = tuple(
+            _endpoint(reg) for reg in sorted(image.brokers.values(), key=lambda r: r.id) if not reg.fenced
+        )
+        deleted = b.cache.update(
+            UpdateMetadataRequest(
+                controller_id=controller_id,
+                controller_epoch=epoch,
+                partition_states=tuple(states),
+                live_brokers=live,
+            )
+        )
+        rm = b.rm
+        if rm is not None:
+            if self._configs_changed or leader_states:
+                topics = {s.tp.topic for s in leader_states} | {
+                    name for (kind, name) in image.configs if kind == TOPIC_RESOURCE
+                }
+                for topic in sorted(topics):
+                    if image.topic(topic) is not None:
+                        rm.set_topic_config(topic, dict(image.configs.get((TOPIC_RESOURCE, topic), {})))
+            if stops:
+                for s in stops:
+                    b.cache.remove(s.tp)
+                rm.handle_stop_replica(
+                    StopReplicaRequest(controller_epoch=epoch, partition_states=tuple(stops))
+                )
+            if leader_states:
+                rm.handle_leader_and_isr(
+                    LeaderAndIsrRequest(
+                        controller_id=controller_id,
+                        controller_epoch=epoch,
+                        partition_states=tuple(leader_states),
+                    )
+                )
+            rm.handle_update_metadata(UpdateMetadataRequest(controller_epoch=epoch))
+        if deleted and b.group_manager is not None:
+            b.group_manager.on_partitions_deleted(deleted)
+        self.published = image
+        self._changed.clear()
+        self._deleted.clear()
+        self._configs_changed = False
+
+
+def _fenced(image: MetadataImage, broker_id: int) -> bool:
+    reg = image.brokers.get(broker_id)
+    return reg is None or reg.fenced
+
+
+def _endpoint(reg: Any) -> BrokerEndpoint:
+    first = reg.listeners[0] if reg.listeners else None
+    return BrokerEndpoint(
+        node_id=reg.id,
+        host=first.host if first else "",
+        port=first.port if first else -1,
+        rack=reg.rack,
+        listeners=tuple(f"{x.name}://{x.host}:{x.port}" for x in reg.listeners),
+    )

@@ -1,0 +1,200 @@
+"""``BrokerServer``: a broker in KRaft mode on the simulator (Kafka's ``BrokerServer``).
+
+The same replica manager, request handlers and coordinators as the ZooKeeper-mode ``KafkaBroker``; what
+differs is where metadata comes from. There is no ZooKeeper session and no controller on the broker: it
+fetches ``__cluster_metadata`` as an observer of the controllers' Raft quorum, replays it into a
+``MetadataImage`` (``MetadataLoader``) and applies what changed to its metadata cache and replicas
+(``BrokerMetadataPublisher``); it registers and heartbeats to the active controller
+(``BrokerLifecycleManager``), sends its leaders' ISR changes there (AlterPartition) and gets producer id
+blocks from it (AllocateProducerIds). No LeaderAndIsr, UpdateMetadata or StopReplica crosses the network.
+
+The metadata log lives in ``metadata_log_dir`` (Kafka's ``metadata.log.dir``), apart from the partition
+logs so the log manager never mistakes it for a partition.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from kafkalite.broker.broker_metadata_publisher import BrokerMetadataPublisher
+from kafkalite.broker.kafka_apis import KafkaApis
+from kafkalite.broker.metadata_cache import MetadataCache
+from kafkalite.broker.rpc_producer_id_manager import RPCProducerIdManager
+from kafkalite.broker.server import KafkaBroker
+from kafkalite.metadata.broker_lifecycle_manager import BrokerLifecycleManager
+from kafkalite.metadata.metadata_loader import MetadataLoader
+from kafkalite.protocol.broker_lifecycle import Listener
+from kafkalite.protocol.envelope import RequestEnvelope, ResponseEnvelope
+from kafkalite.raft import KafkaRaftClient, QuorumConfig, RaftRequest, RaftResponse
+from kafkalite.raft.epoch_state import NEVER
+
+_SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+
+
+class BrokerServer(KafkaBroker):
+    """A KRaft broker node: ``quorum`` names the controllers, ``cluster_id`` the cluster it registers in."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        log_dir: Any,
+        config: Any = None,
+        *,
+        quorum: QuorumConfig,
+        cluster_id: str,
+        metadata_log_dir: str | Path,
+        heartbeat_interval_ms: int = 2000,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(broker_id, log_dir, config, **kwargs)
+        self.quorum_config = quorum
+        self.cluster_id = cluster_id
+        self.metadata_log_dir = Path(metadata_log_dir)
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.raft: KafkaRaftClient | None = None
+        self.loader: MetadataLoader | None = None
+        self.publisher: BrokerMetadataPublisher | None = None
+        self.lifecycle: BrokerLifecycleManager | None = None
+        self.pids: RPCProducerIdManager | None = None
+        self._raft_timer: int | None = None
+        self._raft_at = NEVER
+
+    # ------------------------------------------------------------------------------ life cycle
+    def startup(self) -> None:
+        net = self.net
+        if self.locks_log_dirs:
+            self.lock_log_dirs()
+        self.cache = MetadataCache()
+        self.apis = KafkaApis(self)
+        self._configured_topics: set[str] = set()
+        self._config_change_seq = None
+        self.zk = None
+        self.controller = None
+        self.admin = None
+        self.rm = self._rm_factory(
+            broker_id=self.broker_id,
+            log_dir=self.log_dirs if len(self.log_dirs) > 1 else self.log_dir,
+            file_ops=self.file_ops,
+            config=self.config,
+            clock=net.clock,
+            send=self.send,
+            set_timer=self.set_timer,
+            cancel_timer=self.cancel_timer,
+            controller_id=self.controller_id,
+            log_event=partial(net.log, self.node_id),
+            metadata_cache=self.cache,
+        )
+        self.rm.on_halt = self._halt
+        self._start_group_coordinator()
+        self.publisher = publisher = BrokerMetadataPublisher(self)
+        self.loader = MetadataLoader([publisher.on_delta])
+        self.raft = KafkaRaftClient(
+            self.broker_id,
+            self.quorum_config,
+            self.metadata_log_dir,
+            self,
+            net.node_rng(f"{self.node_id!r}/raft/{net.now_ms()}"),
+            net.clock,
+            listener=self.loader,
+        )
+        self.raft.start(net.now_ms())
+        self.lifecycle = BrokerLifecycleManager(
+            self.broker_id,
+            self.cluster_id,
+            tuple(_listener(e) for e in self.endpoints),
+            rng=net.node_rng(f"{self.node_id!r}/incarnation/{net.now_ms()}"),
+            send=self.send,
+            set_timer=self.set_timer,
+            cancel_timer=self.cancel_timer,
+            controllers=lambda: (self.controller_id(), self.quorum_config.voters),
+            metadata_offset=lambda: self.loader.image.offset if self.loader else -1,
+            heartbeat_interval_ms=self.heartbeat_interval_ms,
+            log=self.log,
+        )
+        self.pids = RPCProducerIdManager(
+            self.broker_id, lambda: self.broker_epoch, self.controller_id, self.send, net.now_ms
+        )
+        self.log("broker_starting", broker=self.broker_id, mode="kraft")
+        self.lifecycle.start()
+
+    def shutdown(self) -> None:
+        if self.lifecycle is not None:
+            self.lifecycle.stop()
+        if self.raft is not None:
+            self.raft.close()
+        self.raft = self.lifecycle = self.loader = None
+        if self.rm is not None:
+            self.rm.shutdown()
+        self.rm = None
+        self._release_log_dirs()
+        self.registered = False
+
+    def on_crash(self) -> None:
+        if self.raft is not None:
+            self.raft.crash()
+        self.raft = self.lifecycle = self.loader = self.publisher = self.pids = None
+        self._raft_timer, self._raft_at = None, NEVER
+        super().on_crash()
+
+    # ----------------------------------------------------------------------------------- state
+    def controller_id(self) -> int | None:
+        """The active controller as this observer of the quorum knows it (the Raft leader)."""
+        if self.raft is None:
+            return None
+        leader, _ = self.raft.leader_and_epoch()
+        return leader if leader >= 0 else None
+
+    def _producer_id_manager(self) -> Any:
+        assert self.pids is not None
+        return self.pids
+
+    def _sync_registration(self) -> None:
+        lc = self.lifecycle
+        if lc is not None:
+            self.broker_epoch = lc.broker_epoch
+            self.registered = lc.broker_epoch >= 0 and not lc.fenced
+
+    # -------------------------------------------------------------------------- NetworkChannel
+    def wakeup_at(self, time_ms: int) -> None:
+        if time_ms == self._raft_at and self._raft_timer is not None:
+            return
+        if self._raft_timer is not None:
+            self.cancel_timer(self._raft_timer)
+            self._raft_timer = None
+        self._raft_at = time_ms
+        if time_ms < NEVER:
+            self._raft_timer = self.set_timer(max(0, time_ms - self.now_ms()), self._raft_poll)
+
+    def _raft_poll(self, now_ms: int) -> None:
+        self._raft_timer, self._raft_at = None, NEVER
+        if self.raft is not None:
+            self.raft.poll(now_ms)
+            self._publish()
+
+    def _publish(self) -> None:
+        if self.publisher is not None and self.loader is not None:
+            self.publisher.publish(self.loader.image, self.controller_id() or -1)
+
+    # ------------------------------------------------------------------------------- messages
+    def on_message(self, src: Any, msg: Any, now_ms: int) -> None:
+        if isinstance(msg, RaftRequest | RaftResponse):
+            if self.raft is not None:
+                self.raft.handle(src, msg, now_ms)
+                self._publish()
+            return
+        if isinstance(msg, ResponseEnvelope):
+            if self.lifecycle is not None and self.lifecycle.on_response(src, msg):
+                self._sync_registration()
+                return
+            if self.pids is not None and self.pids.on_response(msg):
+                return
+        if isinstance(msg, RequestEnvelope | ResponseEnvelope):
+            super().on_message(src, msg, now_ms)
+
+
+def _listener(endpoint: str) -> Listener:
+    name, _, address = endpoint.partition("://")
+    host, _, port = address.rpartition(":")
+    return Listener(name=name, host=host, port=int(port), security_protocol=_SECURITY_PROTOCOLS.get(name, 0))
