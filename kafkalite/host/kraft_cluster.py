@@ -1,0 +1,213 @@
+"""``KRaftCluster``: a simulated Kafka cluster in KRaft mode, beside the ZooKeeper-mode ``Cluster``.
+
+Controllers ``CONTROLLER_BASE + 1 ..`` form the metadata quorum (``ControllerServer``: a Raft voter
+running the ``QuorumController``); brokers ``1..N`` are ``BrokerServer``s, observers of the quorum. The
+same facade as ``Cluster`` (``create_topic``, ``producer``, ``consumer``, ``crash``, readers of leaders,
+ISRs and replicas), with the readers looking at the active controller's committed ``MetadataImage``
+instead of ZooKeeper. Timeouts are Kafka's defaults unless ``quorum`` / the ``broker.*`` keys say
+otherwise.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kafkalite.broker.broker_server import BrokerServer
+from kafkalite.broker.placement import assign_replicas
+from kafkalite.config.broker import BrokerConfig
+from kafkalite.errors import KafkaError, NotControllerError, RequestTimedOutError, error_for_code
+from kafkalite.host.cluster import BROKER_TICK_MS, Cluster, _Admin
+from kafkalite.metadata.controller import ControllerSettings
+from kafkalite.metadata.controller.controller_server import ControllerServer
+from kafkalite.metadata.image import MetadataImage, PartitionRegistration
+from kafkalite.net.sim import SimNetwork
+from kafkalite.protocol import CreatableTopic, CreateTopicsRequest, ReplicaAssignment, TopicPartition
+from kafkalite.raft import QuorumConfig
+
+CONTROLLER_BASE = 3000
+DEFAULT_CLUSTER_ID = "4L6g3nShT-eMCtK--X86sw"
+
+
+class KRaftCluster(Cluster):
+    def __init__(
+        self,
+        brokers: int = 3,
+        controllers: int = 3,
+        seed: int = 0,
+        dir: str | Path | None = None,
+        config: Mapping[str, Any] | None = None,
+        topic_defaults: Mapping[str, Any] | None = None,
+        latency_ms: int = 1,
+        *,
+        log_messages: str = "none",
+        cluster_id: str = DEFAULT_CLUSTER_ID,
+        quorum: Mapping[str, Any] | None = None,
+        heartbeat_interval_ms: int = 2000,
+        session_timeout_ms: int = 9000,
+        start_timeout_ms: int = 30_000,
+    ) -> None:
+        self.net = SimNetwork(seed, latency_ms=latency_ms, log_messages=log_messages)
+        self._tmp = tempfile.TemporaryDirectory(prefix="kafkalite-kraft-") if dir is None else None
+        self.dir = Path(self._tmp.name if self._tmp is not None else dir)  # type: ignore[arg-type]
+        self.topic_defaults = dict(topic_defaults or {})
+        self.cluster_id = cluster_id
+        voters = tuple(CONTROLLER_BASE + i for i in range(1, controllers + 1))
+        self.quorum_config = QuorumConfig(voters=voters, **dict(quorum or {}))
+        bcfg = BrokerConfig.coerce(dict(config or {}))
+        settings = ControllerSettings(
+            cluster_id,
+            broker_session_timeout_ms=session_timeout_ms,
+            num_partitions=bcfg.num_partitions,
+            default_replication_factor=bcfg.default_replication_factor,
+        )
+        self.controllers: dict[int, ControllerServer] = {
+            c: self.net.add_node(
+                c,
+                ControllerServer(self.quorum_config, self.dir / f"controller-{c}", settings, assign_replicas),
+            )
+            for c in voters
+        }
+        self.brokers: dict[int, BrokerServer] = {}  # type: ignore[assignment]
+        for b in range(1, brokers + 1):
+            node = BrokerServer(
+                b,
+                [self.dir / f"broker-{b}"],
+                dict(config or {}),
+                quorum=self.quorum_config,
+                cluster_id=cluster_id,
+                metadata_log_dir=self.dir / f"broker-{b}-metadata",
+                heartbeat_interval_ms=heartbeat_interval_ms,
+            )
+            self.brokers[b] = self.net.add_node(b, node, tick_ms=BROKER_TICK_MS)
+        self._admin: _Admin = self.net.add_node("admin", _Admin())
+        self._clients = 0
+        if not self.run_until(self._all_brokers_unfenced, start_timeout_ms):
+            raise RuntimeError("the KRaft cluster did not elect a controller and unfence its brokers")
+
+    # ------------------------------------------------------------------------------ controllers
+    def active_controller(self) -> ControllerServer | None:
+        live = [
+            c
+            for cid, c in self.controllers.items()
+            if self.net.is_up(cid) and c.controller is not None and c.controller.is_active
+        ]
+        return max(live, key=lambda c: c.controller.active_epoch) if live else None  # type: ignore[union-attr]
+
+    def controller(self) -> int | None:
+        act = self.active_controller()
+        return None if act is None else act.node_id
+
+    def controller_epoch(self) -> int:
+        act = self.active_controller()
+        return -1 if act is None else act.controller.active_epoch  # type: ignore[union-attr]
+
+    def image(self) -> MetadataImage:
+        """The committed metadata, as the active controller (or any controller, between two) has it."""
+        act = self.active_controller()
+        if act is not None:
+            return act.controller.committed  # type: ignore[union-attr]
+        live = [c.controller.committed for c in self.controllers.values() if c.controller is not None]
+        return max(live, key=lambda i: i.offset) if live else MetadataImage()
+
+    def _all_brokers_unfenced(self) -> bool:
+        img = self.image() if self.active_controller() else None
+        if img is None or img.unfenced_brokers() != sorted(self.brokers):
+            return False
+        return all(b.registered for b in self.brokers.values())
+
+    @property
+    def store(self):  # noqa: ANN201 - there is no ZooKeeper in KRaft mode
+        raise AttributeError("a KRaft cluster has no ZooKeeper store: read image() instead")
+
+    # ---------------------------------------------------------------------------------- admin
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int = 1,
+        config: Mapping[str, Any] | None = None,
+        *,
+        replica_assignment: Mapping[int, Any] | None = None,
+        timeout_ms: int = 30_000,
+    ) -> dict[int, tuple[int, ...]]:
+        """CreateTopics at the active controller, then wait until every partition's leader leads it."""
+        merged = {**self.topic_defaults, **(config or {})}
+        configs = tuple((k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in merged.items())
+        if replica_assignment is None:
+            topic = CreatableTopic(
+                name=name, num_partitions=partitions, replication_factor=replication_factor, configs=configs
+            )
+        else:
+            topic = CreatableTopic(
+                name=name,
+                assignments=tuple(
+                    ReplicaAssignment(partition=p, broker_ids=tuple(ids))
+                    for p, ids in replica_assignment.items()
+                ),
+                configs=configs,
+            )
+        result = self.controller_request(CreateTopicsRequest(topics=(topic,)), timeout_ms).topics[0]
+        if result.error_code:
+            raise (error_for_code(result.error_code) or KafkaError)(result.error_message or "")
+        if not self.run_until(
+            lambda: all(self._partition_ready(name, p) for p in range(partitions)), timeout_ms
+        ):
+            raise RequestTimedOutError(
+                f"topic {name} has no leader for every partition after {timeout_ms} ms"
+            )
+        return {p: self.replicas(name, p) for p in range(partitions)}
+
+    def controller_request(self, req: Any, timeout_ms: int = 30_000) -> Any:
+        """Send ``req`` to the active controller, again elsewhere on NOT_CONTROLLER or no answer."""
+        deadline = self.net.now_ms() + timeout_ms
+        while True:
+            left = deadline - self.net.now_ms()
+            if left <= 0 or not self.run_until(lambda: self.controller() is not None, left):
+                raise RequestTimedOutError(f"no active controller answered {type(req).__name__}")
+            try:
+                resp = self.request(self.controller(), req, min(5000, max(1, deadline - self.net.now_ms())))
+            except RequestTimedOutError:
+                continue
+            if getattr(resp, "error_code", 0) != NotControllerError.code:
+                return resp
+
+    # -------------------------------------------------------------------------------- readers
+    def partition_state(self, topic: str, partition: int) -> PartitionRegistration | None:  # type: ignore[override]
+        """The partition as the committed metadata says (leader, leader epoch, ISR, partition epoch)."""
+        return self.image().partition(topic, partition)
+
+    def replicas(self, topic: str, partition: int) -> tuple[int, ...]:
+        st = self.partition_state(topic, partition)
+        return () if st is None else st.replicas
+
+    def _topic_partitions_of(self, topic: str) -> list[tuple[str, int]]:
+        t = self.image().topic(topic)
+        return [] if t is None else [(topic, p) for p in sorted(t.partitions)]
+
+    def read_all(self, topic: str) -> dict[int, list[Any]]:
+        out: dict[int, list[Any]] = {}
+        for _, p in self._topic_partitions_of(topic):
+            leader = self.leader(topic, p)
+            part = None if leader is None else self.replica(leader, topic, p)
+            out[p] = [] if part is None else list(part.log.iter_records(None, part.high_watermark))
+        return out
+
+    def broker_images(self) -> dict[int, MetadataImage]:
+        """Each live broker's replayed image."""
+        return {
+            b: node.loader.image
+            for b, node in self.brokers.items()
+            if self.net.is_up(b) and node.loader is not None
+        }
+
+    def close(self) -> None:
+        for cid, c in self.controllers.items():
+            if self.net.is_up(cid) and c.client is not None:
+                c.client.close()
+        super().close()
+
+
+__all__ = ["CONTROLLER_BASE", "KRaftCluster", "TopicPartition"]

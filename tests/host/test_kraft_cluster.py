@@ -1,0 +1,91 @@
+"""A KRaft cluster on the simulator: the ZooKeeper-mode scenarios (create a topic, produce acks=all,
+consume, kill a leader broker, kill the active controller) with the metadata quorum instead of ZooKeeper,
+and nothing of the ZooKeeper path on the wire."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafkalite.harness.checker import check_history
+from kafkalite.host.kraft_cluster import KRaftCluster
+from kafkalite.protocol import LeaderAndIsrRequest, StopReplicaRequest, TopicPartition, UpdateMetadataRequest
+
+
+@pytest.fixture
+def cluster():
+    c = KRaftCluster(brokers=3, controllers=3, seed=1, log_messages="all")
+    yield c
+    c.close()
+
+
+def _converged(c: KRaftCluster, topic: str, p: int) -> bool:
+    hw = c.high_watermark(topic, p)
+    return hw is not None and len(c.isr(topic, p)) == 3 and set(c.log_end_offsets(topic, p).values()) == {hw}
+
+
+def test_produce_acks_all_and_consume(cluster: KRaftCluster) -> None:
+    c = cluster
+    c.create_topic("t", partitions=2, replication_factor=3, config={"min.insync.replicas": 2})
+    producer = c.producer(acks="all", linger_ms=0)
+    futures = [producer.send("t", f"v{i}".encode(), partition=i % 2) for i in range(40)]
+    assert c.run_until(lambda: all(f.done() for f in futures), 10_000)
+    assert all(f.exception() is None for f in futures)
+    consumer = c.consumer(auto_offset_reset="earliest")
+    consumer.assign([TopicPartition("t", 0), TopicPartition("t", 1)])
+    got: list[bytes] = []
+    for _ in range(20):
+        for recs in consumer.poll(200).values():
+            got += [r.value for r in recs]
+        if len(got) == 40:
+            break
+    assert sorted(got) == sorted(f"v{i}".encode() for i in range(40))
+    # KRaft mode: no controller-to-broker request of the ZooKeeper path was ever sent
+    zk_path = (LeaderAndIsrRequest, UpdateMetadataRequest, StopReplicaRequest)
+    sent = [e for e in c.events("deliver") if isinstance(getattr(e.fields["msg"], "request", None), zk_path)]
+    assert not sent, sent[:3]
+    # every broker replays the controller's image (an observer is a fetch behind at most)
+    assert c.run_until(lambda: all(b == c.image() for b in c.broker_images().values()), 5_000)
+
+
+def test_acks_all_survives_leader_crash_and_controller_failover(cluster: KRaftCluster) -> None:
+    c = cluster
+    c.create_topic("t", partitions=1, replication_factor=3, config={"min.insync.replicas": 2})
+    producer = c.producer(acks="all", linger_ms=0)
+    first = [producer.send("t", f"v{i}".encode()) for i in range(30)]
+    assert c.run_until(lambda: all(f.done() for f in first), 10_000)
+    old = c.leader("t", 0)
+    old_epoch = c.image().brokers[old].epoch
+    more = []
+    for i in range(30, 90):
+        more.append(producer.send("t", f"v{i}".encode()))
+        c.run_for(5)
+        if i == 40:
+            c.crash(old, lose_unflushed=True)
+        if i == 60:
+            c.net.crash(c.controller())
+    assert c.run_until(lambda: all(f.done() for f in more), 60_000)
+    new = c.leader("t", 0)
+    assert new is not None and new != old, "leadership left the crashed broker"
+    assert c.partition_state("t", 0).leader_epoch >= 1
+    for cid in c.controllers:
+        c.net.restart(cid)
+    c.restart(old)
+    assert c.run_until(lambda: _converged(c, "t", 0), 60_000), (c.isr("t", 0), c.log_end_offsets("t", 0))
+    hw = c.high_watermark("t", 0)
+    report = check_history(
+        producer.history,
+        {("t", p): recs for p, recs in c.read_all("t").items()},
+        replicas={("t", 0): c.replica_logs("t", 0)},
+        high_watermarks={("t", 0): hw},
+    )
+    assert report.ok, report
+    acked = [s for s in producer.history if s.outcome == "acked"]
+    assert len(acked) >= 80
+    assert c.run_until(lambda: all(b == c.image() for b in c.broker_images().values()), 10_000)
+    assert c.image().brokers[old].epoch > old_epoch, "the restarted broker registered again"
+
+
+def test_no_zookeeper_in_kraft_mode(cluster: KRaftCluster) -> None:
+    assert all(b.zk is None and b.controller is None for b in cluster.brokers.values())
+    with pytest.raises(AttributeError, match="no ZooKeeper"):
+        _ = cluster.store
