@@ -174,8 +174,16 @@ class BrokerServer(KafkaBroker):
             self._publish()
 
     def _publish(self) -> None:
-        if self.publisher is not None and self.loader is not None:
-            self.publisher.publish(self.loader.image, self.controller_id() or -1)
+        """Apply the replayed metadata, but only once it holds this incarnation's own registration (Kafka's
+        initial catch-up): an image from before it may still name this broker leader with a log the crash
+        cut short, while the controller is about to move that leadership (it does when the new
+        incarnation registers)."""
+        lc, loader = self.lifecycle, self.loader
+        if self.publisher is None or loader is None or lc is None:
+            return
+        if lc.broker_epoch < 0 or loader.image.offset < lc.broker_epoch:
+            return
+        self.publisher.publish(loader.image, self.controller_id() or -1)
 
     # ------------------------------------------------------------------------------- messages
     def on_message(self, src: Any, msg: Any, now_ms: int) -> None:
@@ -187,6 +195,7 @@ class BrokerServer(KafkaBroker):
         if isinstance(msg, ResponseEnvelope):
             if self.lifecycle is not None and self.lifecycle.on_response(src, msg):
                 self._sync_registration()
+                self._publish()
                 return
             if self.pids is not None and self.pids.on_response(msg):
                 return
