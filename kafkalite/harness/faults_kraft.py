@@ -1,0 +1,182 @@
+"""Seeded fault runs on a KRaft cluster: the ``faults`` run with controllers instead of ZooKeeper.
+
+``run_kraft_schedule(seed)`` builds a ``KRaftCluster`` (3 controllers, 3 brokers), a steady acks=all
+producer and one random schedule over both kinds of node, then checks the history: no acknowledged
+record lost, none changed. The envelope is the ZooKeeper run's (see ``faults``): at most one broker and
+one controller crashed, one node paused, one link cut at a time; a broker crash loses its unflushed
+bytes only when every partition has its full ISR at that instant (with a shrunk ISR, losing the leader's
+page cache loses acked data in Kafka too). A controller crash always loses its page cache: the metadata
+log is fsynced on every append, so there is nothing to lose, which is what the run checks.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import tempfile
+from typing import Any
+
+from kafkalite.harness.checker import check_history
+from kafkalite.harness.faults import (
+    PRODUCER_CONFIG,
+    TOPIC,
+    FaultRunResult,
+    _bind,
+    _maybe_written_ids,
+    converged,
+)
+from kafkalite.host.kraft_cluster import CONTROLLER_BASE, KRaftCluster
+from kafkalite.net.sim import Fault, FaultSchedule
+
+# Short timeouts so a few seconds of virtual time hold several failovers (Kafka's: 2 s / 9 s heartbeat
+# and session, 1 s / 2 s election and fetch timeouts).
+BROKER_CONFIG: dict[str, Any] = {
+    "replica.lag.time.max.ms": 1000,
+    "replica.fetch.wait.max.ms": 100,
+    "replica.fetch.backoff.ms": 100,
+    "controller.socket.timeout.ms": 3000,
+    "replica.socket.timeout.ms": 3000,
+    "auto.leader.rebalance.enable": False,
+}
+QUORUM: dict[str, Any] = {
+    "election_timeout_ms": 300,
+    "fetch_timeout_ms": 600,
+    "election_backoff_max_ms": 300,
+    "request_timeout_ms": 500,
+    "fetch_max_wait_ms": 100,
+}
+HEARTBEAT_MS = 200
+SESSION_MS = 1500
+
+
+def build_kraft_schedule(
+    seed: int, brokers: int, controllers: int, duration_ms: int, kinds: tuple[str, ...]
+) -> FaultSchedule:
+    """Crashes/pauses over brokers, crashes over controllers, cuts over every link, merged."""
+    bids = list(range(1, brokers + 1))
+    cids = [CONTROLLER_BASE + i for i in range(1, controllers + 1)]
+    faults: list[Fault] = []
+    node_kinds = tuple(k for k in kinds if k in ("crash", "pause"))
+    if node_kinds:
+        faults += FaultSchedule.random(seed, bids, duration_ms, kinds=node_kinds).faults
+    if "crash" in kinds:
+        faults += FaultSchedule.random(seed * 31 + 7, cids, duration_ms, kinds=("crash",)).faults
+    if "cut" in kinds:
+        faults += FaultSchedule.random(seed * 7919 + 1, [*bids, *cids], duration_ms, kinds=("cut",)).faults
+    faults.sort(key=lambda f: f.time_ms)
+    return FaultSchedule(tuple(faults), seed)
+
+
+def _in_sync(c: KRaftCluster, partitions: int) -> bool:
+    for p in range(partitions):
+        reps = c.replicas(TOPIC, p)
+        if len(c.isr(TOPIC, p)) != len(reps):
+            return False
+        hw = c.high_watermark(TOPIC, p)
+        leos = c.log_end_offsets(TOPIC, p)
+        if hw is None or len(leos) != len(reps) or min(leos.values()) < hw:
+            return False
+    return True
+
+
+def run_kraft_schedule(
+    seed: int,
+    *,
+    brokers: int = 3,
+    controllers: int = 3,
+    partitions: int = 3,
+    records: int = 80,
+    duration_ms: int = 3000,
+    kinds: tuple[str, ...] = ("crash", "pause", "cut"),
+    min_insync: int = 2,
+    lose_unflushed: float = 0.5,
+    converge_ms: int = 60_000,
+) -> FaultRunResult:
+    """One seeded run; see the module docstring for what the schedule may do."""
+    # tmpfs when there is one: every metadata append is fsynced, and a run makes hundreds.
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    tmp = tempfile.TemporaryDirectory(prefix="kafkalite-kraft-faults-", dir=shm)
+    c = KRaftCluster(
+        dir=tmp.name,
+        brokers=brokers,
+        controllers=controllers,
+        seed=seed,
+        config=BROKER_CONFIG,
+        quorum=QUORUM,
+        heartbeat_interval_ms=HEARTBEAT_MS,
+        session_timeout_ms=SESSION_MS,
+    )
+    try:
+        c.create_topic(TOPIC, partitions, min(3, brokers), config={"min.insync.replicas": min_insync})
+        producer = c.producer("producer-1", config={**PRODUCER_CONFIG, "acks": "all"})
+        sched = build_kraft_schedule(seed, brokers, controllers, duration_ms, kinds)
+        coin = random.Random(seed ^ 0x5EED)
+        start = c.net.now_ms()
+        lossy: list[int] = []
+        notes: list[str] = []
+        down: set[Any] = set()
+
+        def act(f: Fault, lucky: bool) -> None:
+            if f.action == "crash":
+                node = f.args[0]
+                is_broker = node in c.brokers
+                if any((n in c.brokers) == is_broker for n in down):
+                    notes.append(f"{c.net.now_ms() - start:>8} ms  skipped crash {node}")
+                    return  # one broker and one controller down at a time at most
+                down.add(node)
+                if is_broker:
+                    lose = lucky and _in_sync(c, partitions)
+                    if lose:
+                        lossy.append(node)
+                    notes.append(f"{c.net.now_ms() - start:>8} ms  crash broker {node} lose_unflushed={lose}")
+                    c.crash(node, lose_unflushed=lose)
+                else:
+                    notes.append(f"{c.net.now_ms() - start:>8} ms  crash controller {node}")
+                    c.net.crash(node)
+                return
+            if f.action == "restart":
+                if f.args[0] not in down:
+                    return
+                down.discard(f.args[0])
+            getattr(c.net, f.action)(*f.args)
+
+        for f in sched:
+            lucky = f.action == "crash" and coin.random() < lose_unflushed
+            c.net.at(start + f.time_ms, _bind(act, f, lucky))
+        step = max(1, duration_ms // max(1, records))
+        for i in range(records):
+            producer.send(TOPIC, f"r{i}".encode(), key=str(i).encode())
+            c.run_for(step)
+        c.run_for(max(0, start + duration_ms - c.net.now_ms()) + 1)
+        c.net.heal_all()
+        for n in [*c.controllers, *c.brokers]:
+            if c.net.is_paused(n):
+                c.net.resume(n)
+            if not c.net.is_up(n):
+                c.net.restart(n)
+        producer.flush()
+        ok = c.run_until(lambda: converged(c, producer, partitions), converge_ms)  # type: ignore[arg-type]
+        reads = {(TOPIC, p): recs for p, recs in c.read_all(TOPIC).items()}
+        replicas = {(TOPIC, p): c.replica_logs(TOPIC, p) for p in range(partitions)}
+        hws = {(TOPIC, p): hw for p in range(partitions) if (hw := c.high_watermark(TOPIC, p)) is not None}
+        report = check_history(producer.history, reads, replicas=replicas, high_watermarks=hws)
+        return FaultRunResult(
+            seed=seed,
+            report=report,
+            schedule="\n".join([str(sched), *notes]),
+            counts=report.counts,
+            converged=ok,
+            virtual_ms=c.net.now_ms(),
+            events=c.net.stats.events,
+            sends=report.sends,
+            acked=report.acked,
+            lossy_crashes=lossy,
+            retried=_maybe_written_ids(producer),
+            idempotent=producer.config.idempotence,
+        )
+    finally:
+        c.close()
+        tmp.cleanup()
+
+
+__all__ = ["build_kraft_schedule", "run_kraft_schedule"]
