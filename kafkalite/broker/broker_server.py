@@ -29,6 +29,7 @@ from kafkalite.protocol.broker_lifecycle import Listener
 from kafkalite.protocol.envelope import RequestEnvelope, ResponseEnvelope
 from kafkalite.raft import KafkaRaftClient, QuorumConfig, RaftRequest, RaftResponse
 from kafkalite.raft.epoch_state import NEVER
+from kafkalite.storage import meta_properties
 
 _SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
@@ -64,6 +65,13 @@ class BrokerServer(KafkaBroker):
     # ------------------------------------------------------------------------------ life cycle
     def startup(self) -> None:
         net = self.net
+        # As Kafka's: every dir formatted (kafkalite storage format) for this cluster and this node.
+        meta_properties.verify_dirs(
+            [*self.log_dirs, self.metadata_log_dir],
+            self.broker_id,
+            cluster_id=self.cluster_id,
+            require_formatted=True,
+        )
         if self.locks_log_dirs:
             self.lock_log_dirs()
         self.cache = MetadataCache()

@@ -26,6 +26,7 @@ from kafkalite.metadata.image import MetadataImage, PartitionRegistration
 from kafkalite.net.sim import SimNetwork
 from kafkalite.protocol import CreatableTopic, CreateTopicsRequest, ReplicaAssignment, TopicPartition
 from kafkalite.raft import QuorumConfig
+from kafkalite.storage.meta_properties import format_dirs
 
 CONTROLLER_BASE = 3000
 DEFAULT_CLUSTER_ID = "4L6g3nShT-eMCtK--X86sw"
@@ -63,6 +64,12 @@ class KRaftCluster(Cluster):
             num_partitions=bcfg.num_partitions,
             default_replication_factor=bcfg.default_replication_factor,
         )
+        # kafkalite storage format, for every node, before any starts
+        for c in voters:
+            format_dirs([self.dir / f"controller-{c}"], cluster_id, c, ignore_formatted=True)
+        for b in range(1, brokers + 1):
+            dirs = [self.dir / f"broker-{b}", self.dir / f"broker-{b}-metadata"]
+            format_dirs(dirs, cluster_id, b, ignore_formatted=True)
         self.controllers: dict[int, ControllerServer] = {
             c: self.net.add_node(
                 c,

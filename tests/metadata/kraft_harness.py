@@ -18,10 +18,11 @@ from kafkalite.net.sim import SimNetwork
 from kafkalite.protocol.broker_lifecycle import Listener
 from kafkalite.protocol.envelope import RequestEnvelope, ResponseEnvelope
 from kafkalite.raft import Batch, LeaderState, QuorumConfig, RaftNode
+from kafkalite.storage.meta_properties import format_dirs
 from tests.raft.harness import FAST, scratch_dir
 
 CONTROLLERS = (1, 2, 3)
-CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qk"
+CLUSTER_ID = "J8qXRwI-Qyi2G0guFTiuYw"
 HEARTBEAT_MS = 200
 SESSION_MS = 900
 
@@ -168,6 +169,8 @@ class KRaftQuorum:
         self.checker = Checker()
         cfg = QuorumConfig(voters=CONTROLLERS, **{**FAST, **raft})
         settings = ControllerSettings(CLUSTER_ID, broker_session_timeout_ms=SESSION_MS)
+        for n in CONTROLLERS:
+            format_dirs([os.path.join(self.root, f"controller-{n}")], CLUSTER_ID, n, ignore_formatted=True)
         self.controllers = {
             n: self.net.add_node(
                 n,

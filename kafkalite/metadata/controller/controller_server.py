@@ -4,7 +4,8 @@ a ``QuorumController``.
 Raft traffic goes to the Raft client; the brokers' controller requests (a ``RequestEnvelope`` holding a
 BrokerRegistration, BrokerHeartbeat, AlterPartition, CreateTopics or AllocateProducerIds request) go to
 the controller, which answers with a ``ResponseEnvelope`` once its records are committed.
-A crash loses the controller with the process; a restart replays the log into a new one.
+A crash loses the controller with the process; a restart replays the log into a new one. Each start
+checks the log dir's ``meta.properties`` first (``kafkalite storage format``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from kafkalite.metadata.controller.replication_control import ReplicaPlacer
 from kafkalite.protocol.envelope import RequestEnvelope
 from kafkalite.raft import EpochState, QuorumConfig, RaftNode
 from kafkalite.raft.epoch_state import NEVER
+from kafkalite.storage.meta_properties import verify_dirs
 
 _TICK = "controller"
 
@@ -51,6 +53,8 @@ class ControllerServer(RaftNode):
         return self.controller
 
     def _start(self, now_ms: int) -> None:
+        # A process start: refuse a log dir that is unformatted or formatted for another cluster or node.
+        verify_dirs([self.log_dir], self.node_id, cluster_id=self.settings.cluster_id, require_formatted=True)
         super()._start(now_ms)
         assert self.controller is not None and self.client is not None
         self.controller.attach(self.client)
