@@ -11,7 +11,7 @@ otherwise.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,18 @@ from kafkalite.metadata.controller import ControllerSettings
 from kafkalite.metadata.controller.controller_server import ControllerServer
 from kafkalite.metadata.image import MetadataImage, PartitionRegistration
 from kafkalite.net.sim import SimNetwork
-from kafkalite.protocol import CreatableTopic, CreateTopicsRequest, ReplicaAssignment, TopicPartition
+from kafkalite.protocol import (
+    AlterableConfig,
+    AlterConfigOp,
+    AlterConfigsResource,
+    ConfigResourceType,
+    CreatableTopic,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    IncrementalAlterConfigsRequest,
+    ReplicaAssignment,
+    TopicPartition,
+)
 from kafkalite.raft import QuorumConfig
 from kafkalite.storage.meta_properties import format_dirs
 
@@ -166,6 +177,50 @@ class KRaftCluster(Cluster):
                 f"topic {name} has no leader for every partition after {timeout_ms} ms"
             )
         return {p: self.replicas(name, p) for p in range(partitions)}
+
+    def delete_topic(self, name: str, *, timeout_ms: int = 30_000) -> None:
+        """DeleteTopics at the active controller (a RemoveTopicRecord); waits until no live broker holds
+        a replica of it any more."""
+        result = self.controller_request(DeleteTopicsRequest(topic_names=(name,)), timeout_ms).topics[0]
+        if result.error_code:
+            raise (error_for_code(result.error_code) or KafkaError)(
+                result.error_message or f"DeleteTopics {name!r}"
+            )
+
+        def gone() -> bool:
+            return all(
+                b.rm is None or not any(p.tp.topic == name for p in b.rm.partitions())
+                for b in self.brokers.values()
+            )
+
+        if not self.run_until(gone, timeout_ms):
+            raise RequestTimedOutError(f"topic {name} still has replicas after {timeout_ms} ms")
+
+    def alter_configs(
+        self,
+        topic: str,
+        set: Mapping[str, Any] | None = None,  # noqa: A002 - Kafka's operation name
+        delete: Iterable[str] = (),
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        """IncrementalAlterConfigs at the active controller (ConfigRecords); then run until every live
+        broker has replayed them."""
+        ops = [
+            AlterableConfig(name=k, value=str(v).lower() if isinstance(v, bool) else str(v))
+            for k, v in (set or {}).items()
+        ]
+        ops += [AlterableConfig(name=k, value=None, op=AlterConfigOp.DELETE) for k in delete]
+        res = AlterConfigsResource(
+            resource_type=ConfigResourceType.TOPIC, resource_name=topic, configs=tuple(ops)
+        )
+        req = IncrementalAlterConfigsRequest(resources=(res,), validate_only=validate_only)
+        result = self.controller_request(req).results[0]
+        if result.error_code:
+            raise (error_for_code(result.error_code) or KafkaError)(result.error_message or "")
+        self.run_until(
+            lambda: all(i.offset >= self.image().offset for i in self.broker_images().values()), 5000
+        )
 
     def controller_request(self, req: Any, timeout_ms: int = 30_000) -> Any:
         """Send ``req`` to the active controller, again elsewhere on NOT_CONTROLLER or no answer."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from kafkalite.errors import KafkaError
 from kafkalite.harness.checker import check_history
 from kafkalite.host.kraft_cluster import KRaftCluster
 from kafkalite.protocol import LeaderAndIsrRequest, StopReplicaRequest, TopicPartition, UpdateMetadataRequest
@@ -89,3 +90,22 @@ def test_no_zookeeper_in_kraft_mode(cluster: KRaftCluster) -> None:
     assert all(b.zk is None and b.controller is None for b in cluster.brokers.values())
     with pytest.raises(AttributeError, match="no ZooKeeper"):
         _ = cluster.store
+
+
+def test_topic_configs_and_deletion_go_through_the_metadata_log(cluster: KRaftCluster) -> None:
+    c = cluster
+    c.create_topic("t", partitions=2, replication_factor=2, config={"retention.ms": 60_000})
+    leader = c.leader("t", 0)
+    part = c.replica(leader, "t", 0)
+    assert part.log.config.retention_ms == 60_000, "the replica took the ConfigRecord's value"
+    c.alter_configs("t", set={"retention.ms": 120_000, "min.insync.replicas": 2})
+    assert c.run_until(lambda: c.replica(leader, "t", 0).log.config.retention_ms == 120_000, 5000)
+    with pytest.raises(KafkaError, match="INVALID_CONFIG"):
+        c.alter_configs("t", set={"no.such.key": 1})
+    with pytest.raises(KafkaError, match="INVALID_CONFIG"):
+        c.create_topic("bad", config={"min.insync.replicas": "many"})
+    c.delete_topic("t")
+    assert c.image().topic("t") is None and c.image().configs == {}
+    assert all(not b.cache.has_topic("t") for b in c.brokers.values())
+    c.create_topic("t", partitions=1, replication_factor=3)
+    assert c.leader("t", 0) is not None, "a topic of the same name can be created again"

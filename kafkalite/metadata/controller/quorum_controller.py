@@ -25,8 +25,9 @@ from kafkalite.errors import (
     KafkaError,
     NotControllerError,
     NotLeaderOrFollowerError,
+    UnknownTopicOrPartitionError,
 )
-from kafkalite.metadata.controller import producer_id_control
+from kafkalite.metadata.controller import configuration_control, producer_id_control
 from kafkalite.metadata.controller.cluster_control import ClusterControlManager
 from kafkalite.metadata.controller.replication_control import ReplicaPlacer, ReplicationControlManager
 from kafkalite.metadata.delta import MetadataDelta
@@ -35,6 +36,7 @@ from kafkalite.metadata.records import (
     FeatureLevelRecord,
     FenceBrokerRecord,
     MetadataRecord,
+    RemoveTopicRecord,
     UnfenceBrokerRecord,
 )
 from kafkalite.metadata.serde import deserialize, serialize
@@ -47,8 +49,16 @@ from kafkalite.protocol.broker_lifecycle import (
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
 )
+from kafkalite.protocol.configs import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
 from kafkalite.protocol.controller import AlterPartitionRequest, AlterPartitionResponse
-from kafkalite.protocol.metadata import CreatableTopicResult, CreateTopicsRequest, CreateTopicsResponse
+from kafkalite.protocol.metadata import (
+    CreatableTopicResult,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeletableTopicResult,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+)
 from kafkalite.raft import Batch, KafkaRaftClient, LeaderState
 
 METADATA_VERSION = 20
@@ -60,6 +70,8 @@ CONTROLLER_REQUESTS = (
     AlterPartitionRequest,
     CreateTopicsRequest,
     AllocateProducerIdsRequest,
+    DeleteTopicsRequest,
+    IncrementalAlterConfigsRequest,
 )
 
 Respond = Callable[[Response], None]
@@ -181,6 +193,10 @@ class QuorumController:
             records, resp = self._create_topics(req)
         elif isinstance(req, AllocateProducerIdsRequest):
             records, resp = self._allocate_producer_ids(req)
+        elif isinstance(req, DeleteTopicsRequest):
+            records, resp = self._delete_topics(req)
+        elif isinstance(req, IncrementalAlterConfigsRequest):
+            records, resp = self._alter_configs(req)
         else:
             raise TypeError(f"not a controller request: {type(req).__name__}")
         if records and not self._write(records, now_ms):
@@ -255,6 +271,33 @@ class QuorumController:
             results.append(result)
         return records, CreateTopicsResponse(topics=tuple(results))
 
+    def _delete_topics(self, req: DeleteTopicsRequest) -> tuple[list, Response]:
+        records: list[MetadataRecord] = []
+        results = []
+        img = self.image
+        for name in req.topic_names:
+            t = img.topic(name)
+            if t is None:
+                results.append(DeletableTopicResult(name=name, error_code=UnknownTopicOrPartitionError.code))
+                continue
+            rec = RemoveTopicRecord(topic_id=t.id)
+            records.append(rec)
+            img = _replayed(img, [rec])
+            results.append(DeletableTopicResult(name=name))
+        return records, DeleteTopicsResponse(topics=tuple(results))
+
+    def _alter_configs(self, req: IncrementalAlterConfigsRequest) -> tuple[list, Response]:
+        records: list[MetadataRecord] = []
+        results = []
+        img = self.image
+        for res in req.resources:
+            recs, result = configuration_control.incremental_alter(img, res)
+            if recs and not req.validate_only:
+                records += recs
+                img = _replayed(img, recs)
+            results.append(result)
+        return records, IncrementalAlterConfigsResponse(results=tuple(results))
+
     def _allocate_producer_ids(self, req: AllocateProducerIdsRequest) -> tuple[list, Response]:
         try:
             self.cluster.check_broker_epoch(self.image, req.broker_id, req.broker_epoch)
@@ -321,6 +364,14 @@ def _error_response(resp: Response, code: int) -> Response:
     if isinstance(resp, CreateTopicsResponse):
         topics = tuple(CreatableTopicResult(name=t.name, error_code=code) for t in resp.topics)
         return CreateTopicsResponse(topics=topics)
+    if isinstance(resp, DeleteTopicsResponse):
+        return DeleteTopicsResponse(
+            topics=tuple(DeletableTopicResult(name=t.name, error_code=code) for t in resp.topics)
+        )
+    if isinstance(resp, IncrementalAlterConfigsResponse):
+        return IncrementalAlterConfigsResponse(
+            results=tuple(replace(r, error_code=code) for r in resp.results)
+        )
     return resp
 
 

@@ -23,7 +23,9 @@ from kafkalite.errors import (
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
+from kafkalite.metadata.controller.configuration_control import validate_topic_config
 from kafkalite.metadata.controller.partition_change import partition_change
+from kafkalite.metadata.delta import TOPIC_RESOURCE
 from kafkalite.metadata.image import MetadataImage, PartitionRegistration
 from kafkalite.metadata.records import (
     ConfigRecord,
@@ -35,8 +37,6 @@ from kafkalite.metadata.records import (
 from kafkalite.protocol.api import NO_ERROR
 from kafkalite.protocol.controller import AlterPartitionItem, AlterPartitionResult
 from kafkalite.protocol.metadata import CreatableTopic, CreatableTopicResult
-
-TOPIC_RESOURCE = 2
 
 ReplicaPlacer = Callable[..., Mapping[int, Sequence[int]]]
 """``placer(broker_ids, num_partitions, replication_factor, rng=...)`` -> partition -> replicas."""
@@ -72,6 +72,7 @@ class ReplicationControlManager:
     def _create(self, image: MetadataImage, t: CreatableTopic) -> tuple[list[MetadataRecord], int, int]:
         if image.topic(t.name) is not None:
             raise TopicAlreadyExistsError(f"Topic '{t.name}' already exists.")
+        validate_topic_config(dict(t.configs))
         if t.assignments:
             assignment = {a.partition: tuple(a.broker_ids) for a in t.assignments}
         else:
