@@ -3,10 +3,13 @@
 ``run_kraft_schedule(seed)`` builds a ``KRaftCluster`` (3 controllers, 3 brokers), a steady acks=all
 producer and one random schedule over both kinds of node, then checks the history: no acknowledged
 record lost, none changed. The envelope is the ZooKeeper run's (see ``faults``): at most one broker and
-one controller crashed, one node paused, one link cut at a time; a broker crash loses its unflushed
-bytes only when every partition has its full ISR at that instant (with a shrunk ISR, losing the leader's
-page cache loses acked data in Kafka too). A controller crash always loses its page cache: the metadata
-log is fsynced on every append, so there is nothing to lose, which is what the run checks.
+one controller crashed, one node paused, one link cut at a time. A broker crash loses its unflushed bytes
+only when no other fault touching a broker is open and every partition has its full ISR at that instant, and until that
+broker is back in every ISR no other fault starts. Otherwise Kafka loses acked data too: seed 297 had a
+broker lose its tail while another was paused and a third cut from the controller; both intact replicas
+were fenced while the crashed broker's old session still looked alive, which left it the last ISR member
+(the gap KIP-966's eligible leader replicas close). A controller crash always loses its page cache: the
+metadata log is fsynced on every append, so there is nothing to lose, which is what the run checks.
 """
 
 from __future__ import annotations
@@ -79,6 +82,11 @@ def _in_sync(c: KRaftCluster, partitions: int) -> bool:
     return True
 
 
+def _nodes(key: tuple) -> tuple:
+    who = key[1]
+    return tuple(who) if isinstance(who, frozenset) else (who,)
+
+
 def run_kraft_schedule(
     seed: int,
     *,
@@ -89,7 +97,7 @@ def run_kraft_schedule(
     duration_ms: int = 3000,
     kinds: tuple[str, ...] = ("crash", "pause", "cut"),
     min_insync: int = 2,
-    lose_unflushed: float = 0.5,
+    lose_unflushed: float = 1.0,
     converge_ms: int = 60_000,
 ) -> FaultRunResult:
     """One seeded run; see the module docstring for what the schedule may do."""
@@ -112,33 +120,69 @@ def run_kraft_schedule(
         sched = build_kraft_schedule(seed, brokers, controllers, duration_ms, kinds)
         coin = random.Random(seed ^ 0x5EED)
         start = c.net.now_ms()
-        lossy: list[int] = []
+        lossy_crashes: list[int] = []
         notes: list[str] = []
         down: set[Any] = set()
 
+        state: dict[str, Any] = {"lossy": None}  # the broker that lost its tail, until it has caught up
+        skipped: set[tuple] = set()  # starts left out while a lossy crash is unresolved; their ends too
+        active: set[tuple] = set()  # faults started and not ended yet
+        start_of = {"restart": "crash", "resume": "pause", "heal": "cut"}
+
+        def key(action: str, args: tuple) -> tuple:
+            return (action, frozenset(args[:2]) if action in ("cut", "heal") else args[0])
+
         def act(f: Fault, lucky: bool) -> None:
-            if f.action == "crash":
-                node = f.args[0]
-                is_broker = node in c.brokers
-                if any((n in c.brokers) == is_broker for n in down):
-                    notes.append(f"{c.net.now_ms() - start:>8} ms  skipped crash {node}")
-                    return  # one broker and one controller down at a time at most
-                down.add(node)
-                if is_broker:
-                    lose = lucky and _in_sync(c, partitions)
-                    if lose:
-                        lossy.append(node)
-                    notes.append(f"{c.net.now_ms() - start:>8} ms  crash broker {node} lose_unflushed={lose}")
-                    c.crash(node, lose_unflushed=lose)
-                else:
-                    notes.append(f"{c.net.now_ms() - start:>8} ms  crash controller {node}")
-                    c.net.crash(node)
-                return
-            if f.action == "restart":
-                if f.args[0] not in down:
+            if f.action in start_of:
+                k = key(start_of[f.action], f.args)
+                if k in skipped:
+                    skipped.discard(k)
                     return
-                down.discard(f.args[0])
-            getattr(c.net, f.action)(*f.args)
+                active.discard(k)
+                if f.action == "restart":
+                    if f.args[0] not in down:
+                        return
+                    down.discard(f.args[0])
+                getattr(c.net, f.action)(*f.args)
+                return
+            lossy = state["lossy"]
+            if (
+                lossy is not None
+                and c.net.is_up(lossy)
+                and c.brokers[lossy].registered
+                and _in_sync(c, partitions)
+            ):
+                state["lossy"] = lossy = None
+            if lossy is not None:
+                # A second fault now could leave the broker that lost its tail the only ISR member.
+                skipped.add(key(f.action, f.args))
+                notes.append(f"{c.net.now_ms() - start:>8} ms  skipped {f.action} {f.args}")
+                return
+            if f.action != "crash":
+                active.add(key(f.action, f.args))
+                getattr(c.net, f.action)(*f.args)
+                return
+            node = f.args[0]
+            is_broker = node in c.brokers
+            if any((n in c.brokers) == is_broker for n in down):
+                skipped.add(key("crash", f.args))
+                notes.append(f"{c.net.now_ms() - start:>8} ms  skipped crash {node}")
+                return  # one broker and one controller down at a time at most
+            down.add(node)
+            # Faults that touch a broker: those can take the intact replicas out of the ISR. A controller
+            # crash or a cut between controllers cannot (another controller carries on).
+            others = {k for k in active if any(n in c.brokers for n in _nodes(k))}
+            active.add(key("crash", f.args))
+            if is_broker:
+                lose = lucky and not others and _in_sync(c, partitions)
+                if lose:
+                    lossy_crashes.append(node)
+                    state["lossy"] = node
+                notes.append(f"{c.net.now_ms() - start:>8} ms  crash broker {node} lose_unflushed={lose}")
+                c.crash(node, lose_unflushed=lose)
+            else:
+                notes.append(f"{c.net.now_ms() - start:>8} ms  crash controller {node}")
+                c.net.crash(node)
 
         for f in sched:
             lucky = f.action == "crash" and coin.random() < lose_unflushed
@@ -170,7 +214,7 @@ def run_kraft_schedule(
             events=c.net.stats.events,
             sends=report.sends,
             acked=report.acked,
-            lossy_crashes=lossy,
+            lossy_crashes=lossy_crashes,
             retried=_maybe_written_ids(producer),
             idempotent=producer.config.idempotence,
         )
