@@ -5,8 +5,8 @@ differs is where metadata comes from. There is no ZooKeeper session and no contr
 fetches ``__cluster_metadata`` as an observer of the controllers' Raft quorum, replays it into a
 ``MetadataImage`` (``MetadataLoader``) and applies what changed to its metadata cache and replicas
 (``BrokerMetadataPublisher``); it registers and heartbeats to the active controller
-(``BrokerLifecycleManager``), sends its leaders' ISR changes there (AlterPartition) and gets producer id
-blocks from it (AllocateProducerIds). No LeaderAndIsr, UpdateMetadata or StopReplica crosses the network.
+(``BrokerLifecycleManager``), sends its leaders' ISR changes there (AlterPartition), gets producer id
+blocks from it (AllocateProducerIds) and forwards it the clients' admin requests (``ForwardingManager``). No LeaderAndIsr, UpdateMetadata or StopReplica crosses the network.
 
 The metadata log lives in ``metadata_log_dir`` (Kafka's ``metadata.log.dir``), apart from the partition
 logs so the log manager never mistakes it for a partition.
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalite.broker.broker_metadata_publisher import BrokerMetadataPublisher
+from kafkalite.broker.forwarding_manager import FORWARDED, ForwardingManager
 from kafkalite.broker.kafka_apis import KafkaApis
 from kafkalite.broker.metadata_cache import MetadataCache
 from kafkalite.broker.rpc_producer_id_manager import RPCProducerIdManager
@@ -59,6 +60,7 @@ class BrokerServer(KafkaBroker):
         self.publisher: BrokerMetadataPublisher | None = None
         self.lifecycle: BrokerLifecycleManager | None = None
         self.pids: RPCProducerIdManager | None = None
+        self.forwarding: ForwardingManager | None = None
         self._raft_timer: int | None = None
         self._raft_at = NEVER
 
@@ -121,6 +123,9 @@ class BrokerServer(KafkaBroker):
             heartbeat_interval_ms=self.heartbeat_interval_ms,
             log=self.log,
         )
+        self.forwarding = ForwardingManager(
+            self.broker_id, self.controller_id, self.send, self.set_timer, net.now_ms
+        )
         self.pids = RPCProducerIdManager(
             self.broker_id, lambda: self.broker_epoch, self.controller_id, self.send, net.now_ms
         )
@@ -142,7 +147,7 @@ class BrokerServer(KafkaBroker):
     def on_crash(self) -> None:
         if self.raft is not None:
             self.raft.crash()
-        self.raft = self.lifecycle = self.loader = self.publisher = self.pids = None
+        self.raft = self.lifecycle = self.loader = self.publisher = self.pids = self.forwarding = None
         self._raft_timer, self._raft_at = None, NEVER
         super().on_crash()
 
@@ -191,7 +196,10 @@ class BrokerServer(KafkaBroker):
             return
         if lc.broker_epoch < 0 or loader.image.offset < lc.broker_epoch:
             return
-        self.publisher.publish(loader.image, self.controller_id() or -1)
+        # Clients cannot reach the controllers: Metadata names a live broker as the controller, as Kafka's
+        # KRaft brokers do, and that broker forwards what only the controller can do.
+        live = loader.image.unfenced_brokers()
+        self.publisher.publish(loader.image, live[0] if live else -1)
 
     # ------------------------------------------------------------------------------- messages
     def on_message(self, src: Any, msg: Any, now_ms: int) -> None:
@@ -207,6 +215,15 @@ class BrokerServer(KafkaBroker):
                 return
             if self.pids is not None and self.pids.on_response(msg):
                 return
+            if self.forwarding is not None and self.forwarding.on_response(msg):
+                return
+        if (
+            isinstance(msg, RequestEnvelope)
+            and isinstance(msg.request, FORWARDED)
+            and self.forwarding is not None
+        ):
+            self.forwarding.forward(src, msg)
+            return
         if isinstance(msg, RequestEnvelope | ResponseEnvelope):
             super().on_message(src, msg, now_ms)
 

@@ -9,7 +9,15 @@ import pytest
 from kafkalite.errors import KafkaError
 from kafkalite.harness.checker import check_history
 from kafkalite.host.kraft_cluster import KRaftCluster
-from kafkalite.protocol import LeaderAndIsrRequest, StopReplicaRequest, TopicPartition, UpdateMetadataRequest
+from kafkalite.protocol import (
+    CreatableTopic,
+    CreateTopicsRequest,
+    LeaderAndIsrRequest,
+    MetadataRequest,
+    StopReplicaRequest,
+    TopicPartition,
+    UpdateMetadataRequest,
+)
 
 
 @pytest.fixture
@@ -109,3 +117,39 @@ def test_topic_configs_and_deletion_go_through_the_metadata_log(cluster: KRaftCl
     assert all(not b.cache.has_topic("t") for b in c.brokers.values())
     c.create_topic("t", partitions=1, replication_factor=3)
     assert c.leader("t", 0) is not None, "a topic of the same name can be created again"
+
+
+def test_a_broker_forwards_admin_requests_and_metadata_names_a_broker_as_controller(
+    cluster: KRaftCluster,
+) -> None:
+    c = cluster
+    meta = c.request(2, MetadataRequest(topics=None))
+    assert meta.controller_id in c.brokers, "clients cannot reach controllers: a live broker stands in"
+    resp = c.request(
+        meta.controller_id,
+        CreateTopicsRequest(topics=(CreatableTopic(name="fw", num_partitions=2, replication_factor=2),)),
+    )
+    assert resp.topics[0].error_code == 0 and c.image().topic("fw") is not None
+    c.net.crash(c.controller())  # forwarding follows the quorum's leader
+    again = c.request(
+        3, CreateTopicsRequest(topics=(CreatableTopic(name="fw2", num_partitions=1, replication_factor=3),))
+    )
+    assert again.topics[0].error_code == 0
+
+
+def test_a_consumer_group_on_kraft(cluster: KRaftCluster) -> None:
+    c = cluster
+    c.create_topic("g", partitions=2, replication_factor=3)
+    producer = c.producer(acks="all", linger_ms=0)
+    fs = [producer.send("g", f"m{i}".encode()) for i in range(10)]
+    assert c.run_until(lambda: all(f.done() for f in fs), 10_000)
+    consumer = c.consumer(group_id="readers", auto_offset_reset="earliest")
+    consumer.subscribe(["g"])
+    got: list[bytes] = []
+    for _ in range(60):
+        for recs in consumer.poll(200).values():
+            got += [r.value for r in recs]
+        if len(got) == 10:
+            break
+    assert sorted(got) == sorted(f"m{i}".encode() for i in range(10))
+    assert c.image().topic("__consumer_offsets") is not None, "created through the controller"
