@@ -133,16 +133,31 @@ class BrokerServer(KafkaBroker):
         self.lifecycle.start()
 
     def shutdown(self) -> None:
+        """Clean shutdown: stop heartbeating, close the metadata log, then what ``KafkaBroker`` closes."""
         if self.lifecycle is not None:
             self.lifecycle.stop()
         if self.raft is not None:
             self.raft.close()
-        self.raft = self.lifecycle = self.loader = None
-        if self.rm is not None:
-            self.rm.shutdown()
-        self.rm = None
-        self._release_log_dirs()
+        if self._raft_timer is not None:
+            self.cancel_timer(self._raft_timer)
+        self._raft_timer, self._raft_at = None, NEVER
+        self.raft = self.lifecycle = self.loader = self.publisher = self.pids = self.forwarding = None
+        super().shutdown()
         self.registered = False
+
+    def controlled_shutdown(self, on_done: Any = None) -> None:
+        """Kafka's controlled shutdown in KRaft mode: heartbeats ask to shut down; the controller moves
+        the leaderships away and answers should_shut_down; then the broker shuts down."""
+
+        def done() -> None:
+            self.shutdown()
+            if on_done is not None:
+                on_done()
+
+        if self.lifecycle is None:
+            done()
+            return
+        self.lifecycle.begin_controlled_shutdown(done)
 
     def on_crash(self) -> None:
         if self.raft is not None:

@@ -57,6 +57,8 @@ class BrokerLifecycleManager:
         self._log = log or (lambda *a, **k: None)
         self.broker_epoch = -1
         self.fenced = True
+        self._shutdown_done: Callable[[], Any] | None = None
+        """Set while a controlled shutdown waits for the controller's go (heartbeats say want_shut_down)."""
         self._cid = 0
         self._inflight: tuple[int, Any] | None = None
         self._timer: int | None = None
@@ -67,6 +69,15 @@ class BrokerLifecycleManager:
 
     # ------------------------------------------------------------------------------------ driving
     def start(self) -> None:
+        self._schedule(0)
+
+    def begin_controlled_shutdown(self, on_done: Callable[[], Any]) -> None:
+        """Heartbeat with want_shut_down until the controller, having moved every leadership off this
+        broker, answers should_shut_down; then ``on_done``. An unregistered broker is done at once."""
+        if self.broker_epoch < 0:
+            on_done()
+            return
+        self._shutdown_done = on_done
         self._schedule(0)
 
     def stop(self) -> None:
@@ -105,6 +116,7 @@ class BrokerLifecycleManager:
                 broker_id=self.broker_id,
                 broker_epoch=self.broker_epoch,
                 current_metadata_offset=self._metadata_offset(),
+                want_shut_down=self._shutdown_done is not None,
             )
         self._cid += 1
         self._inflight = (self._cid, req)
@@ -136,7 +148,15 @@ class BrokerLifecycleManager:
             if self.fenced != resp.is_fenced:
                 self._log("broker_fenced" if resp.is_fenced else "broker_unfenced", broker=self.broker_id)
             self.fenced = resp.is_fenced
-            self._schedule(FENCED_HEARTBEAT_MS if self.fenced else self.heartbeat_interval_ms)
+            done = self._shutdown_done
+            if done is not None and resp.should_shut_down:
+                self._shutdown_done = None
+                self._log("controlled_shutdown_done", broker=self.broker_id)
+                self.stop()
+                done()
+                return True
+            waiting = self.fenced or done is not None
+            self._schedule(FENCED_HEARTBEAT_MS if waiting else self.heartbeat_interval_ms)
         return True
 
 

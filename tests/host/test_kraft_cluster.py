@@ -153,3 +153,25 @@ def test_a_consumer_group_on_kraft(cluster: KRaftCluster) -> None:
             break
     assert sorted(got) == sorted(f"m{i}".encode() for i in range(10))
     assert c.image().topic("__consumer_offsets") is not None, "created through the controller"
+
+
+def test_controlled_shutdown_moves_leadership_first(cluster: KRaftCluster) -> None:
+    c = cluster
+    c.create_topic("s", partitions=3, replication_factor=3, config={"min.insync.replicas": 2})
+    producer = c.producer(acks="all", linger_ms=0)
+    fs = [producer.send("s", f"x{i}".encode(), partition=i % 3) for i in range(30)]
+    assert c.run_until(lambda: all(f.done() for f in fs), 10_000)
+    victim = c.leader("s", 0)
+    c.shutdown(victim, controlled=True)
+    img = c.image()
+    assert img.brokers[victim].fenced and img.brokers[victim].in_controlled_shutdown
+    for p in range(3):
+        st = c.partition_state("s", p)
+        assert st.leader not in (victim, -1) and victim not in st.isr, st
+    more = [producer.send("s", f"y{i}".encode(), partition=i % 3) for i in range(30)]
+    assert c.run_until(lambda: all(f.done() for f in more), 10_000)
+    assert all(f.exception() is None for f in more), "no write failed: leadership moved before the stop"
+    c.restart(victim)
+    # back well within broker.session.timeout.ms: a fenced registration holds no session to wait out
+    assert c.run_until(lambda: all(len(c.isr("s", p)) == 3 for p in range(3)), 3_000)
+    assert not c.image().brokers[victim].in_controlled_shutdown, "a new registration starts afresh"

@@ -44,6 +44,7 @@ class ClusterControlManager:
         if (
             existing is not None
             and existing.incarnation_id != req.incarnation_id
+            and not existing.fenced  # a fenced broker has no session (a clean shutdown ends fenced)
             and self.has_valid_session(req.broker_id, now_ms)
         ):
             raise DuplicateBrokerRegistrationError(f"another broker is registered with id {req.broker_id}")

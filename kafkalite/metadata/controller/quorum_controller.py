@@ -33,6 +33,7 @@ from kafkalite.metadata.controller.replication_control import ReplicaPlacer, Rep
 from kafkalite.metadata.delta import MetadataDelta
 from kafkalite.metadata.image import MetadataImage
 from kafkalite.metadata.records import (
+    BrokerRegistrationChangeRecord,
     FeatureLevelRecord,
     FenceBrokerRecord,
     MetadataRecord,
@@ -232,6 +233,8 @@ class QuorumController:
         caught_up = req.current_metadata_offset >= b.epoch
         records: list[MetadataRecord] = []
         fenced = b.fenced
+        if req.want_shut_down:
+            return self._controlled_shutdown(b, caught_up)
         if req.want_fence and not b.fenced:
             records = self._fence_records(b.id, b.epoch)
             fenced = True
@@ -243,6 +246,26 @@ class QuorumController:
         return records, BrokerHeartbeatResponse(
             is_caught_up=caught_up, is_fenced=fenced, should_shut_down=req.want_shut_down
         )
+
+    def _controlled_shutdown(self, b: Any, caught_up: bool) -> tuple[list, Response]:
+        """Kafka's controlled shutdown in KRaft: mark the broker as shutting down and move its
+        leaderships and ISR places away (it is no longer eligible); once it leads nothing, fence it and
+        tell it to go (should_shut_down)."""
+        records: list[MetadataRecord] = []
+        img = self.image
+        if not b.fenced and not b.in_controlled_shutdown:
+            records.append(
+                BrokerRegistrationChangeRecord(broker_id=b.id, broker_epoch=b.epoch, in_controlled_shutdown=1)
+            )
+            img = _replayed(img, records)
+            changes = self.replication.handle_broker_fenced(img, b.id)
+            records += changes
+            img = _replayed(img, changes)
+        leads = any(p.leader == b.id for t in img.topics.values() for p in t.partitions.values())
+        done = b.fenced or not leads
+        if done and not b.fenced:
+            records.append(FenceBrokerRecord(id=b.id, epoch=b.epoch))
+        return records, BrokerHeartbeatResponse(is_caught_up=caught_up, is_fenced=done, should_shut_down=done)
 
     def _alter_partition(self, req: AlterPartitionRequest) -> tuple[list, Response]:
         try:
