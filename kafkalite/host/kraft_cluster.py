@@ -130,6 +130,14 @@ class KRaftCluster(Cluster):
         live = [c.controller.committed for c in self.controllers.values() if c.controller is not None]
         return max(live, key=lambda i: i.offset) if live else MetadataImage()
 
+    def describe_quorum(self) -> Any:
+        """DescribeQuorum as the quorum's leader answers it (leader, epoch, high watermark, each voter's
+        and observer's log end offset and fetch times), what ``kafka-metadata-quorum describe`` prints."""
+        for c in self.controllers.values():
+            if c.client is not None and self.net.is_up(c.node_id) and c.client.quorum.is_leader():
+                return c.client.describe_quorum().partitions[0]
+        return None
+
     def _all_brokers_unfenced(self) -> bool:
         img = self.image() if self.active_controller() else None
         if img is None or img.unfenced_brokers() != sorted(self.brokers):

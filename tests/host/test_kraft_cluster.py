@@ -175,3 +175,14 @@ def test_controlled_shutdown_moves_leadership_first(cluster: KRaftCluster) -> No
     # back well within broker.session.timeout.ms: a fenced registration holds no session to wait out
     assert c.run_until(lambda: all(len(c.isr("s", p)) == 3 for p in range(3)), 3_000)
     assert not c.image().brokers[victim].in_controlled_shutdown, "a new registration starts afresh"
+
+
+def test_describe_quorum_shows_voters_and_the_brokers_as_observers(cluster: KRaftCluster) -> None:
+    c = cluster
+    c.create_topic("q", partitions=1, replication_factor=3)
+    c.run_for(1000)
+    q = c.describe_quorum()
+    assert q.leader_id == c.controller() and q.high_watermark > 0
+    assert [v.replica_id for v in q.current_voters] == sorted(c.controllers)
+    assert [o.replica_id for o in q.observers] == sorted(c.brokers), "brokers fetch the log as observers"
+    assert all(q.high_watermark - o.log_end_offset <= 1 for o in q.observers), "observers keep up"
