@@ -436,8 +436,9 @@ class KafkaRaftClient:
     def _become_leader(self, now: int) -> None:
         st = self.quorum.transition_to_leader(self.log.end_offset, now)
         self.log.append_leader_change(st.epoch, self.node_id, self.config.voters, now)
-        st.update_local_end_offset(self.log.end_offset, now)
-        if st.maybe_update_high_watermark():
+        # update_local_end_offset moves the high watermark itself (a quorum of one commits the LeaderChange
+        # batch at once): its answer is the one to act on, a second check would find nothing new.
+        if st.update_local_end_offset(self.log.end_offset, now):
             self._on_high_watermark(st.high_watermark)
         self._poll_leader(st, now)
 

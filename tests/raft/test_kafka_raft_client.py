@@ -123,3 +123,21 @@ def test_the_raft_messages_round_trip_through_the_codec(cls, version) -> None:
     schema = schema_of(VoteRequest)
     back = from_wire(VoteRequest, decode(schema, encode(schema, to_wire(vote, 1), 1, True), 1, True), 1)
     assert back == vote
+
+
+def test_a_quorum_of_one_commits_its_leader_change_and_its_records() -> None:
+    # The high watermark of a single voter moves in the same step that makes it leader; the client used
+    # to miss that move, so the listener never saw a commit until a later append.
+    from kafkalite.net.sim import SimNetwork
+    from kafkalite.raft import QuorumConfig, RaftNode
+
+    net = SimNetwork(seed=1, latency_ms=1, log_messages="none")
+    root = scratch_dir()
+    node = net.add_node(1, RaftNode(QuorumConfig(voters=(1,)), root))
+    assert net.run_until(lambda: node.client.quorum.is_leader(), 5000)
+    assert node.client.high_watermark == node.client.log.end_offset == 1, (
+        "the LeaderChange batch is committed"
+    )
+    node.client.append([b"x"], net.now_ms())
+    assert node.client.high_watermark == 2
+    node.client.close()
