@@ -26,8 +26,17 @@ def kafkalite() -> None:
     is_flag=True,
     help="Decode records as __consumer_offsets offset commits and group metadata (implies --deep-iteration).",
 )
+@click.option(
+    "--cluster-metadata-decoder",
+    is_flag=True,
+    help="Decode records as KRaft __cluster_metadata records (implies --deep-iteration).",
+)
 def dump_log(
-    files: tuple[str, ...], print_data_log: bool, deep_iteration: bool, offsets_decoder: bool
+    files: tuple[str, ...],
+    print_data_log: bool,
+    deep_iteration: bool,
+    offsets_decoder: bool,
+    cluster_metadata_decoder: bool,
 ) -> None:
     """Print the batches of .log segments, the entries of .index / .timeindex files, or the producers of
     a .snapshot (producer state) file.
@@ -43,6 +52,7 @@ def dump_log(
             print_data_log=print_data_log,
             deep_iteration=deep_iteration,
             offsets_decoder=offsets_decoder,
+            cluster_metadata_decoder=cluster_metadata_decoder,
             write=click.echo,
         )
     if problems:

@@ -39,6 +39,12 @@ def leader_change_value(leader_id: int, voters: Sequence[int]) -> bytes:
     return struct.pack(f">hii{len(voters)}i", 0, leader_id, len(voters), *voters)
 
 
+def parse_leader_change(value: bytes) -> tuple[int, tuple[int, ...]]:
+    """``(leader id, voters)`` of a LeaderChange control record's value (``leader_change_value``)."""
+    _version, leader, n = struct.unpack_from(">hii", value)
+    return leader, struct.unpack_from(f">{n}i", value, 10)
+
+
 class KafkaMetadataLog:
     """The Raft log of one node, in ``<dir>/__cluster_metadata-0``."""
 

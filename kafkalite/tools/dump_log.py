@@ -6,7 +6,8 @@ one line per batch for a ``.log`` file (plus one ``| offset: ...`` line per reco
 line per producer for a producer-state ``.snapshot``.
 Damage is reported as a line naming the byte position, never as a traceback.
 ``offsets_decoder`` (Kafka's ``--offsets-decoder``) reads the records as ``__consumer_offsets`` keys and values
-and prints them decoded (offset commits and group metadata, ``<DELETE>`` for a tombstone).
+and prints them decoded (offset commits and group metadata, ``<DELETE>`` for a tombstone);
+``cluster_metadata_decoder`` (Kafka's ``--cluster-metadata-decoder``) reads them as KRaft metadata records.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ def dump(
     print_data_log: bool = False,
     deep_iteration: bool = False,
     offsets_decoder: bool = False,
+    cluster_metadata_decoder: bool = False,
     write: Write = print,
 ) -> int:
     """Dump one ``.log``, ``.index`` or ``.timeindex`` file through ``write``; returns problems found."""
@@ -82,6 +84,7 @@ def dump(
             print_data_log=print_data_log,
             deep_iteration=deep_iteration,
             offsets_decoder=offsets_decoder,
+            cluster_metadata_decoder=cluster_metadata_decoder,
             write=write,
         )
     if suffix == ".index":
@@ -160,6 +163,14 @@ def _control_text(rec) -> str:
         marker = parse_control_record(rec.key, rec.value)
     except KafkaError as e:  # a damaged marker is worth showing, not worth a traceback
         return f" controlRecord: unreadable ({e})"
+    if marker.type.name == "LEADER_CHANGE":  # a KRaft epoch's first batch: who leads, over which voters
+        from kafkalite.raft.metadata_log import parse_leader_change
+
+        try:
+            leader, voters = parse_leader_change(rec.value or b"")
+        except struct.error:
+            return " LeaderChange: unreadable"
+        return f" LeaderChange: leader: {leader} voters: {list(voters)}"
     return f" endTxnMarker: {marker.type.name} coordinatorEpoch: {marker.coordinator_epoch}"
 
 
@@ -170,7 +181,19 @@ def _offsets_text(rec) -> str:
         return f" unreadable as __consumer_offsets data ({e})"
 
 
-def record_line(batch, rec, print_data_log: bool, offsets_decoder: bool = False) -> str:
+def _metadata_text(rec) -> str:
+    from kafkalite.metadata.serde import MetadataParseError, deserialize  # a tool: import only when asked
+
+    try:
+        record, version = deserialize(rec.value or b"")
+    except MetadataParseError as e:
+        return f" unreadable as a metadata record ({e})"
+    return f" payload: {type(record).__name__}(v{version}) {record!r}"
+
+
+def record_line(
+    batch, rec, print_data_log: bool, offsets_decoder: bool = False, metadata_decoder: bool = False
+) -> str:
     h = batch.header
     ts_name = _TS_NAMES.get(int(h.timestamp_type), "CreateTime")
     seq = _seq_add(h.base_sequence, rec.offset - h.base_offset)
@@ -181,9 +204,11 @@ def record_line(batch, rec, print_data_log: bool, offsets_decoder: bool = False)
         f"valueSize: {-1 if rec.value is None else len(rec.value)} "
         f"sequence: {seq} headerKeys: [{header_keys}]"
     )
-    if print_data_log or offsets_decoder:
+    if print_data_log or offsets_decoder or metadata_decoder:
         if h.is_control:
             line += _control_text(rec)
+        elif metadata_decoder:
+            line += _metadata_text(rec)
         elif offsets_decoder:
             line += _offsets_text(rec)
         else:
@@ -200,11 +225,12 @@ def dump_log_segment(
     print_data_log: bool = False,
     deep_iteration: bool = False,
     offsets_decoder: bool = False,
+    cluster_metadata_decoder: bool = False,
     write: Write = print,
 ) -> int:
-    """One line per batch; with ``deep_iteration``/``print_data_log``/``offsets_decoder`` one more per record."""
+    """One line per batch; with ``deep_iteration``/``print_data_log``/a decoder one more per record."""
     path = Path(path)
-    deep = deep_iteration or print_data_log or offsets_decoder
+    deep = deep_iteration or print_data_log or offsets_decoder or cluster_metadata_decoder
     problems = 0
     base = _base_offset(path)
     if base is not None:
@@ -253,7 +279,9 @@ def dump_log_segment(
                     write(f"Corrupt records in batch at position {pos} of {path.name}: {e}")
                 else:
                     for rec in batch.records:
-                        write(record_line(batch, rec, print_data_log, offsets_decoder))
+                        write(
+                            record_line(batch, rec, print_data_log, offsets_decoder, cluster_metadata_decoder)
+                        )
             pos += h.size
     return problems
 

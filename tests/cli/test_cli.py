@@ -246,3 +246,19 @@ def test_python_dash_m_runs_the_same_command_line():
     )
     assert out.returncode == 0, out.stderr
     assert "cluster" in out.stdout and out.stdout.startswith("Usage: kafkalite")
+
+
+def test_dump_log_decodes_the_kraft_metadata_log(tmp_path) -> None:
+    from kafkalite.host.kraft_cluster import KRaftCluster
+
+    c = KRaftCluster(brokers=1, controllers=1, dir=tmp_path)
+    c.create_topic("orders", partitions=1)
+    c.close()
+    seg = sorted(tmp_path.glob("controller-*/__cluster_metadata-0/*.log"))[0]
+    out = _invoke("dump-log", "--cluster-metadata-decoder", str(seg)).output
+    assert "LeaderChange: leader: 3001 voters: [3001]" in out
+    assert "payload: FeatureLevelRecord(v0)" in out and "name='metadata.version'" in out
+    assert (
+        "payload: RegisterBrokerRecord(v3)" in out
+        and "payload: TopicRecord(v0) TopicRecord(name='orders'" in out
+    )
