@@ -199,7 +199,15 @@ def run_kraft_schedule(
             if not c.net.is_up(n):
                 c.net.restart(n)
         producer.flush()
-        ok = c.run_until(lambda: converged(c, producer, partitions), converge_ms)  # type: ignore[arg-type]
+
+        def settled() -> bool:
+            # the data converged, and every broker replays exactly the controller's committed image
+            if not converged(c, producer, partitions):  # type: ignore[arg-type]
+                return False
+            images = c.broker_images()
+            return len(images) == brokers and all(i == c.image() for i in images.values())
+
+        ok = c.run_until(settled, converge_ms)
         reads = {(TOPIC, p): recs for p, recs in c.read_all(TOPIC).items()}
         replicas = {(TOPIC, p): c.replica_logs(TOPIC, p) for p in range(partitions)}
         hws = {(TOPIC, p): hw for p in range(partitions) if (hw := c.high_watermark(TOPIC, p)) is not None}

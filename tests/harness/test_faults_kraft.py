@@ -1,5 +1,6 @@
 """acks=all on a KRaft cluster under seeded faults over brokers and controllers: no acknowledged record
-lost or changed. ``KRAFT_FAULT_SEEDS=500`` runs more; ``KRAFT_FAULT_SEED=n`` replays one."""
+lost or changed, and every broker replays the controller's image once healed. ``KRAFT_FAULT_SEEDS=500``
+runs more; ``KRAFT_FAULT_SEED=n`` replays one."""
 
 from __future__ import annotations
 
