@@ -203,3 +203,27 @@ def test_replaying_in_any_number_of_deltas_gives_the_same_image(seed: int, cuts:
         start = max(start, end)
     assert img == whole
     assert img.summary() == whole.summary()
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10**6))
+def test_an_image_written_as_records_replays_to_itself(seed: int) -> None:
+    from kafkalite.metadata.image_writer import image_records
+
+    records = [*_script(seed, 80), FeatureLevelRecord(name="metadata.version", feature_level=20)]
+    records.append(
+        AccessControlEntryRecord(
+            id=uuid.UUID(int=seed + 5), resource_type=2, resource_name="t", pattern_type=3,
+            principal="User:a", host="*", operation=3, permission_type=3,
+        )
+    )  # fmt: skip
+    records.append(
+        UserScramCredentialRecord(
+            name="a", mechanism=1, salt=b"s", stored_key=b"k", server_key=b"v", iterations=4096
+        )
+    )
+    img = replay_all(records, offset=len(records) - 1, epoch=3)
+    written = image_records(img)
+    assert type(written[0]).__name__ == "FeatureLevelRecord" and written[0].name == "metadata.version"
+    again = replay_all([deserialize(serialize(r))[0] for r in written], offset=img.offset, epoch=img.epoch)
+    assert again == img
