@@ -55,6 +55,8 @@ _SAFE_OTHER = {
     # the enums protocol messages carry (FetchRequest/ListOffsetsRequest.isolation_level, ProduceRequest.acks)
     ("kafkalite.common.isolation_level", "IsolationLevel"),
     ("kafkalite.common.acks", "Acks"),
+    # topic ids and KRaft's incarnation ids: a value type whose state is one int
+    ("uuid", "UUID"),
 }
 
 

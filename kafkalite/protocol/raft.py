@@ -12,6 +12,8 @@ kafkalite's quorum has a static voter set, as Kafka's had before KIP-853.
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 from kafkalite.protocol.api import (
     NO_ERROR,
     UNKNOWN_EPOCH,
@@ -27,6 +29,20 @@ from kafkalite.protocol.codec.binding import wire, wire_by_topic, wire_partition
 
 NO_LEADER = -1
 """``leader_id`` when the sender knows no leader for the epoch."""
+
+
+class RaftRequest(NamedTuple):
+    """A request between quorum members (and observers), with the id its response echoes. Here, with
+    the messages, so the TCP bridge between processes may carry it."""
+
+    correlation_id: int
+    data: Any
+
+
+class RaftResponse(NamedTuple):
+    correlation_id: int
+    data: Any
+
 
 # ------------------------------------------------------------------------------------------------ Vote
 

@@ -26,7 +26,7 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 from kafkalite.errors import FencedLeaderEpochError, NotLeaderOrFollowerError, UnknownLeaderEpochError
 from kafkalite.protocol.api import NO_ERROR, TopicPartition
@@ -49,6 +49,8 @@ from kafkalite.protocol.raft import (
     EndQuorumEpochRequest,
     EndQuorumEpochResponse,
     QuorumEpochPartitionResponse,
+    RaftRequest,
+    RaftResponse,
     ReplicaState,
     VotePartition,
     VotePartitionResponse,
@@ -75,18 +77,6 @@ METADATA_TP = TopicPartition(METADATA_TOPIC, METADATA_PARTITION)
 _FENCED = FencedLeaderEpochError.code
 _UNKNOWN_EPOCH = UnknownLeaderEpochError.code
 _NOT_LEADER = NotLeaderOrFollowerError.code
-
-
-class RaftRequest(NamedTuple):
-    """A request on the wire between quorum members, with the id its response echoes."""
-
-    correlation_id: int
-    data: Any
-
-
-class RaftResponse(NamedTuple):
-    correlation_id: int
-    data: Any
 
 
 class NetworkChannel(Protocol):

@@ -229,3 +229,29 @@ def test_a_broker_that_asks_to_be_fenced_is(quorum) -> None:
     reg = q.image().brokers[103]
     resp = q.request(BrokerHeartbeatRequest(broker_id=103, broker_epoch=reg.epoch, want_fence=True))
     assert resp.is_fenced and q.image().brokers[103].fenced
+
+
+def test_every_kraft_message_crosses_the_process_bridge() -> None:
+    # Process mode carries the simulator's messages over TCP (net/bridge.py), unpickling only allowed
+    # types: the Raft envelopes and the ids in KRaft's messages must be among them.
+    from kafkalite.net.bridge import dumps, loads
+    from kafkalite.protocol.broker_lifecycle import BrokerHeartbeatResponse, BrokerRegistrationResponse
+    from kafkalite.protocol.envelope import RequestEnvelope, ResponseEnvelope
+    from kafkalite.protocol.raft import RaftRequest, RaftResponse, VotePartition, VoteRequest
+
+    msgs = [
+        RaftRequest(
+            1,
+            VoteRequest(voter_id=2, partitions=(VotePartition(tp=TopicPartition("__cluster_metadata", 0)),)),
+        ),
+        RaftResponse(1, None),
+        RequestEnvelope(
+            3, "b", BrokerRegistrationRequest(broker_id=1, cluster_id=CLUSTER_ID, incarnation_id=uuid.uuid4())
+        ),
+        RequestEnvelope(4, "b", BrokerHeartbeatRequest(broker_id=1, broker_epoch=3)),
+        RequestEnvelope(5, "b", AllocateProducerIdsRequest(broker_id=1, broker_epoch=3)),
+        ResponseEnvelope(3, BrokerRegistrationResponse(broker_epoch=9)),
+        ResponseEnvelope(4, BrokerHeartbeatResponse(is_fenced=False)),
+    ]
+    for m in msgs:
+        assert loads(dumps(m)) == m, m
