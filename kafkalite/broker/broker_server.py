@@ -48,6 +48,7 @@ class BrokerServer(KafkaBroker):
         cluster_id: str,
         metadata_log_dir: str | Path,
         heartbeat_interval_ms: int = 2000,
+        on_image: Any = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(broker_id, log_dir, config, **kwargs)
@@ -55,6 +56,8 @@ class BrokerServer(KafkaBroker):
         self.cluster_id = cluster_id
         self.metadata_log_dir = Path(metadata_log_dir)
         self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.on_image = on_image
+        """Called with (broker id, image) after each replayed batch: for checkers."""
         self.raft: KafkaRaftClient | None = None
         self.loader: MetadataLoader | None = None
         self.publisher: BrokerMetadataPublisher | None = None
@@ -100,6 +103,9 @@ class BrokerServer(KafkaBroker):
         self._start_group_coordinator()
         self.publisher = publisher = BrokerMetadataPublisher(self)
         self.loader = MetadataLoader([publisher.on_delta])
+        if self.on_image is not None:
+            hook = self.on_image
+            self.loader.publishers.append(lambda _delta, image: hook(self.broker_id, image))
         self.raft = KafkaRaftClient(
             self.broker_id,
             self.quorum_config,

@@ -1,8 +1,9 @@
 """Seeded fault runs on a KRaft cluster: the ``faults`` run with controllers instead of ZooKeeper.
 
 ``run_kraft_schedule(seed)`` builds a ``KRaftCluster`` (3 controllers, 3 brokers), a steady acks=all
-producer and one random schedule over both kinds of node, then checks the history: no acknowledged
-record lost, none changed. The envelope is the ZooKeeper run's (see ``faults``): at most one broker and
+producer and one random schedule over both kinds of node, then checks the history (no acknowledged
+record lost, none changed) and the metadata (``MetadataChecker``: one Raft leader per epoch, every
+node's image equal at each offset, every broker on the controller's image once healed). The envelope is the ZooKeeper run's (see ``faults``): at most one broker and
 one controller crashed, one node paused, one link cut at a time. A broker crash loses its unflushed bytes
 only when no other fault touching a broker is open and every partition has its full ISR at that instant, and until that
 broker is back in every ISR no other fault starts. Otherwise Kafka loses acked data too: seed 297 had a
@@ -17,6 +18,7 @@ from __future__ import annotations
 import os
 import random
 import tempfile
+from dataclasses import dataclass, field
 from typing import Any
 
 from kafkalite.harness.checker import check_history
@@ -29,7 +31,9 @@ from kafkalite.harness.faults import (
     converged,
 )
 from kafkalite.host.kraft_cluster import CONTROLLER_BASE, KRaftCluster
+from kafkalite.metadata.image import MetadataImage
 from kafkalite.net.sim import Fault, FaultSchedule
+from kafkalite.raft import LeaderState
 
 # Short timeouts so a few seconds of virtual time hold several failovers (Kafka's: 2 s / 9 s heartbeat
 # and session, 1 s / 2 s election and fetch timeouts).
@@ -82,6 +86,40 @@ def _in_sync(c: KRaftCluster, partitions: int) -> bool:
     return True
 
 
+@dataclass
+class MetadataChecker:
+    """Raft's and KRaft's safety rules over every node of a run: at most one leader per epoch, and every
+    node's image after the batch ending at an offset equal to every other node's there."""
+
+    leaders: dict[int, set[int]] = field(default_factory=dict)
+    images: dict[int, MetadataImage] = field(default_factory=dict)
+    violations: list[str] = field(default_factory=list)
+
+    def on_transition(self, node: int, state: Any) -> None:
+        if isinstance(state, LeaderState):
+            got = self.leaders.setdefault(state.epoch, set())
+            got.add(node)
+            if len(got) > 1:
+                self.violations.append(f"two leaders in epoch {state.epoch}: {sorted(got)}")
+
+    def on_image(self, node: int, image: MetadataImage) -> None:
+        first = self.images.setdefault(image.offset, image)
+        if first != image:
+            self.violations.append(
+                f"node {node}: the image at offset {image.offset} differs from another node's"
+            )
+
+
+@dataclass
+class KRaftFaultRunResult(FaultRunResult):
+    metadata_violations: list[str] = field(default_factory=list)
+    epochs: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return super().ok and not self.metadata_violations
+
+
 def _nodes(key: tuple) -> tuple:
     who = key[1]
     return tuple(who) if isinstance(who, frozenset) else (who,)
@@ -99,13 +137,16 @@ def run_kraft_schedule(
     min_insync: int = 2,
     lose_unflushed: float = 1.0,
     converge_ms: int = 60_000,
-) -> FaultRunResult:
+) -> KRaftFaultRunResult:
     """One seeded run; see the module docstring for what the schedule may do."""
     # tmpfs when there is one: every metadata append is fsynced, and a run makes hundreds.
     shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
     tmp = tempfile.TemporaryDirectory(prefix="kafkalite-kraft-faults-", dir=shm)
+    checker = MetadataChecker()
     c = KRaftCluster(
         dir=tmp.name,
+        on_transition=checker.on_transition,
+        on_image=checker.on_image,
         brokers=brokers,
         controllers=controllers,
         seed=seed,
@@ -212,7 +253,9 @@ def run_kraft_schedule(
         replicas = {(TOPIC, p): c.replica_logs(TOPIC, p) for p in range(partitions)}
         hws = {(TOPIC, p): hw for p in range(partitions) if (hw := c.high_watermark(TOPIC, p)) is not None}
         report = check_history(producer.history, reads, replicas=replicas, high_watermarks=hws)
-        return FaultRunResult(
+        return KRaftFaultRunResult(
+            metadata_violations=list(checker.violations),
+            epochs=len(checker.leaders),
             seed=seed,
             report=report,
             schedule="\n".join([str(sched), *notes]),
@@ -231,4 +274,4 @@ def run_kraft_schedule(
         tmp.cleanup()
 
 
-__all__ = ["build_kraft_schedule", "run_kraft_schedule"]
+__all__ = ["KRaftFaultRunResult", "MetadataChecker", "build_kraft_schedule", "run_kraft_schedule"]

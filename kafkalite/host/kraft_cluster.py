@@ -5,13 +5,14 @@ running the ``QuorumController``); brokers ``1..N`` are ``BrokerServer``s, obser
 same facade as ``Cluster`` (``create_topic``, ``producer``, ``consumer``, ``crash``, readers of leaders,
 ISRs and replicas), with the readers looking at the active controller's committed ``MetadataImage``
 instead of ZooKeeper. Timeouts are Kafka's defaults unless ``quorum`` / the ``broker.*`` keys say
-otherwise.
+otherwise. ``on_transition`` (controller id, Raft state) and ``on_image`` (node id, image after each
+committed batch, controllers and brokers alike) let a checker watch every node.
 """
 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,8 @@ class KRaftCluster(Cluster):
         heartbeat_interval_ms: int = 2000,
         session_timeout_ms: int = 9000,
         start_timeout_ms: int = 30_000,
+        on_transition: Callable[[int, Any], None] | None = None,
+        on_image: Callable[[int, MetadataImage], None] | None = None,
     ) -> None:
         self.net = SimNetwork(seed, latency_ms=latency_ms, log_messages=log_messages)
         self._tmp = tempfile.TemporaryDirectory(prefix="kafkalite-kraft-") if dir is None else None
@@ -84,7 +87,14 @@ class KRaftCluster(Cluster):
         self.controllers: dict[int, ControllerServer] = {
             c: self.net.add_node(
                 c,
-                ControllerServer(self.quorum_config, self.dir / f"controller-{c}", settings, assign_replicas),
+                ControllerServer(
+                    self.quorum_config,
+                    self.dir / f"controller-{c}",
+                    settings,
+                    assign_replicas,
+                    on_transition=on_transition,
+                    on_image=on_image,
+                ),
             )
             for c in voters
         }
@@ -98,6 +108,7 @@ class KRaftCluster(Cluster):
                 cluster_id=cluster_id,
                 metadata_log_dir=self.dir / f"broker-{b}-metadata",
                 heartbeat_interval_ms=heartbeat_interval_ms,
+                on_image=on_image,
             )
             self.brokers[b] = self.net.add_node(b, node, tick_ms=BROKER_TICK_MS)
         self._admin: _Admin = self.net.add_node("admin", _Admin())

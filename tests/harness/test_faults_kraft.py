@@ -1,5 +1,6 @@
 """acks=all on a KRaft cluster under seeded faults over brokers and controllers: no acknowledged record
-lost or changed, and every broker replays the controller's image once healed. ``KRAFT_FAULT_SEEDS=500``
+lost or changed; one Raft leader per epoch, every node's image equal at each offset, and every broker
+on the controller's image once healed. ``KRAFT_FAULT_SEEDS=500``
 runs more; ``KRAFT_FAULT_SEED=n`` replays one."""
 
 from __future__ import annotations
@@ -13,14 +14,15 @@ SEEDS = int(os.environ.get("KRAFT_FAULT_SEEDS", "16"))
 
 def test_no_acked_record_lost_when_brokers_and_controllers_crash() -> None:
     seeds = [int(os.environ["KRAFT_FAULT_SEED"])] if "KRAFT_FAULT_SEED" in os.environ else range(SEEDS)
-    failures, lossy, controller_crashes, acked = [], 0, 0, 0
+    failures, lossy, controller_crashes, acked, epochs = [], 0, 0, 0, 0
     for seed in seeds:
         r = run_kraft_schedule(seed)
         lossy += len(r.lossy_crashes)
         controller_crashes += r.schedule.count("crash controller")
         acked += r.acked
+        epochs += r.epochs
         if not r.ok:
-            failures.append(str(r))
+            failures.append(f"{r}\n  metadata: {r.metadata_violations[:3]}")
     assert not failures, f"{len(failures)} of {len(seeds)} seeds failed:\n" + "\n".join(failures[:3])
     # The runs must crash controllers and lose brokers' page caches, or they prove nothing.
     assert controller_crashes >= len(seeds) and lossy >= len(seeds) // 4 and acked > 0, (

@@ -21,6 +21,7 @@ from kafkalite.metadata.controller.quorum_controller import (
     QuorumController,
 )
 from kafkalite.metadata.controller.replication_control import ReplicaPlacer
+from kafkalite.metadata.image import MetadataImage
 from kafkalite.protocol.envelope import RequestEnvelope
 from kafkalite.raft import EpochState, QuorumConfig, RaftNode
 from kafkalite.raft.epoch_state import NEVER
@@ -38,11 +39,14 @@ class ControllerServer(RaftNode):
         placer: ReplicaPlacer,
         *,
         on_transition: Callable[[int, EpochState], None] | None = None,
+        on_image: Callable[[int, MetadataImage], None] | None = None,
     ) -> None:
         super().__init__(config, log_dir, make_listener=self._new_controller, on_transition=self._transition)
         self.settings = settings
         self.placer = placer
         self.user_transition = on_transition
+        self.on_image = on_image
+        """Called with (node id, committed image) after each committed batch: for checkers."""
         self.controller: QuorumController | None = None
         self._tick: int | None = None
         self._tick_at = NEVER
@@ -50,6 +54,8 @@ class ControllerServer(RaftNode):
     def _new_controller(self) -> QuorumController:
         rng = random.Random(f"controller/{self.node_id}/{self.net.now_ms()}/{self.rng.random()}")
         self.controller = QuorumController(self.node_id, self.settings, self.placer, rng)
+        if self.on_image is not None:
+            self.controller.on_commit = lambda image, hook=self.on_image: hook(self.node_id, image)
         return self.controller
 
     def _start(self, now_ms: int) -> None:

@@ -112,6 +112,8 @@ class QuorumController:
         self._waiting: list[_Waiting] = []
         self._last_written = -1
         self.activations = 0
+        self.on_commit: Callable[[MetadataImage], None] | None = None
+        """Called with the committed image after each batch (checkers compare nodes with it)."""
 
     def attach(self, client: KafkaRaftClient) -> None:
         self.client = client
@@ -131,6 +133,8 @@ class QuorumController:
         self.committed = delta.apply(batch.last_offset, batch.epoch)
         if not self.is_active:
             self.image = self.committed
+        if self.on_commit is not None:
+            self.on_commit(self.committed)
         self._complete(batch.last_offset)
 
     # ---------------------------------------------------------------------------------- role
