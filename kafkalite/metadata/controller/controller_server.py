@@ -100,12 +100,10 @@ class ControllerServer(RaftNode):
         if c is None:
             return
         c.poll(now_ms)
+        # Activation waits on the high watermark, which moves only while the Raft client handles a message
+        # or a poll, and each of those ends here: no extra timer is needed for it.
         due = c.next_deadline_ms()
-        # Re-check the role soon while not active: activation waits on the high watermark, which moves
-        # inside the Raft client without telling the controller.
         at = due if due is not None else NEVER
-        if not c.is_active and self.client is not None:
-            at = min(at, now_ms + 50)
         if at == self._tick_at and self._tick is not None:
             return
         if self._tick is not None:
