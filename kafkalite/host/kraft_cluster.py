@@ -77,6 +77,7 @@ class KRaftCluster(Cluster):
             broker_session_timeout_ms=session_timeout_ms,
             num_partitions=bcfg.num_partitions,
             default_replication_factor=bcfg.default_replication_factor,
+            unclean_leader_election_enable=bcfg.unclean_leader_election_enable,
         )
         # kafkalite storage format, for every node, before any starts
         for c in voters:

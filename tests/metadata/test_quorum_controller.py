@@ -255,3 +255,31 @@ def test_every_kraft_message_crosses_the_process_bridge() -> None:
     ]
     for m in msgs:
         assert loads(dumps(m)) == m, m
+
+
+@pytest.mark.parametrize("unclean", [False, True])
+def test_unclean_election_only_where_the_topic_allows_it(quorum, unclean: bool) -> None:
+    from kafkalite.protocol.configs import (
+        AlterableConfig,
+        AlterConfigsResource,
+        IncrementalAlterConfigsRequest,
+    )
+
+    q = quorum
+    _ready(q)
+    if unclean:
+        res = AlterConfigsResource(
+            resource_type=2,
+            resource_name="t",
+            configs=(AlterableConfig(name="unclean.leader.election.enable", value="true"),),
+        )
+        assert q.request(IncrementalAlterConfigsRequest(resources=(res,))).results[0].error_code == 0
+    p = q.image().partition("t", 0)
+    assert _alter(q, p.leader, [p.leader])[0] == 0  # the followers fell out of the ISR
+    q.net.crash(p.leader)
+    assert q.net.run_until(lambda: q.image().partition("t", 0).leader != p.leader, SESSION_MS * 3)
+    after = q.image().partition("t", 0)
+    if unclean:
+        assert after.leader in p.replicas and after.leader != p.leader and after.isr == (after.leader,)
+    else:
+        assert (after.leader, after.isr) == (-1, (p.leader,)), "clean: wait for the last ISR member"

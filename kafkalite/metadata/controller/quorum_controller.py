@@ -84,6 +84,7 @@ class ControllerSettings:
     broker_session_timeout_ms: int = 9000
     num_partitions: int = 1
     default_replication_factor: int = 1
+    unclean_leader_election_enable: bool = False
 
 
 @dataclass
@@ -107,7 +108,11 @@ class QuorumController:
         self.active_epoch: int | None = None
         self.cluster = ClusterControlManager(settings.cluster_id, settings.broker_session_timeout_ms)
         self.replication = ReplicationControlManager(
-            placer, rng, settings.num_partitions, settings.default_replication_factor
+            placer,
+            rng,
+            settings.num_partitions,
+            settings.default_replication_factor,
+            settings.unclean_leader_election_enable,
         )
         self._waiting: list[_Waiting] = []
         self._last_written = -1

@@ -3,7 +3,8 @@
 It writes a topic as a TopicRecord and one PartitionRecord per partition (every replica in the ISR, the
 first replica leading), takes a fenced broker out of every ISR and off every leadership, gives
 leaderless partitions back to a broker that is unfenced, and applies a leader's AlterPartition after
-Kafka's checks, in Kafka's order.
+Kafka's checks, in Kafka's order. Unclean election happens only where the topic (or the controller's
+default) enables it.
 """
 
 from __future__ import annotations
@@ -52,12 +53,23 @@ def _usable(image: MetadataImage) -> Callable[[int], bool]:
 
 class ReplicationControlManager:
     def __init__(
-        self, placer: ReplicaPlacer, rng: random.Random, num_partitions: int = 1, replication_factor: int = 1
+        self,
+        placer: ReplicaPlacer,
+        rng: random.Random,
+        num_partitions: int = 1,
+        replication_factor: int = 1,
+        unclean_leader_election: bool = False,
     ) -> None:
         self.placer = placer
         self.rng = rng
         self.num_partitions = num_partitions
         self.replication_factor = replication_factor
+        self.unclean_leader_election = unclean_leader_election
+
+    def unclean(self, image: MetadataImage, topic: str) -> bool:
+        """The topic's ``unclean.leader.election.enable``, else the controller's default."""
+        value = image.configs.get((TOPIC_RESOURCE, topic), {}).get("unclean.leader.election.enable")
+        return self.unclean_leader_election if value is None else value.strip().lower() == "true"
 
     # ------------------------------------------------------------------------------ CreateTopics
     def create_topic(
@@ -121,7 +133,7 @@ class ReplicationControlManager:
                 if broker_id not in part.isr and part.leader != broker_id:
                     continue
                 isr = tuple(r for r in part.isr if r != broker_id)
-                rec = partition_change(t.id, p, part, usable, isr)
+                rec = partition_change(t.id, p, part, usable, isr, unclean=self.unclean(image, t.name))
                 if rec is not None:
                     out.append(rec)
         return out
@@ -135,9 +147,10 @@ class ReplicationControlManager:
 
         out = []
         for t in sorted(image.topics.values(), key=lambda t: t.name):
+            unclean = self.unclean(image, t.name)
             for p, part in sorted(t.partitions.items()):
-                if part.leader == -1 and broker_id in part.isr:
-                    rec = partition_change(t.id, p, part, usable)
+                if part.leader == -1 and (broker_id in part.isr or (unclean and broker_id in part.replicas)):
+                    rec = partition_change(t.id, p, part, usable, unclean=unclean)
                     if rec is not None:
                         out.append(rec)
         return out
