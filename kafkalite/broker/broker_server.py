@@ -189,6 +189,8 @@ class BrokerServer(KafkaBroker):
         if lc is not None:
             self.broker_epoch = lc.broker_epoch
             self.registered = lc.broker_epoch >= 0 and not lc.fenced
+            if self.registered and self.pids is not None:
+                self.pids.prefetch()
 
     # -------------------------------------------------------------------------- NetworkChannel
     def wakeup_at(self, time_ms: int) -> None:

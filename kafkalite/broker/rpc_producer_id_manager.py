@@ -53,6 +53,11 @@ class RPCProducerIdManager:
 
     _size = 1000
 
+    def prefetch(self) -> None:
+        """Ask for a first block now (the broker just registered), so the first InitProducerId finds one."""
+        if not self._blocks:
+            self._request()
+
     def _request(self) -> None:
         dst = self._controller()
         if self._inflight is not None and self._now() - self._sent_at < REQUEST_TIMEOUT_MS:

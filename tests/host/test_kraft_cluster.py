@@ -186,3 +186,31 @@ def test_describe_quorum_shows_voters_and_the_brokers_as_observers(cluster: KRaf
     assert [v.replica_id for v in q.current_voters] == sorted(c.controllers)
     assert [o.replica_id for o in q.observers] == sorted(c.brokers), "brokers fetch the log as observers"
     assert all(q.high_watermark - o.log_end_offset <= 1 for o in q.observers), "observers keep up"
+
+
+def test_transactions_on_kraft() -> None:
+    # producer ids come from the controller's blocks (AllocateProducerIds), __transaction_state is
+    # created through it; read_committed sees the committed transaction only
+    c = KRaftCluster(brokers=3, controllers=3, seed=2, config={"transaction.state.log.num.partitions": 2})
+    try:
+        c.create_topic("t", 1, 3)
+        p = c.producer(transactional_id="tx", linger_ms=0, acks="all")
+        p.init_transactions()
+        p.begin_transaction()
+        for i in range(3):
+            p.send("t", f"c{i}".encode(), partition=0)
+        p.commit_transaction()
+        p.begin_transaction()
+        for i in range(2):
+            p.send("t", f"a{i}".encode(), partition=0)
+        p.abort_transaction()
+        consumer = c.consumer(auto_offset_reset="earliest", isolation_level="read_committed")
+        consumer.assign([TopicPartition("t", 0)])
+        got: list[bytes] = []
+        for _ in range(20):
+            for recs in consumer.poll(200).values():
+                got += [r.value for r in recs]
+        assert got == [b"c0", b"c1", b"c2"]
+        assert c.image().next_producer_id >= 1000, "a block was handed out through the metadata log"
+    finally:
+        c.close()
