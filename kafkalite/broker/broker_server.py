@@ -127,6 +127,7 @@ class BrokerServer(KafkaBroker):
             controllers=lambda: (self.controller_id(), self.quorum_config.voters),
             metadata_offset=lambda: self.loader.image.offset if self.loader else -1,
             heartbeat_interval_ms=self.heartbeat_interval_ms,
+            rack=self.config.broker_rack,
             log=self.log,
         )
         self.forwarding = ForwardingManager(

@@ -6,13 +6,14 @@ same facade as ``Cluster`` (``create_topic``, ``producer``, ``consumer``, ``cras
 ISRs and replicas), with the readers looking at the active controller's committed ``MetadataImage``
 instead of ZooKeeper. Timeouts are Kafka's defaults unless ``quorum`` / the ``broker.*`` keys say
 otherwise. ``on_transition`` (controller id, Raft state) and ``on_image`` (node id, image after each
-committed batch, controllers and brokers alike) let a checker watch every node.
+committed batch, controllers and brokers alike) let a checker watch every node; ``racks`` gives broker
+``i`` the ``broker.rack`` ``racks[i - 1]``, which it registers, and placement is then rack-aware.
 """
 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,7 @@ class KRaftCluster(Cluster):
         start_timeout_ms: int = 30_000,
         on_transition: Callable[[int, Any], None] | None = None,
         on_image: Callable[[int, MetadataImage], None] | None = None,
+        racks: Sequence[str | None] | None = None,
     ) -> None:
         self.net = SimNetwork(seed, latency_ms=latency_ms, log_messages=log_messages)
         self._tmp = tempfile.TemporaryDirectory(prefix="kafkalite-kraft-") if dir is None else None
@@ -101,10 +103,13 @@ class KRaftCluster(Cluster):
         }
         self.brokers: dict[int, BrokerServer] = {}  # type: ignore[assignment]
         for b in range(1, brokers + 1):
+            props = dict(config or {})
+            if racks is not None:
+                props["broker.rack"] = racks[b - 1]
             node = BrokerServer(
                 b,
                 [self.dir / f"broker-{b}"],
-                dict(config or {}),
+                props,
                 quorum=self.quorum_config,
                 cluster_id=cluster_id,
                 metadata_log_dir=self.dir / f"broker-{b}-metadata",

@@ -44,11 +44,13 @@ class BrokerLifecycleManager:
         controllers: Callable[[], tuple[int | None, Sequence[int]]],
         metadata_offset: Callable[[], int],
         heartbeat_interval_ms: int = 2000,
+        rack: str | None = None,
         log: Callable[..., Any] | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.cluster_id = cluster_id
         self.listeners = tuple(listeners)
+        self.rack = rack
         self.incarnation_id = uuid.UUID(int=rng.getrandbits(128))
         self._send, self._set_timer, self._cancel_timer = send, set_timer, cancel_timer
         self._controllers = controllers
@@ -110,6 +112,7 @@ class BrokerLifecycleManager:
                 cluster_id=self.cluster_id,
                 incarnation_id=self.incarnation_id,
                 listeners=self.listeners,
+                rack=self.rack,
             )
         else:
             req = BrokerHeartbeatRequest(

@@ -214,3 +214,14 @@ def test_transactions_on_kraft() -> None:
         assert c.image().next_producer_id >= 1000, "a block was handed out through the metadata log"
     finally:
         c.close()
+
+
+def test_rack_aware_placement_from_the_registered_racks() -> None:
+    c = KRaftCluster(brokers=6, controllers=3, seed=3, racks=["a", "a", "b", "b", "c", "c"])
+    try:
+        assert {b.rack for b in c.image().brokers.values()} == {"a", "b", "c"}
+        racks = {b: c.image().brokers[b].rack for b in c.brokers}
+        for p, replicas in c.create_topic("r", partitions=6, replication_factor=3).items():
+            assert len({racks[b] for b in replicas}) == 3, f"partition {p}: {replicas} shares a rack"
+    finally:
+        c.close()

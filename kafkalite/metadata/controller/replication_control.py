@@ -96,7 +96,12 @@ class ReplicationControlManager:
                     f"Unable to replicate the partition {rf} time(s): The target replication factor of "
                     f"{rf} cannot be reached because only {len(usable)} broker(s) are registered."
                 )
-            assignment = {p: tuple(r) for p, r in self.placer(usable, n, rf, rng=self.rng).items()}
+            racks = {b: image.brokers[b].rack for b in usable}
+            # Rack-aware when every broker registered a rack. With only some, KRaft's placer does not
+            # refuse (ZooKeeper mode's AdminUtils does): place as if there were no racks.
+            extra = {"broker_racks": racks} if all(r is not None for r in racks.values()) else {}
+            placed = self.placer(usable, n, rf, rng=self.rng, **extra)
+            assignment = {p: tuple(r) for p, r in placed.items()}
         tid = uuid.UUID(int=self.rng.getrandbits(128))
         records: list[MetadataRecord] = [TopicRecord(name=t.name, topic_id=tid)]
         for p, replicas in sorted(assignment.items()):
