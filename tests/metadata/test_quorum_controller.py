@@ -283,3 +283,14 @@ def test_unclean_election_only_where_the_topic_allows_it(quorum, unclean: bool) 
         assert after.leader in p.replicas and after.leader != p.leader and after.isr == (after.leader,)
     else:
         assert (after.leader, after.isr) == (-1, (p.leader,)), "clean: wait for the last ISR member"
+
+
+def test_an_idle_active_controller_writes_noop_records(quorum) -> None:
+    q = quorum
+    assert q.net.run_until(lambda: _all_unfenced(q), 10_000)
+    before = q.image().offset
+    q.net.run_for(2_000)  # heartbeats write nothing; metadata.max.idle.interval.ms is 500
+    assert q.image().offset - before >= 3, "NoOpRecords keep the log (and the observers' view) moving"
+    assert q.net.run_until(
+        lambda: all(b.loader.image.offset == q.image().offset for b in q.brokers.values()), 1_000
+    )

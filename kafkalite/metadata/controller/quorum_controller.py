@@ -37,6 +37,7 @@ from kafkalite.metadata.records import (
     FeatureLevelRecord,
     FenceBrokerRecord,
     MetadataRecord,
+    NoOpRecord,
     RemoveTopicRecord,
     UnfenceBrokerRecord,
 )
@@ -85,6 +86,10 @@ class ControllerSettings:
     num_partitions: int = 1
     default_replication_factor: int = 1
     unclean_leader_election_enable: bool = False
+    metadata_max_idle_interval_ms: int = 500
+    """Kafka's ``metadata.max.idle.interval.ms`` (KIP-835): an active controller that wrote nothing for this
+    long writes a NoOpRecord, so the high watermark, and every observer's view of its own lag, keeps
+    moving; 0 turns it off."""
 
 
 @dataclass
@@ -116,6 +121,7 @@ class QuorumController:
         )
         self._waiting: list[_Waiting] = []
         self._last_written = -1
+        self._last_write_ms = 0
         self.activations = 0
         self.on_commit: Callable[[MetadataImage], None] | None = None
         """Called with the committed image after each batch (checkers compare nodes with it)."""
@@ -165,6 +171,7 @@ class QuorumController:
             self.activations += 1
             self.image = self.committed
             self._last_written = -1
+            self._last_write_ms = now_ms
             self.cluster.activate(self.image, now_ms)
             if self.image.features.get("metadata.version") is None:  # bootstrap, as a formatted log's first
                 self._write(
@@ -183,9 +190,18 @@ class QuorumController:
         if self.is_active:
             for b in self.cluster.expired(self.image, now_ms):
                 self._fence(b, now_ms)
+        idle = self.settings.metadata_max_idle_interval_ms
+        if self.is_active and idle > 0 and now_ms - self._last_write_ms >= idle:
+            self._write([NoOpRecord()], now_ms)
 
     def next_deadline_ms(self) -> int | None:
-        return self.cluster.next_expiry_ms(self.image) if self.is_active else None
+        if not self.is_active:
+            return None
+        times = [self.cluster.next_expiry_ms(self.image)]
+        if self.settings.metadata_max_idle_interval_ms > 0:
+            times.append(self._last_write_ms + self.settings.metadata_max_idle_interval_ms)
+        due = [t for t in times if t is not None]
+        return min(due) if due else None
 
     def handle_request(self, req: Any, now_ms: int, respond: Respond) -> None:
         """Answer ``req`` through ``respond`` once what it wrote is committed (NOT_CONTROLLER at once when
@@ -361,6 +377,7 @@ class QuorumController:
         # Replay first: the append may commit the batch at once (a quorum of one) and call handle_commit.
         self.image = delta.apply(base + len(records) - 1, self.active_epoch)
         self._last_written = base + len(records) - 1
+        self._last_write_ms = now_ms
         try:
             c.append([serialize(r) for r in records], now_ms)
         except NotLeaderOrFollowerError:
