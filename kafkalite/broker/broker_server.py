@@ -14,7 +14,6 @@ logs so the log manager never mistakes it for a partition.
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -86,19 +85,7 @@ class BrokerServer(KafkaBroker):
         self.zk = None
         self.controller = None
         self.admin = None
-        self.rm = self._rm_factory(
-            broker_id=self.broker_id,
-            log_dir=self.log_dirs if len(self.log_dirs) > 1 else self.log_dir,
-            file_ops=self.file_ops,
-            config=self.config,
-            clock=net.clock,
-            send=self.send,
-            set_timer=self.set_timer,
-            cancel_timer=self.cancel_timer,
-            controller_id=self.controller_id,
-            log_event=partial(net.log, self.node_id),
-            metadata_cache=self.cache,
-        )
+        self.rm = self._make_replica_manager()
         self.rm.on_halt = self._halt
         self._start_group_coordinator()
         self.publisher = publisher = BrokerMetadataPublisher(self)

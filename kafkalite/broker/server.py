@@ -142,6 +142,24 @@ class KafkaBroker(BaseNode):
         elif not self._dir_locks:
             self._dir_locks = log_dir_lock.lock_log_dirs(self.log_dirs)
 
+    def _make_replica_manager(self) -> Any:
+        """This incarnation's ReplicaManager (both modes build it the same way)."""
+        return self._rm_factory(
+            broker_id=self.broker_id,
+            log_dir=self.log_dirs if len(self.log_dirs) > 1 else self.log_dir,
+            file_ops=self.file_ops,
+            config=self.config,
+            clock=self.net.clock,
+            send=self.send,
+            set_timer=self.set_timer,
+            cancel_timer=self.cancel_timer,
+            controller_id=self.controller_id,
+            # Straight to the network's log (what BaseNode.log does, minus a call layer): replication
+            # logs several events per produced batch.
+            log_event=partial(self.net.log, self.node_id),
+            metadata_cache=self.cache,
+        )
+
     def _check_meta_properties(self) -> None:
         """Refuse dirs written by another broker id or another cluster, and give the others a version-0
         ``meta.properties`` (ZooKeeper mode writes its own; KRaft needs ``kafkalite storage format``)."""
@@ -172,21 +190,7 @@ class KafkaBroker(BaseNode):
         self._configured_topics: set[str] = set()
         self._config_change_seq: int | None = None  # the last /config/changes notification handled
         self.producer_ids = None
-        self.rm = self._rm_factory(
-            broker_id=self.broker_id,
-            log_dir=self.log_dirs if len(self.log_dirs) > 1 else self.log_dir,
-            file_ops=self.file_ops,
-            config=self.config,
-            clock=net.clock,
-            send=self.send,
-            set_timer=self.set_timer,
-            cancel_timer=self.cancel_timer,
-            controller_id=self.controller_id,
-            # Straight to the network's log (what BaseNode.log does, minus a call layer): replication
-            # logs several events per produced batch.
-            log_event=partial(net.log, self.node_id),
-            metadata_cache=self.cache,
-        )
+        self.rm = self._make_replica_manager()
         self.rm.on_log_dir_event = self._propagate_log_dir_event
         self.rm.on_halt = self._halt
         self._start_group_coordinator()
