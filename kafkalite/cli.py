@@ -335,6 +335,9 @@ def server_start(
     from kafkalite.storage.meta_properties import MetaPropertiesError
 
     config = _properties(config_file, overrides)
+    if config.get("process.roles", "").strip():
+        _run_kraft_node(config, inter_broker_port, peers)
+        return
     if broker_id is not None and not store:
         zookeeper = zookeeper or config.get("zookeeper.connect")
     if store and zookeeper:
@@ -389,6 +392,46 @@ def server_start(
     try:
         asyncio.run(run_until_signalled(srv))  # stop() closes every log cleanly
     except (StoreSnapshotError, LogDirInUseError, MetaPropertiesError) as e:
+        raise click.ClickException(str(e)) from e
+
+
+def _run_kraft_node(config: dict[str, str], inter_broker_port: int, peers: str) -> None:
+    """One KRaft node (process.roles controller or broker) as its own process, until SIGINT/SIGTERM."""
+    import asyncio  # deferred: keeps `kafkalite --help` fast
+
+    from kafkalite.config.base import InvalidConfigError
+    from kafkalite.host.kraft_processes import ControllerProcess, KRaftBrokerProcess
+    from kafkalite.host.processes import parse_peers, run_until_signalled
+    from kafkalite.security.listeners import parse_listeners
+    from kafkalite.storage.log_dir_lock import LogDirInUseError
+    from kafkalite.storage.meta_properties import MetaPropertiesError
+
+    roles = [r.strip() for r in config["process.roles"].split(",") if r.strip()]
+    try:
+        if roles == ["controller"]:
+            node: object = ControllerProcess(config)
+            click.echo(f"kafkalite: controller {config.get('node.id')}", err=True)
+        elif roles == ["broker"]:
+            if "listeners" not in config:
+                raise click.UsageError("a KRaft broker needs listeners=NAME://HOST:PORT in its config")
+            first = parse_listeners(config["listeners"], config.get("listener.security.protocol.map"))[0]
+            node = KRaftBrokerProcess(
+                config,
+                host=first.host,
+                port=first.port,
+                bridge_port=inter_broker_port,
+                peers=parse_peers(peers),
+            )
+            click.echo(
+                f"kafkalite: KRaft broker {config.get('node.id')} on {first.host}:{first.port}", err=True
+            )
+        else:
+            raise click.UsageError(
+                f"process.roles={config['process.roles']}: run a controller or a broker per process (combined "
+                "mode is not supported)"
+            )
+        asyncio.run(run_until_signalled(node))
+    except (InvalidConfigError, ValueError, LogDirInUseError, MetaPropertiesError) as e:
         raise click.ClickException(str(e)) from e
 
 
@@ -521,12 +564,30 @@ def cluster() -> None:
 @click.option(
     "--zookeeper", help="Use this ZooKeeper (HOST:PORT[,...][/chroot]) instead of starting kafkalite's store."
 )
+@click.option("--kraft", is_flag=True, help="KRaft mode: a controller quorum instead of the store.")
+@click.option("--controllers", default=3, show_default=True, help="Controllers (voters), with --kraft.")
 def cluster_start(
-    brokers: int, directory: str, host: str, base_port: int, overrides: tuple[str, ...], zookeeper: str | None
-) -> None:
-    """Start the processes, wait until a controller is elected, print the bootstrap servers."""
+    brokers: int, directory: str, host: str, base_port: int, overrides: tuple[str, ...], zookeeper: str | None,
+    kraft: bool, controllers: int,
+) -> None:  # fmt: skip
+    """Start the processes, wait until a controller is elected, print the bootstrap servers. With --kraft:
+    format every node's directories with one new cluster id (as kafka-storage format), start the
+    controllers and brokers, and wait until every broker is registered and unfenced."""
     from kafkalite.host.processes import start_cluster  # deferred: keeps `kafkalite --help` fast
 
+    if kraft:
+        from kafkalite.host.kraft_processes import start_kraft_cluster
+
+        if zookeeper or base_port:
+            raise click.UsageError("--kraft takes neither --zookeeper nor --base-port")
+        try:
+            state = start_kraft_cluster(
+                directory, brokers, controllers, host=host, config=_properties(None, overrides)
+            )
+        except (RuntimeError, TimeoutError, OSError) as e:
+            raise click.ClickException(str(e)) from e
+        click.echo(state["bootstrap_servers"])
+        return
     try:
         state = start_cluster(
             directory, brokers, host=host, base_port=base_port, config=_properties(None, overrides),

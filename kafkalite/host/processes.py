@@ -278,7 +278,8 @@ def start_cluster(
 
 
 def stop_cluster(directory: str | Path, *, timeout_s: float = 60.0) -> list[int]:
-    """SIGTERM every broker (controlled shutdown), then the store; returns the pids stopped."""
+    """SIGTERM every broker (controlled shutdown), then the store or (KRaft) the controllers; returns the
+    pids stopped."""
     state = _state(directory)
     stopped = []
     pids = [b["pid"] for _, b in sorted(state["brokers"].items())]
@@ -286,6 +287,11 @@ def stop_cluster(directory: str | Path, *, timeout_s: float = 60.0) -> list[int]
         if _signal(pid, signal.SIGTERM):
             stopped.append(pid)
         _wait_gone(pid, timeout_s)  # one at a time: each hands its leaderships to the others
+    for _, c in sorted(state.get("controllers", {}).items()):  # KRaft: the quorum goes last
+        if _signal(c["pid"], signal.SIGTERM):
+            stopped.append(c["pid"])
+    for _, c in sorted(state.get("controllers", {}).items()):
+        _wait_gone(c["pid"], timeout_s)
     if "store" in state:  # not with an outside ZooKeeper, which is not ours to stop
         if _signal(state["store"]["pid"], signal.SIGTERM):
             stopped.append(state["store"]["pid"])
@@ -363,6 +369,7 @@ def _wait_gone(pid: int, timeout_s: float) -> None:
 
 def _alive(state: dict) -> bool:
     pids = [b["pid"] for b in state["brokers"].values()]
+    pids += [c["pid"] for c in state.get("controllers", {}).values()]
     if "store" in state:
         pids.append(state["store"]["pid"])
     return any(not _reap(p) for p in pids)

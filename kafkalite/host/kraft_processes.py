@@ -1,0 +1,255 @@
+"""A KRaft-mode kafkalite cluster as separate processes: one per controller, one per broker.
+
+Each node starts from a server.properties-style config with Kafka's keys: ``process.roles``, ``node.id``,
+``controller.quorum.voters`` (``id@host:port``: where each controller's bridge listens, which carries the
+Raft traffic and the brokers' registrations, heartbeats and AlterPartition), ``log.dirs``, and for a broker
+``metadata.log.dir`` and ``listeners`` (its Kafka listener). As Kafka's, a node refuses to start on a
+directory that ``kafkalite storage format`` has not formatted for its cluster and node id.
+
+``ControllerProcess`` hosts a ``ControllerServer`` (a Raft voter running the ``QuorumController``);
+``KRaftBrokerProcess`` hosts a ``BrokerServer`` (a Raft observer replaying ``__cluster_metadata``) behind
+its Kafka listener, with its replica traffic to the other brokers on its own bridge port.
+``start_kraft_cluster`` formats every node's directories with one new cluster id, as
+``kafka-storage format`` would, writes each node's config, launches the processes and waits until every
+broker is registered and unfenced; ``stop_cluster`` in ``processes`` stops brokers, then controllers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kafkalite.broker.broker_server import BrokerServer
+from kafkalite.broker.placement import assign_replicas
+from kafkalite.config.broker import BrokerConfig
+from kafkalite.config.kraft import KRaftConfig
+from kafkalite.host.processes import BROKER_TICK_MS, BrokerProcess, _alive, _spawn, _wait_ready, free_port
+from kafkalite.host.server import EVENT_LOG_LIMIT, drive, halt_process, internal_topic_defaults, wall_ms
+from kafkalite.metadata.controller import ControllerSettings
+from kafkalite.metadata.controller.controller_server import ControllerServer
+from kafkalite.net.bridge import NetBridge
+from kafkalite.net.sim import SimNetwork
+from kafkalite.raft import QuorumConfig
+from kafkalite.storage import meta_properties
+
+KRAFT_KEYS = frozenset(
+    {"process.roles", "node.id", "controller.quorum.voters", "controller.listener.names", "metadata.log.dir"}
+)
+"""Keys a KRaft node reads itself; the rest of its config is the broker's."""
+
+
+def _kraft_config(props: Mapping[str, Any]) -> KRaftConfig:
+    keys = KRaftConfig.config_keys()
+    return KRaftConfig.from_props({k: v for k, v in props.items() if k in keys})
+
+
+def _node_cluster_id(dirs: list[Path], node_id: int) -> str:
+    """The cluster id the node's formatted directories name (Kafka reads it from meta.properties)."""
+    cid = meta_properties.verify_dirs(dirs, node_id, require_formatted=True)
+    if cid is None:
+        raise meta_properties.MetaPropertiesError(f"the directories {dirs} name no cluster id")
+    return cid
+
+
+def _log_dirs(props: Mapping[str, Any]) -> list[Path]:
+    raw = str(props.get("log.dirs", props.get("log.dir", "")))
+    dirs = [Path(d.strip()) for d in raw.split(",") if d.strip()]
+    if not dirs:
+        raise ValueError("a KRaft node needs log.dirs")
+    return dirs
+
+
+class ControllerProcess:
+    """One KRaft controller as its own process, reached by the others and the brokers on its voter address."""
+
+    def __init__(self, props: Mapping[str, Any]) -> None:
+        self.kraft = _kraft_config(props)
+        if self.kraft.process_roles != ("controller",):
+            raise ValueError(
+                f"process.roles must be controller here, got {','.join(self.kraft.process_roles)}"
+            )
+        self.node_id = self.kraft.node_id
+        self.voters: dict[int, tuple[str, int]] = self.kraft.controller_quorum_voters
+        self.quorum = QuorumConfig.from_props(props)
+        self.log_dir = _log_dirs(props)[0]
+        self.props = dict(props)
+        self._running = False
+
+    async def start(self) -> None:
+        cluster_id = _node_cluster_id([self.log_dir], self.node_id)  # before any port opens
+        bcfg = BrokerConfig.coerce({k: v for k, v in self.props.items() if _broker_key(k)})
+        settings = ControllerSettings(
+            cluster_id,
+            broker_session_timeout_ms=int(self.props.get("broker.session.timeout.ms", 9000)),
+            num_partitions=bcfg.num_partitions,
+            default_replication_factor=bcfg.default_replication_factor,
+            unclean_leader_election_enable=bcfg.unclean_leader_election_enable,
+        )
+        self.net = SimNetwork(self.node_id, latency_ms=0, log_messages="none", start_ms=wall_ms())
+        self.net.drop_to_unknown = True
+        self.net.limit_log(EVENT_LOG_LIMIT)
+        self.wake_event = asyncio.Event()
+        others = {v: a for v, a in self.voters.items() if v != self.node_id}
+        self.bridge = NetBridge(self.net, [self.node_id], others, wake=self.wake_event.set)
+        host, port = self.voters[self.node_id]
+        await self.bridge.listen(host, port)
+        self.node = self.net.add_node(
+            self.node_id, ControllerServer(self.quorum, self.log_dir, settings, assign_replicas)
+        )
+        await self.bridge.connect_all()
+        self._running = True
+        self._pump = asyncio.create_task(drive(self.net, self.wake_event, lambda: self._running))
+
+    async def stop(self) -> None:
+        if self.node.client is not None:
+            self.node.client.close()
+        self._running = False
+        self.wake_event.set()
+        await self._pump
+        await self.bridge.close()
+
+
+class KRaftBrokerProcess(BrokerProcess):
+    """One KRaft broker as its own process: Kafka listener, replica bridge, metadata from the quorum."""
+
+    def __init__(
+        self,
+        props: Mapping[str, Any],
+        *,
+        host: str,
+        port: int,
+        bridge_port: int,
+        peers: Mapping[int, tuple[str, int]],
+    ) -> None:
+        kraft = _kraft_config(props)
+        if kraft.process_roles != ("broker",):
+            raise ValueError(f"process.roles must be broker here, got {','.join(kraft.process_roles)}")
+        dirs = _log_dirs(props)
+        broker_props = {k: v for k, v in props.items() if _broker_key(k)}
+        # store: a placeholder the ZooKeeper-mode constructor asks for; start() below never dials it
+        super().__init__(
+            kraft.node_id, host=host, port=port, log_dir=dirs[0], store=("unused", 0), bridge_port=bridge_port,
+            peers={**peers, **kraft.controller_quorum_voters}, config=broker_props,
+        )  # fmt: skip
+        self.quorum = QuorumConfig.from_props(props)
+        self.metadata_log_dir = Path(str(props.get("metadata.log.dir") or dirs[0]))
+        self.kraft = kraft
+
+    async def start(self) -> None:
+        cluster_id = _node_cluster_id([Path(self.log_dir), self.metadata_log_dir], self.broker_id)  # type: ignore[arg-type]
+        from kafkalite.storage.log_dir_lock import lock_log_dirs
+
+        locks = lock_log_dirs([self.log_dir])  # type: ignore[list-item]
+        try:
+            sock = await self._listen(self.broker_id, self.ports[self.broker_id])
+        except BaseException:
+            for lock in locks:
+                lock.release()
+            raise
+        self.addresses = {self.broker_id: sock}
+        self.net = SimNetwork(self.broker_id, latency_ms=0, log_messages="none", start_ms=wall_ms())
+        self.net.drop_to_unknown = True
+        self.net.limit_log(EVENT_LOG_LIMIT)
+        self._wake_event = asyncio.Event()
+        self.bridge = NetBridge(self.net, [self.broker_id], dict(self.peers), wake=self.wake)
+        await self.bridge.listen(self.host, self.bridge_port)
+        node = BrokerServer(
+            self.broker_id,
+            Path(self.log_dir),  # type: ignore[arg-type]
+            self.config,
+            quorum=self.quorum,
+            cluster_id=cluster_id,
+            metadata_log_dir=self.metadata_log_dir,
+            heartbeat_interval_ms=self.kraft.broker_heartbeat_interval_ms,
+            host=sock[0],
+            port=sock[1],
+            endpoints=self.registered_endpoints(self.broker_id),
+            lock_log_dirs=True,
+        )
+        node.halt_hook = halt_process
+        node.lock_log_dirs(held=locks)
+        self.node = self.net.add_node(self.broker_id, node, tick_ms=BROKER_TICK_MS)
+        await self.bridge.connect_all()
+        self._running = True
+        self._pump_task = asyncio.create_task(self._pump())
+
+
+def _broker_key(key: str) -> bool:
+    return key not in KRAFT_KEYS and not key.startswith("controller.quorum.")
+
+
+def write_properties(path: Path, props: Mapping[str, Any]) -> None:
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+
+
+def start_kraft_cluster(
+    directory: str | Path,
+    brokers: int = 3,
+    controllers: int = 3,
+    *,
+    host: str = "127.0.0.1",
+    config: Mapping[str, str] | None = None,
+    timeout_s: float = 60.0,
+) -> dict[str, Any]:
+    """Format, configure and launch ``controllers`` controller and ``brokers`` broker processes; wait until
+    every broker is registered and unfenced; write ``<directory>/cluster.json``. Controllers get node ids
+    ``3001..``, brokers ``1..``, as in ``KRaftCluster``."""
+    from kafkalite.host.kraft_cluster import CONTROLLER_BASE
+
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    if (d / "cluster.json").exists() and _alive(json.loads((d / "cluster.json").read_text())):
+        raise RuntimeError(f"a cluster from {d} is already running; stop it first")
+    (d / "logs").mkdir(exist_ok=True)
+    (d / "config").mkdir(exist_ok=True)
+    cluster_id = meta_properties.random_uuid()
+    cids = [CONTROLLER_BASE + i for i in range(1, controllers + 1)]
+    voters = ",".join(f"{c}@{host}:{free_port(host)}" for c in cids)
+    common = {"controller.quorum.voters": voters, "controller.listener.names": "CONTROLLER"}
+    ports = {b: free_port(host) for b in range(1, brokers + 1)}
+    bridges = {b: free_port(host) for b in range(1, brokers + 1)}
+    exe = [sys.executable, "-m", "kafkalite.cli", "server", "start"]
+    state: dict[str, Any] = {"host": host, "kraft": True, "cluster_id": cluster_id, "voters": voters,
+                             "controllers": {}, "brokers": {}}  # fmt: skip
+    for c in cids:
+        props = {
+            "process.roles": "controller",
+            "node.id": c,
+            **common,
+            "log.dirs": str(d / f"controller-{c}"),
+        }
+        meta_properties.format_dirs([props["log.dirs"]], cluster_id, c)
+        cfg = d / "config" / f"controller-{c}.properties"
+        write_properties(cfg, props)
+        cmd = [*exe, "--config-file", str(cfg)]
+        state["controllers"][str(c)] = {"pid": _spawn(cmd, d / "logs" / f"controller-{c}.log"), "cmd": cmd}
+    defaults = {k: str(v) for k, v in internal_topic_defaults(brokers).items()}
+    for b in range(1, brokers + 1):
+        props = {
+            "process.roles": "broker", "node.id": b, **common, **defaults,
+            "listeners": f"PLAINTEXT://{host}:{ports[b]}", "log.dirs": str(d / f"broker-{b}"),
+            "metadata.log.dir": str(d / f"broker-{b}-metadata"), **(config or {}),
+        }  # fmt: skip
+        meta_properties.format_dirs([props["log.dirs"], props["metadata.log.dir"]], cluster_id, b)
+        cfg = d / "config" / f"broker-{b}.properties"
+        write_properties(cfg, props)
+        peers = ",".join(f"{o}={host}:{bridges[o]}" for o in ports if o != b)
+        cmd = [*exe, "--config-file", str(cfg), "--inter-broker-port", str(bridges[b])]
+        if peers:
+            cmd += ["--peers", peers]
+        pid = _spawn(cmd, d / "logs" / f"broker-{b}.log")
+        state["brokers"][str(b)] = {"pid": pid, "port": ports[b], "bridge_port": bridges[b], "cmd": cmd}
+    (d / "cluster.json").write_text(json.dumps(state, indent=2))
+    bootstrap = ",".join(f"{host}:{ports[b]}" for b in ports)
+    _wait_ready(bootstrap, brokers, timeout_s)
+    state["bootstrap_servers"] = bootstrap
+    state["bootstrap"] = {"PLAINTEXT": bootstrap}
+    (d / "cluster.json").write_text(json.dumps(state, indent=2))
+    return state
+
+
+__all__ = ["ControllerProcess", "KRaftBrokerProcess", "start_kraft_cluster"]

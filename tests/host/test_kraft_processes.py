@@ -1,0 +1,163 @@
+"""KRaft mode as separate OS processes (``kafkalite cluster start --kraft``): three controller processes
+form the metadata quorum, three broker processes observe it; real clients produce and consume, and a
+SIGKILLed broker's leaderships move to the others with nothing acknowledged lost."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kafkalite.cli import kafkalite
+from kafkalite.host.admin_client import AdminClient
+from kafkalite.host.processes import _reap, restart_broker, signal_broker, stop_cluster
+from kafkalite.storage import meta_properties
+
+ck = pytest.importorskip("confluent_kafka")
+cka = pytest.importorskip("confluent_kafka.admin")
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+QUIET = {"log_level": 0}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    d = tmp_path_factory.mktemp("kraft")
+    res = CliRunner().invoke(
+        kafkalite,
+        ["cluster", "start", "--kraft", "--controllers", "3", "--brokers", "3", "--dir", str(d),
+         "--override", "group.initial.rebalance.delay.ms=0"],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    state = json.loads((d / "cluster.json").read_text())
+    assert res.output.strip() == state["bootstrap_servers"]
+    yield d, state
+    stop = CliRunner().invoke(kafkalite, ["cluster", "stop", "--dir", str(d)])
+    assert stop.exit_code == 0, stop.output
+
+
+def wait_for(cond, timeout_s: float = 30.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def create_topic(bootstrap: str, name: str, parts: int = 3) -> None:
+    admin = cka.AdminClient({"bootstrap.servers": bootstrap, **QUIET})
+    new = cka.NewTopic(name, parts, 3, config={"min.insync.replicas": "2"})
+    for f in admin.create_topics([new]).values():
+        f.result(30)
+    # CreateTopics answers once the records are committed; each broker leads after it replays them
+    wait_for(lambda: len(leaders(bootstrap, name)) == parts, 30, f"{name} to have leaders")
+
+
+def leaders(bootstrap: str, topic: str) -> dict[int, tuple[int, list[int]]]:
+    with AdminClient(bootstrap) as a:
+        (t,) = a.metadata([topic])["topics"]
+        return {
+            p["partition_index"]: (p["leader_id"], p["isr_nodes"])
+            for p in t["partitions"]
+            if p["leader_id"] >= 0
+        }
+
+
+def consume(bootstrap: str, topic: str, group: str, want: set[bytes], timeout_s: float = 40.0) -> set[bytes]:
+    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                     "enable.auto.commit": False, **QUIET})  # fmt: skip
+    c.subscribe([topic])
+    got: set[bytes] = set()
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and not want <= got:
+        m = c.poll(0.3)
+        if m is not None and not m.error():
+            got.add(m.value())
+    c.close()
+    return got
+
+
+def test_each_node_is_a_formatted_process_of_one_cluster(cluster) -> None:
+    d, state = cluster
+    nodes = {**state["controllers"], **state["brokers"]}
+    assert sorted(state["controllers"]) == ["3001", "3002", "3003"] and sorted(state["brokers"]) == [
+        "1",
+        "2",
+        "3",
+    ]
+    assert len({n["pid"] for n in nodes.values()}) == 6 and not any(_reap(n["pid"]) for n in nodes.values())
+    dirs = [d / f"controller-{c}" for c in state["controllers"]]
+    dirs += [d / f"broker-{b}{s}" for b in state["brokers"] for s in ("", "-metadata")]
+    metas = [meta_properties.read(x) for x in dirs]
+    assert {m.cluster_id for m in metas} == {state["cluster_id"]}  # one id, formatted before any start
+    props = (d / "config" / "broker-1.properties").read_text()
+    assert "process.roles=broker" in props and f"controller.quorum.voters={state['voters']}" in props
+    with AdminClient(state["bootstrap_servers"]) as a:
+        assert sorted(a.brokers) == [1, 2, 3]
+
+
+def test_a_node_refuses_an_unformatted_dir(tmp_path) -> None:
+    cfg = tmp_path / "controller.properties"
+    cfg.write_text(
+        "process.roles=controller\nnode.id=1\ncontroller.quorum.voters=1@127.0.0.1:1\n"
+        f"controller.listener.names=CONTROLLER\nlog.dirs={tmp_path / 'c1'}\n"
+    )
+    res = CliRunner().invoke(kafkalite, ["server", "start", "--config-file", str(cfg)])
+    assert res.exit_code != 0 and "format it first" in res.output
+
+
+def test_idempotent_acks_all_produce_and_group_consume(cluster) -> None:
+    _, state = cluster
+    bs = state["bootstrap_servers"]
+    create_topic(bs, "orders")
+    acked: set[bytes] = set()
+    p = ck.Producer({"bootstrap.servers": bs, "acks": "all", "enable.idempotence": True, **QUIET})
+    for i in range(300):
+        p.produce("orders", f"o{i}".encode(), key=str(i).encode(),
+                  on_delivery=lambda err, m: err is None and acked.add(m.value()))  # fmt: skip
+    assert p.flush(30) == 0 and len(acked) == 300
+    assert consume(bs, "orders", "billing", acked) == acked
+
+
+def test_sigkilled_broker_leaderships_move_and_nothing_acked_is_lost(cluster) -> None:
+    d, state = cluster
+    bs = state["bootstrap_servers"]
+    create_topic(bs, "crash")
+    victim = leaders(bs, "crash")[0][0]
+    acked: set[bytes] = set()
+    errors: list[str] = []
+
+    def report(err, msg) -> None:
+        (errors.append(str(err)) if err else acked.add(msg.value()))
+
+    p = ck.Producer(
+        {"bootstrap.servers": bs, "acks": "all", "enable.idempotence": True, "linger.ms": 5, **QUIET}
+    )
+    for i in range(3000):
+        p.produce("crash", str(i).encode(), key=str(i).encode(), on_delivery=report)
+        p.poll(0)
+        if i == 1000:
+            p.flush(10)
+            signal_broker(d, victim, signal.SIGKILL)
+    assert p.flush(60) == 0
+    assert errors == [] and len(acked) == 3000
+    wait_for(
+        lambda: len(now := leaders(bs, "crash")) == 3
+        and all(leader != victim and victim not in isr for leader, isr in now.values()),
+        30, "the controller to fence the killed broker and move its leaderships",
+    )  # fmt: skip
+    assert acked - consume(bs, "crash", "readers", acked) == set()
+    restart_broker(d, victim)  # it recovers its logs, registers again and rejoins every ISR
+    wait_for(lambda: all(victim in isr for _, isr in leaders(bs, "crash").values()), 60, "the ISR to grow")
+
+
+def test_cluster_stop_stops_brokers_then_controllers(tmp_path) -> None:
+    from kafkalite.host.kraft_processes import start_kraft_cluster
+
+    state = start_kraft_cluster(tmp_path, brokers=1, controllers=1)
+    pids = [state["brokers"]["1"]["pid"], state["controllers"]["3001"]["pid"]]
+    assert len(stop_cluster(tmp_path)) == 2 and all(_reap(p) for p in pids)
+    assert Path(tmp_path / "controller-3001" / "meta.properties").exists()
