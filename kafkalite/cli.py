@@ -611,6 +611,58 @@ def cluster_stop(directory: str) -> None:
     click.echo(f"stopped {len(stopped)} process(es)")
 
 
+@kafkalite.group("metadata-quorum")
+@click.option("--bootstrap-controller", help="Controllers' listeners, HOST:PORT[,...] (KIP-919).")
+@click.option("--bootstrap-server", help="Not served: kafkalite's brokers do not forward DescribeQuorum.")
+@click.pass_context
+def metadata_quorum(
+    ctx: click.Context, bootstrap_controller: str | None, bootstrap_server: str | None
+) -> None:
+    """The KRaft metadata quorum, as kafka-metadata-quorum shows it."""
+    if bootstrap_server and not bootstrap_controller:
+        raise click.UsageError("give --bootstrap-controller: kafkalite's brokers do not serve DescribeQuorum")
+    if not bootstrap_controller:
+        raise click.UsageError("give --bootstrap-controller HOST:PORT[,...]")
+    ctx.obj = bootstrap_controller
+
+
+@metadata_quorum.command("describe")
+@click.option("--status", is_flag=True, help="Leader, epoch, high watermark, lag, voters and observers.")
+@click.option("--replication", is_flag=True, help="Each voter's and observer's log end offset and lag.")
+@click.pass_obj
+def metadata_quorum_describe(bootstrap: str, status: bool, replication: bool) -> None:
+    """DescribeQuorum at the quorum's leader (each bootstrap controller in turn until the leader answers)."""
+    import time  # deferred: keeps `kafkalite --help` fast
+
+    from kafkalite.host.metadata_quorum import describe_quorum, replication_rows, status_lines
+    from kafkalite.host.processes import parse_address
+
+    if status == replication:
+        raise click.UsageError("give exactly one of --status and --replication")
+    last = "no controller answered"
+    for addr in (a.strip() for a in bootstrap.split(",") if a.strip()):
+        try:
+            cluster_id, part = describe_quorum(parse_address(addr))
+        except (OSError, ValueError) as e:
+            last = f"{addr}: {e}"
+            continue
+        if part.error_code:
+            last = f"{addr}: error {part.error_code} (not the quorum's leader)"
+            continue
+        break
+    else:
+        raise click.ClickException(last)
+    if status:
+        for name, value in status_lines(cluster_id, part, int(time.time() * 1000)):
+            click.echo(f"{name + ':':<22}{value}")
+        return
+    head = ("NodeId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp", "Status")
+    rows = [head, *replication_rows(part)]
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(head))]
+    for r in rows:
+        click.echo("  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
+
+
 @kafkalite.group()
 def bench() -> None:
     """Benchmarks: storage against the raw file system, the produce path, fault runs."""

@@ -27,13 +27,16 @@ from kafkalite.broker.broker_server import BrokerServer
 from kafkalite.broker.placement import assign_replicas
 from kafkalite.config.broker import BrokerConfig
 from kafkalite.config.kraft import KRaftConfig
+from kafkalite.host.metadata_quorum import NOT_LEADER_OR_FOLLOWER, ControllerListener
 from kafkalite.host.processes import BROKER_TICK_MS, BrokerProcess, _alive, _spawn, _wait_ready, free_port
 from kafkalite.host.server import EVENT_LOG_LIMIT, drive, halt_process, internal_topic_defaults, wall_ms
 from kafkalite.metadata.controller import ControllerSettings
 from kafkalite.metadata.controller.controller_server import ControllerServer
 from kafkalite.net.bridge import NetBridge
 from kafkalite.net.sim import SimNetwork
+from kafkalite.protocol.raft import DescribeQuorumResponse
 from kafkalite.raft import QuorumConfig
+from kafkalite.security.listeners import parse_listeners
 from kafkalite.storage import meta_properties
 
 KRAFT_KEYS = frozenset(
@@ -101,10 +104,29 @@ class ControllerProcess:
             self.node_id, ControllerServer(self.quorum, self.log_dir, settings, assign_replicas)
         )
         await self.bridge.connect_all()
+        self.listener: ControllerListener | None = None
+        if self.props.get(
+            "listeners"
+        ):  # the Kafka-protocol side: DescribeQuorum for kafkalite metadata-quorum
+            first = parse_listeners(
+                str(self.props["listeners"]), self.props.get("listener.security.protocol.map")
+            )[0]
+            self.listener = ControllerListener(self._describe, lambda: (cluster_id, self._leader()))
+            await self.listener.listen(first.host, first.port)
         self._running = True
         self._pump = asyncio.create_task(drive(self.net, self.wake_event, lambda: self._running))
 
+    def _leader(self) -> int:
+        return -1 if self.node.client is None else self.node.client.leader_and_epoch()[0]
+
+    def _describe(self) -> DescribeQuorumResponse:
+        if self.node.client is None:
+            return DescribeQuorumResponse(error_code=NOT_LEADER_OR_FOLLOWER)
+        return self.node.client.describe_quorum()
+
     async def stop(self) -> None:
+        if self.listener is not None:
+            await self.listener.close()
         if self.node.client is not None:
             self.node.client.close()
         self._running = False
@@ -216,17 +238,21 @@ def start_kraft_cluster(
     state: dict[str, Any] = {"host": host, "kraft": True, "cluster_id": cluster_id, "voters": voters,
                              "controllers": {}, "brokers": {}}  # fmt: skip
     for c in cids:
+        listener = f"{host}:{free_port(host)}"  # DescribeQuorum over Kafka's protocol
         props = {
             "process.roles": "controller",
             "node.id": c,
             **common,
+            "listeners": f"CONTROLLER://{listener}",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
             "log.dirs": str(d / f"controller-{c}"),
         }
         meta_properties.format_dirs([props["log.dirs"]], cluster_id, c)
         cfg = d / "config" / f"controller-{c}.properties"
         write_properties(cfg, props)
         cmd = [*exe, "--config-file", str(cfg)]
-        state["controllers"][str(c)] = {"pid": _spawn(cmd, d / "logs" / f"controller-{c}.log"), "cmd": cmd}
+        pid = _spawn(cmd, d / "logs" / f"controller-{c}.log")
+        state["controllers"][str(c)] = {"pid": pid, "cmd": cmd, "listener": listener}
     defaults = {k: str(v) for k, v in internal_topic_defaults(brokers).items()}
     for b in range(1, brokers + 1):
         props = {
@@ -248,6 +274,7 @@ def start_kraft_cluster(
     _wait_ready(bootstrap, brokers, timeout_s)
     state["bootstrap_servers"] = bootstrap
     state["bootstrap"] = {"PLAINTEXT": bootstrap}
+    state["bootstrap_controllers"] = ",".join(c["listener"] for c in state["controllers"].values())
     (d / "cluster.json").write_text(json.dumps(state, indent=2))
     return state
 

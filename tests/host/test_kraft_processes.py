@@ -161,3 +161,74 @@ def test_cluster_stop_stops_brokers_then_controllers(tmp_path) -> None:
     pids = [state["brokers"]["1"]["pid"], state["controllers"]["3001"]["pid"]]
     assert len(stop_cluster(tmp_path)) == 2 and all(_reap(p) for p in pids)
     assert Path(tmp_path / "controller-3001" / "meta.properties").exists()
+
+
+def test_metadata_quorum_describe_shows_three_voters_and_three_observers(cluster) -> None:
+    _, state = cluster
+    runner = CliRunner()
+    # a follower controller alone answers NOT_LEADER_OR_FOLLOWER; the tool goes on to the next bootstrap one
+    res = runner.invoke(
+        kafkalite,
+        ["metadata-quorum", "--bootstrap-controller", state["bootstrap_controllers"], "describe", "--status"],
+    )
+    assert res.exit_code == 0, res.output
+    fields = dict(line.split(":", 1) for line in res.output.splitlines())
+    fields = {k: v.strip() for k, v in fields.items()}
+    assert list(fields) == [
+        "ClusterId", "LeaderId", "LeaderEpoch", "HighWatermark", "MaxFollowerLag", "MaxFollowerLagTimeMs",
+        "CurrentVoters", "CurrentObservers",
+    ]  # fmt: skip
+    assert fields["ClusterId"] == state["cluster_id"]
+    assert fields["CurrentVoters"] == "[3001,3002,3003]" and fields["CurrentObservers"] == "[1,2,3]"
+    assert int(fields["LeaderId"]) in (3001, 3002, 3003) and int(fields["HighWatermark"]) > 0
+    rep = runner.invoke(
+        kafkalite,
+        [
+            "metadata-quorum",
+            "--bootstrap-controller",
+            state["bootstrap_controllers"],
+            "describe",
+            "--replication",
+        ],
+    )
+    assert rep.exit_code == 0, rep.output
+    header, *rows = [line.split() for line in rep.output.splitlines()]
+    assert header == [
+        "NodeId",
+        "LogEndOffset",
+        "Lag",
+        "LastFetchTimestamp",
+        "LastCaughtUpTimestamp",
+        "Status",
+    ]
+    assert rows[0][0] == fields["LeaderId"] and rows[0][5] == "Leader"
+    assert sorted(int(r[0]) for r in rows) == [1, 2, 3, 3001, 3002, 3003]
+    assert sorted(r[5] for r in rows) == [
+        "Follower",
+        "Follower",
+        "Leader",
+        "Observer",
+        "Observer",
+        "Observer",
+    ]
+    assert all(int(r[1]) > 0 and int(r[2]) >= 0 for r in rows)
+
+
+def test_metadata_quorum_needs_a_controller_address() -> None:
+    res = CliRunner().invoke(
+        kafkalite, ["metadata-quorum", "--bootstrap-server", "127.0.0.1:9092", "describe", "--status"]
+    )
+    assert res.exit_code != 0 and "--bootstrap-controller" in res.output
+
+
+def test_controller_listener_closes_on_an_api_it_does_not_serve() -> None:
+    import struct
+
+    from kafkalite.host.metadata_quorum import ControllerListener
+
+    listener = ControllerListener(lambda: None, lambda: ("x", -1))  # type: ignore[arg-type,return-value]
+    produce = struct.pack(">hhih", 0, 7, 1, -1)  # Produce v7, no client id
+    assert listener.answer(produce) is None
+    versions = struct.pack(">hhih", 18, 0, 5, -1)
+    out = listener.answer(versions)
+    assert out is not None and struct.unpack(">ii", out[:8])[1] == 5  # correlation id echoed
