@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,7 +29,20 @@ from kafkalite.broker.placement import assign_replicas
 from kafkalite.config.broker import BrokerConfig
 from kafkalite.config.kraft import KRaftConfig
 from kafkalite.host.metadata_quorum import NOT_LEADER_OR_FOLLOWER, ControllerListener
-from kafkalite.host.processes import BROKER_TICK_MS, BrokerProcess, _alive, _spawn, _wait_ready, free_port
+from kafkalite.host.processes import (
+    BROKER_TICK_MS,
+    BrokerProcess,
+    _alive,
+    _reap,
+    _signal,
+    _spawn,
+    _state,
+    _wait_gone,
+    _wait_port,
+    _wait_ready,
+    free_port,
+    parse_address,
+)
 from kafkalite.host.server import EVENT_LOG_LIMIT, drive, halt_process, internal_topic_defaults, wall_ms
 from kafkalite.metadata.controller import ControllerSettings
 from kafkalite.metadata.controller.controller_server import ControllerServer
@@ -279,4 +293,28 @@ def start_kraft_cluster(
     return state
 
 
-__all__ = ["ControllerProcess", "KRaftBrokerProcess", "start_kraft_cluster"]
+def signal_controller(directory: str | Path, node_id: int, sig: int = signal.SIGTERM) -> None:
+    """Send ``sig`` to one controller of a running KRaft cluster and wait until its process is gone."""
+    pid = _state(directory)["controllers"][str(node_id)]["pid"]
+    _signal(pid, sig)
+    _wait_gone(pid, 60.0)
+
+
+def restart_controller(directory: str | Path, node_id: int, *, timeout_s: float = 60.0) -> int:
+    """Start a stopped (or killed) controller again on its old ports and log dir; returns its pid. It
+    replays its Raft log and rejoins the quorum as a voter."""
+    d = Path(directory)
+    state = _state(d)
+    entry = state["controllers"][str(node_id)]
+    if not _reap(entry["pid"]):
+        raise RuntimeError(f"controller {node_id} is still running (pid {entry['pid']})")
+    entry["pid"] = _spawn(entry["cmd"], d / "logs" / f"controller-{node_id}.log")
+    (d / "cluster.json").write_text(json.dumps(state, indent=2))
+    host, port = parse_address(entry["listener"])
+    _wait_port(host, port, timeout_s)
+    return entry["pid"]
+
+
+__all__ = [
+    "ControllerProcess", "KRaftBrokerProcess", "restart_controller", "signal_controller", "start_kraft_cluster",
+]  # fmt: skip

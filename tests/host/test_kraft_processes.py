@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from kafkalite.cli import kafkalite
 from kafkalite.host.admin_client import AdminClient
+from kafkalite.host.kraft_processes import restart_controller, signal_controller
 from kafkalite.host.processes import _reap, restart_broker, signal_broker, stop_cluster
 from kafkalite.storage import meta_properties
 
@@ -152,6 +153,67 @@ def test_sigkilled_broker_leaderships_move_and_nothing_acked_is_lost(cluster) ->
     assert acked - consume(bs, "crash", "readers", acked) == set()
     restart_broker(d, victim)  # it recovers its logs, registers again and rejoins every ISR
     wait_for(lambda: all(victim in isr for _, isr in leaders(bs, "crash").values()), 60, "the ISR to grow")
+
+
+def test_kafka_python_round_trip(cluster) -> None:
+    kp = pytest.importorskip("kafka")
+    bs = cluster[1]["bootstrap_servers"]
+    create_topic(bs, "kp", parts=2)
+    prod = kp.KafkaProducer(bootstrap_servers=bs.split(","), acks="all", enable_idempotence=True)
+    for i in range(200):
+        prod.send("kp", key=b"k%d" % (i % 7), value=b"v%d" % i)
+    prod.flush(30)
+    prod.close()
+    cons = kp.KafkaConsumer("kp", bootstrap_servers=bs.split(","), group_id="kp-readers",
+                            auto_offset_reset="earliest", consumer_timeout_ms=8000)  # fmt: skip
+    got = {m.value for m in cons}
+    cons.close()
+    assert got == {b"v%d" % i for i in range(200)}
+
+
+def quorum_leader(bootstrap_controllers: str) -> int | None:
+    res = CliRunner().invoke(
+        kafkalite,
+        ["metadata-quorum", "--bootstrap-controller", bootstrap_controllers, "describe", "--status"],
+    )
+    if res.exit_code != 0:
+        return None
+    return int(dict(line.split(":", 1) for line in res.output.splitlines())["LeaderId"])
+
+
+def test_sigkilled_active_controller_is_replaced_and_rejoins(cluster) -> None:
+    d, state = cluster
+    old = quorum_leader(state["bootstrap_controllers"])
+    assert old is not None
+    signal_controller(d, old, signal.SIGKILL)
+    others = ",".join(c["listener"] for cid, c in state["controllers"].items() if int(cid) != old)
+    wait_for(lambda: quorum_leader(others) not in (None, old), 30, "the other voters to elect a leader")
+    create_topic(state["bootstrap_servers"], "after-failover")  # forwarded to the new active controller
+    restart_controller(d, old)
+    wait_for(
+        lambda: quorum_leader(state["bootstrap_controllers"]) is not None,
+        30, "the quorum to answer with all three controllers up",
+    )  # fmt: skip
+
+    def rejoined() -> bool:
+        res = CliRunner().invoke(
+            kafkalite,
+            [
+                "metadata-quorum",
+                "--bootstrap-controller",
+                state["bootstrap_controllers"],
+                "describe",
+                "--replication",
+            ],
+        )
+        rows = (
+            {r[0]: r for r in (line.split() for line in res.output.splitlines()[1:])}
+            if res.exit_code == 0
+            else {}
+        )
+        return str(old) in rows and rows[str(old)][2] == "0" and int(rows[str(old)][1]) > 0
+
+    wait_for(rejoined, 30, "the restarted controller to catch up as a voter")
 
 
 def test_cluster_stop_stops_brokers_then_controllers(tmp_path) -> None:
