@@ -92,7 +92,8 @@ class ControllerProcess:
         self.node_id = self.kraft.node_id
         self.voters: dict[int, tuple[str, int]] = self.kraft.controller_quorum_voters
         self.quorum = QuorumConfig.from_props(props)
-        self.log_dir = _log_dirs(props)[0]
+        # Kafka's controller keeps __cluster_metadata in metadata.log.dir, else the first of log.dirs
+        self.log_dir = Path(str(props.get("metadata.log.dir") or _log_dirs(props)[0]))
         self.props = dict(props)
         self._running = False
 
@@ -173,13 +174,14 @@ class KRaftBrokerProcess(BrokerProcess):
         )  # fmt: skip
         self.quorum = QuorumConfig.from_props(props)
         self.metadata_log_dir = Path(str(props.get("metadata.log.dir") or dirs[0]))
+        self.log_dirs = dirs
         self.kraft = kraft
 
     async def start(self) -> None:
-        cluster_id = _node_cluster_id([Path(self.log_dir), self.metadata_log_dir], self.broker_id)  # type: ignore[arg-type]
+        cluster_id = _node_cluster_id([*self.log_dirs, self.metadata_log_dir], self.broker_id)
         from kafkalite.storage.log_dir_lock import lock_log_dirs
 
-        locks = lock_log_dirs([self.log_dir])  # type: ignore[list-item]
+        locks = lock_log_dirs(self.log_dirs)
         try:
             sock = await self._listen(self.broker_id, self.ports[self.broker_id])
         except BaseException:
@@ -195,7 +197,7 @@ class KRaftBrokerProcess(BrokerProcess):
         await self.bridge.listen(self.host, self.bridge_port)
         node = BrokerServer(
             self.broker_id,
-            Path(self.log_dir),  # type: ignore[arg-type]
+            self.log_dirs if len(self.log_dirs) > 1 else self.log_dirs[0],
             self.config,
             quorum=self.quorum,
             cluster_id=cluster_id,
@@ -274,7 +276,7 @@ def start_kraft_cluster(
             "listeners": f"PLAINTEXT://{host}:{ports[b]}", "log.dirs": str(d / f"broker-{b}"),
             "metadata.log.dir": str(d / f"broker-{b}-metadata"), **(config or {}),
         }  # fmt: skip
-        meta_properties.format_dirs([props["log.dirs"], props["metadata.log.dir"]], cluster_id, b)
+        meta_properties.format_dirs([*_log_dirs(props), props["metadata.log.dir"]], cluster_id, b)
         cfg = d / "config" / f"broker-{b}.properties"
         write_properties(cfg, props)
         peers = ",".join(f"{o}={host}:{bridges[o]}" for o in ports if o != b)
@@ -285,12 +287,26 @@ def start_kraft_cluster(
         state["brokers"][str(b)] = {"pid": pid, "port": ports[b], "bridge_port": bridges[b], "cmd": cmd}
     (d / "cluster.json").write_text(json.dumps(state, indent=2))
     bootstrap = ",".join(f"{host}:{ports[b]}" for b in ports)
-    _wait_ready(bootstrap, brokers, timeout_s)
+    try:
+        _wait_ready(bootstrap, brokers, timeout_s)
+    except TimeoutError as e:
+        raise TimeoutError(f"{e}{_dead_nodes(d, state)}") from None
     state["bootstrap_servers"] = bootstrap
     state["bootstrap"] = {"PLAINTEXT": bootstrap}
     state["bootstrap_controllers"] = ",".join(c["listener"] for c in state["controllers"].values())
     (d / "cluster.json").write_text(json.dumps(state, indent=2))
     return state
+
+
+def _dead_nodes(d: Path, state: dict[str, Any]) -> str:
+    """Which nodes exited during start-up, with the last line each logged (say, an unformatted dir)."""
+    out = []
+    for kind in ("controller", "broker"):
+        for nid, entry in state[f"{kind}s"].items():
+            if _reap(entry["pid"]):
+                lines = (d / "logs" / f"{kind}-{nid}.log").read_text(errors="replace").strip().splitlines()
+                out.append(f"{kind} {nid} exited: {lines[-1] if lines else 'no output'}")
+    return "".join(f"; {x}" for x in out)
 
 
 def signal_controller(directory: str | Path, node_id: int, sig: int = signal.SIGTERM) -> None:

@@ -294,3 +294,41 @@ def test_controller_listener_closes_on_an_api_it_does_not_serve() -> None:
     versions = struct.pack(">hhih", 18, 0, 5, -1)
     out = listener.answer(versions)
     assert out is not None and struct.unpack(">ii", out[:8])[1] == 5  # correlation id echoed
+
+
+def test_start_names_a_node_that_exited(tmp_path, monkeypatch) -> None:
+    from kafkalite.host import kraft_processes
+
+    # a broker given a config it refuses (a voter id as its node.id) exits; start says which and why
+    monkeypatch.setattr(
+        kraft_processes, "write_properties", _bad_broker_config(kraft_processes.write_properties)
+    )
+    with pytest.raises(TimeoutError, match=r"broker 1 exited: .*must not be a voter"):
+        kraft_processes.start_kraft_cluster(tmp_path, brokers=1, controllers=1, timeout_s=8)
+    stop_cluster(tmp_path)
+
+
+def _bad_broker_config(write):
+    def bad(path: Path, props: dict) -> None:
+        if props.get("process.roles") == "broker":
+            props = {
+                **props,
+                "controller.quorum.voters": f"1@127.0.0.1:1,{props['controller.quorum.voters']}",
+            }
+            props["node.id"] = 1
+        write(path, props)
+
+    return bad
+
+
+def test_a_broker_checks_every_one_of_its_log_dirs(tmp_path) -> None:
+    cid = meta_properties.random_uuid()
+    meta_properties.format_dirs([tmp_path / "a", tmp_path / "meta"], cid, 1)
+    cfg = tmp_path / "broker.properties"
+    cfg.write_text(
+        "process.roles=broker\nnode.id=1\ncontroller.quorum.voters=3001@127.0.0.1:1\n"
+        "controller.listener.names=CONTROLLER\nlisteners=PLAINTEXT://127.0.0.1:0\n"
+        f"log.dirs={tmp_path / 'a'},{tmp_path / 'b'}\nmetadata.log.dir={tmp_path / 'meta'}\n"
+    )
+    res = CliRunner().invoke(kafkalite, ["server", "start", "--config-file", str(cfg)])
+    assert res.exit_code != 0 and f"{tmp_path / 'b'} has no meta.properties" in res.output
