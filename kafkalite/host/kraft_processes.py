@@ -30,7 +30,6 @@ from kafkalite.config.broker import BrokerConfig
 from kafkalite.config.kraft import KRaftConfig
 from kafkalite.host.metadata_quorum import NOT_LEADER_OR_FOLLOWER, ControllerListener
 from kafkalite.host.processes import (
-    BROKER_TICK_MS,
     BrokerProcess,
     _alive,
     _reap,
@@ -43,7 +42,7 @@ from kafkalite.host.processes import (
     free_port,
     parse_address,
 )
-from kafkalite.host.server import EVENT_LOG_LIMIT, drive, halt_process, internal_topic_defaults, wall_ms
+from kafkalite.host.server import EVENT_LOG_LIMIT, drive, internal_topic_defaults, wall_ms
 from kafkalite.metadata.controller import ControllerSettings
 from kafkalite.metadata.controller.controller_server import ControllerServer
 from kafkalite.net.bridge import NetBridge
@@ -178,29 +177,23 @@ class KRaftBrokerProcess(BrokerProcess):
         self.kraft = kraft
 
     async def start(self) -> None:
-        cluster_id = _node_cluster_id([*self.log_dirs, self.metadata_log_dir], self.broker_id)
-        from kafkalite.storage.log_dir_lock import lock_log_dirs
+        # the dirs' cluster id first: an unformatted dir is refused before anything is locked or opened
+        self.cluster_id = _node_cluster_id([*self.log_dirs, self.metadata_log_dir], self.broker_id)
+        await super().start()
 
-        locks = lock_log_dirs(self.log_dirs)
-        try:
-            sock = await self._listen(self.broker_id, self.ports[self.broker_id])
-        except BaseException:
-            for lock in locks:
-                lock.release()
-            raise
-        self.addresses = {self.broker_id: sock}
-        self.net = SimNetwork(self.broker_id, latency_ms=0, log_messages="none", start_ms=wall_ms())
-        self.net.drop_to_unknown = True
-        self.net.limit_log(EVENT_LOG_LIMIT)
-        self._wake_event = asyncio.Event()
-        self.bridge = NetBridge(self.net, [self.broker_id], dict(self.peers), wake=self.wake)
-        await self.bridge.listen(self.host, self.bridge_port)
-        node = BrokerServer(
+    def _locked_dirs(self) -> list[Path]:
+        return list(self.log_dirs)
+
+    def _remotes(self) -> dict[Any, tuple[str, int]]:
+        return dict(self.peers)  # the other brokers and the controllers' voter addresses
+
+    def _make_node(self, sock: tuple[str, int]) -> Any:
+        return BrokerServer(
             self.broker_id,
             self.log_dirs if len(self.log_dirs) > 1 else self.log_dirs[0],
             self.config,
             quorum=self.quorum,
-            cluster_id=cluster_id,
+            cluster_id=self.cluster_id,
             metadata_log_dir=self.metadata_log_dir,
             heartbeat_interval_ms=self.kraft.broker_heartbeat_interval_ms,
             host=sock[0],
@@ -208,12 +201,6 @@ class KRaftBrokerProcess(BrokerProcess):
             endpoints=self.registered_endpoints(self.broker_id),
             lock_log_dirs=True,
         )
-        node.halt_hook = halt_process
-        node.lock_log_dirs(held=locks)
-        self.node = self.net.add_node(self.broker_id, node, tick_ms=BROKER_TICK_MS)
-        await self.bridge.connect_all()
-        self._running = True
-        self._pump_task = asyncio.create_task(self._pump())
 
 
 def _broker_key(key: str) -> bool:

@@ -126,7 +126,7 @@ class BrokerProcess(WireServer):
 
     async def start(self) -> None:
         # before any port opens: a broker refused its log dir must not be reachable for a moment
-        locks = lock_log_dirs([self.log_dir])  # type: ignore[list-item]
+        locks = lock_log_dirs(self._locked_dirs())
         try:
             sock = await self._listen(self.broker_id, self.ports[self.broker_id])
         except BaseException:
@@ -138,10 +138,27 @@ class BrokerProcess(WireServer):
         self.net.drop_to_unknown = True  # answers to client connections that have closed
         self.net.limit_log(EVENT_LOG_LIMIT)  # a broker process runs for weeks: only recent events
         self._wake_event = asyncio.Event()
-        remotes = dict(self.peers) if self.zookeeper else {ZK_NODE_ID: self.store_address, **self.peers}
-        self.bridge = NetBridge(self.net, [self.broker_id], remotes, wake=self.wake)
+        self.bridge = NetBridge(self.net, [self.broker_id], self._remotes(), wake=self.wake)
         await self.bridge.listen(self.host, self.bridge_port)
-        node = KafkaBroker(
+        node = self._make_node(sock)
+        node.halt_hook = halt_process  # its last log dir failed: the process exits, as Kafka's does
+        node.lock_log_dirs(held=locks)
+        self.node = self.net.add_node(self.broker_id, node, tick_ms=BROKER_TICK_MS)
+        await self.bridge.connect_all()
+        self._running = True
+        self._pump_task = asyncio.create_task(self._pump())
+
+    def _locked_dirs(self) -> list[Path]:
+        """The log dirs this process locks before it opens a port."""
+        return [Path(self.log_dir)]  # type: ignore[arg-type]
+
+    def _remotes(self) -> dict[Any, tuple[str, int]]:
+        """The bridge's peers: the other brokers and, with kafkalite's store, the store."""
+        return dict(self.peers) if self.zookeeper else {ZK_NODE_ID: self.store_address, **self.peers}
+
+    def _make_node(self, sock: tuple[str, int]) -> Any:
+        """The broker node this process hosts, listening at ``sock``."""
+        return KafkaBroker(
             self.broker_id,
             Path(self.log_dir),  # type: ignore[arg-type]
             self.config,
@@ -153,12 +170,6 @@ class BrokerProcess(WireServer):
             endpoints=self.registered_endpoints(self.broker_id),
             lock_log_dirs=True,
         )
-        node.halt_hook = halt_process  # its last log dir failed: the process exits, as Kafka's does
-        node.lock_log_dirs(held=locks)
-        self.node = self.net.add_node(self.broker_id, node, tick_ms=BROKER_TICK_MS)
-        await self.bridge.connect_all()
-        self._running = True
-        self._pump_task = asyncio.create_task(self._pump())
 
     def broker_node(self, broker_id: int) -> Any:
         return self.node
