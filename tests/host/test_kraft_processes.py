@@ -17,6 +17,7 @@ from kafkalite.host.admin_client import AdminClient
 from kafkalite.host.kraft_processes import restart_controller, signal_controller
 from kafkalite.host.processes import _reap, restart_broker, signal_broker, stop_cluster
 from kafkalite.storage import meta_properties
+from tests.host.process_helpers import leaders, wait_for
 
 ck = pytest.importorskip("confluent_kafka")
 cka = pytest.importorskip("confluent_kafka.admin")
@@ -40,14 +41,6 @@ def cluster(tmp_path_factory):
     assert stop.exit_code == 0, stop.output
 
 
-def wait_for(cond, timeout_s: float = 30.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
-
-
 def create_topic(bootstrap: str, name: str, parts: int = 3) -> None:
     admin = cka.AdminClient({"bootstrap.servers": bootstrap, **QUIET})
     new = cka.NewTopic(name, parts, 3, config={"min.insync.replicas": "2"})
@@ -55,16 +48,6 @@ def create_topic(bootstrap: str, name: str, parts: int = 3) -> None:
         f.result(30)
     # CreateTopics answers once the records are committed; each broker leads after it replays them
     wait_for(lambda: len(leaders(bootstrap, name)) == parts, 30, f"{name} to have leaders")
-
-
-def leaders(bootstrap: str, topic: str) -> dict[int, tuple[int, list[int]]]:
-    with AdminClient(bootstrap) as a:
-        (t,) = a.metadata([topic])["topics"]
-        return {
-            p["partition_index"]: (p["leader_id"], p["isr_nodes"])
-            for p in t["partitions"]
-            if p["leader_id"] >= 0
-        }
 
 
 def consume(bootstrap: str, topic: str, group: str, want: set[bytes], timeout_s: float = 40.0) -> set[bytes]:

@@ -22,6 +22,7 @@ from kafkalite.host.processes import (
     start_cluster,
     stop_cluster,
 )
+from tests.host.process_helpers import leaders, wait_for
 
 ck = pytest.importorskip("confluent_kafka")
 cka = pytest.importorskip("confluent_kafka.admin")
@@ -35,20 +36,6 @@ def cluster(tmp_path_factory):
     state = start_cluster(d, 3, config={"group.initial.rebalance.delay.ms": "0"})
     yield d, state
     stop_cluster(d)
-
-
-def leaders(bootstrap: str, topic: str) -> dict[int, tuple[int, list[int]]]:
-    with AdminClient(bootstrap) as a:
-        (t,) = a.metadata([topic])["topics"]
-        return {p["partition_index"]: (p["leader_id"], p["isr_nodes"]) for p in t["partitions"]}
-
-
-def wait_for(cond, timeout_s: float = 30.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
 
 
 def create_topic(bootstrap: str, name: str, parts: int = 3) -> None:
