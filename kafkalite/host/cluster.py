@@ -228,7 +228,7 @@ class Cluster:
             raise RequestTimedOutError(
                 f"topic {name} has no leader for every partition after {timeout_ms} ms"
             )
-        return {p: self.replicas(name, p) for p in range(partitions)}
+        return self._assignment(name, partitions)
 
     def create_partitions(
         self,
@@ -252,7 +252,7 @@ class Cluster:
             raise RequestTimedOutError(
                 f"topic {name} has no leader for every partition after {timeout_ms} ms"
             )
-        return {p: self.replicas(name, p) for p in range(count)}
+        return self._assignment(name, count)
 
     def delete_topic(self, name: str, *, timeout_ms: int = 30_000) -> None:
         """Kafka's DeleteTopics through the controller; waits until every replica has removed its log and
@@ -439,6 +439,12 @@ class Cluster:
     def replicas(self, topic: str, partition: int) -> tuple[int, ...]:
         data, _ = self.store.get(paths.topic_path(topic))
         return tuple(paths.TopicAssignment.decode(data).partitions[partition])
+
+    def _assignment(self, topic: str, count: int) -> dict[int, tuple[int, ...]]:
+        """Replicas of partitions ``0..count-1``, the assignment znode decoded once (not once each)."""
+        data, _ = self.store.get(paths.topic_path(topic))
+        parts = paths.TopicAssignment.decode(data).partitions
+        return {p: tuple(parts[p]) for p in range(count)}
 
     def leader(self, topic: str, partition: int) -> int | None:
         st = self.partition_state(topic, partition)

@@ -201,7 +201,7 @@ class KRaftCluster(Cluster):
             raise RequestTimedOutError(
                 f"topic {name} has no leader for every partition after {timeout_ms} ms"
             )
-        return {p: self.replicas(name, p) for p in range(partitions)}
+        return self._assignment(name, partitions)
 
     def delete_topic(self, name: str, *, timeout_ms: int = 30_000) -> None:
         """DeleteTopics at the active controller (a RemoveTopicRecord); waits until no live broker holds
@@ -269,6 +269,9 @@ class KRaftCluster(Cluster):
     def replicas(self, topic: str, partition: int) -> tuple[int, ...]:
         st = self.partition_state(topic, partition)
         return () if st is None else st.replicas
+
+    def _assignment(self, topic: str, count: int) -> dict[int, tuple[int, ...]]:
+        return {p: self.replicas(topic, p) for p in range(count)}
 
     def _topic_partitions_of(self, topic: str) -> list[tuple[str, int]]:
         t = self.image().topic(topic)
