@@ -964,7 +964,12 @@ def bench_quorum(
     help="Simulate sizes up to this many partitions, extrapolate larger ones. A simulated replica holds "
     "real log files open: 1,000 partitions x 3 replicas need ~10,000 descriptors and ~10 s a run.",
 )
-@click.option("--seeds", default=5, show_default=True, help="Seeds per mode, victim and size.")
+@click.option(
+    "--seeds",
+    default=5,
+    show_default=True,
+    help="Seeds per mode, victim and size (the table shows the median and the range).",
+)
 @click.option("--start", default=0, show_default=True, help="First seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def bench_failover(
