@@ -31,6 +31,8 @@ import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kafkalite.spark import SHORT_LIVED_JVM
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
@@ -102,6 +104,7 @@ class StandaloneCluster:
             "SPARK_HOME": str(spark_home()),
             "SPARK_LOCAL_IP": HOST,
             "SPARK_DAEMON_MEMORY": self.daemon_memory,
+            "SPARK_DAEMON_JAVA_OPTS": SHORT_LIVED_JVM,
             "SPARK_LOG_DIR": str(self.dir / "logs"),
             "PYSPARK_PYTHON": sys.executable,
             "PYTHONPATH": os.pathsep.join([root, *[p for p in paths if p != root]]),
@@ -209,6 +212,7 @@ class StandaloneCluster:
             .config("spark.driver.bindAddress", HOST)
             .config("spark.executor.cores", str(self.cores))
             .config("spark.executor.memory", "512m")
+            .config("spark.executor.extraJavaOptions", SHORT_LIVED_JVM)
             .config("spark.cores.max", str(self.cores * self.workers))
             .config("spark.pyspark.python", sys.executable)
             .config("spark.pyspark.driver.python", sys.executable)

@@ -107,6 +107,13 @@ def _counts(df) -> dict[tuple[str, int], int]:
 # ---------------------------------------------------------------------------------------------- Spark
 
 
+def test_the_driver_jvm_compiles_with_c1_only(spark):
+    from kafkalite.spark import SHORT_LIVED_JVM
+
+    options = spark.sparkContext.getConf().get("spark.driver.extraJavaOptions")
+    assert SHORT_LIVED_JVM in options.split() and "-Duser.timezone=UTC" in options.split()
+
+
 def test_schema_matches_spark_kafka_source(spark, logdir):
     df = _read(spark, logdir, subscribe="orders")
     assert [(f.name, f.dataType.simpleString()) for f in df.schema] == [

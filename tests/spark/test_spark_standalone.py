@@ -6,6 +6,7 @@ lost or doubled. One standalone cluster serves the module; afterwards no Spark J
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -113,6 +114,22 @@ def read_with_executor(spark, bs: str, topic: str, marks: Path | None = None, **
 def test_pyspark_ships_a_spark_home_with_the_standalone_daemons():
     home = spark_home()
     assert (home / "bin" / "spark-class").exists() and any((home / "jars").glob("spark-core_*.jar"))
+
+
+def test_every_cluster_jvm_compiles_with_c1_only(standalone, spark):
+    import psutil
+
+    from kafkalite.spark import SHORT_LIVED_JVM
+
+    groups = {p.pid for p in standalone._procs}
+    jvms = []
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        with contextlib.suppress(psutil.Error, ProcessLookupError):
+            if os.getpgid(proc.pid) in groups and proc.info["name"] == "java":
+                jvms.append(proc.info["cmdline"])
+    # master, two workers, and the application's two executors
+    assert len(jvms) == 5, jvms
+    assert all(SHORT_LIVED_JVM in cmd for cmd in jvms), jvms
 
 
 def test_executor_identity_outside_an_executor_is_the_driver():
