@@ -435,6 +435,18 @@ class UnknownTopicIdError(KafkaError):
     retriable = True
 
 
+class SnapshotNotFoundError(KafkaError):
+    """A FetchSnapshot for a snapshot the leader does not have (any more): fetch again from the log."""
+
+    code, name = 98, "SNAPSHOT_NOT_FOUND"
+
+
+class PositionOutOfRangeError(KafkaError):
+    """A FetchSnapshot position outside the snapshot's bytes."""
+
+    code, name = 99, "POSITION_OUT_OF_RANGE"
+
+
 class DuplicateBrokerRegistrationError(KafkaError):
     """A broker registers with an id a live broker of another incarnation holds (KRaft)."""
 

@@ -25,10 +25,12 @@ from kafkalite.broker.rpc_producer_id_manager import RPCProducerIdManager
 from kafkalite.broker.server import KafkaBroker
 from kafkalite.metadata.broker_lifecycle_manager import BrokerLifecycleManager
 from kafkalite.metadata.metadata_loader import MetadataLoader
+from kafkalite.metadata.snapshot_generator import SnapshotGenerator
 from kafkalite.protocol.broker_lifecycle import Listener
 from kafkalite.protocol.envelope import RequestEnvelope, ResponseEnvelope
 from kafkalite.raft import KafkaRaftClient, QuorumConfig, RaftRequest, RaftResponse
 from kafkalite.raft.epoch_state import NEVER
+from kafkalite.raft.metadata_log import MetadataLogConfig
 from kafkalite.storage import meta_properties
 
 _SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
@@ -48,6 +50,7 @@ class BrokerServer(KafkaBroker):
         metadata_log_dir: str | Path,
         heartbeat_interval_ms: int = 2000,
         on_image: Any = None,
+        log_config: MetadataLogConfig | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(broker_id, log_dir, config, **kwargs)
@@ -57,6 +60,8 @@ class BrokerServer(KafkaBroker):
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.on_image = on_image
         """Called with (broker id, image) after each replayed batch: for checkers."""
+        self.log_config = log_config or MetadataLogConfig()
+        """The metadata log's and its snapshots' settings (``metadata.log.*``)."""
         self.raft: KafkaRaftClient | None = None
         self.loader: MetadataLoader | None = None
         self.publisher: BrokerMetadataPublisher | None = None
@@ -101,6 +106,13 @@ class BrokerServer(KafkaBroker):
             net.node_rng(f"{self.node_id!r}/raft/{net.now_ms()}"),
             net.clock,
             listener=self.loader,
+            log_config=self.log_config,
+        )
+        raft = self.raft
+        self.loader.snapshot_generator = SnapshotGenerator(
+            self.log_config,
+            lambda sid, records, ts: raft.create_snapshot(sid, records, ts, net.now_ms()),
+            net.now_ms,
         )
         self.raft.start(net.now_ms())
         self.lifecycle = BrokerLifecycleManager(

@@ -5,7 +5,7 @@ running the ``QuorumController``); brokers ``1..N`` are ``BrokerServer``s, obser
 same facade as ``Cluster`` (``create_topic``, ``producer``, ``consumer``, ``crash``, readers of leaders,
 ISRs and replicas), with the readers looking at the active controller's committed ``MetadataImage``
 instead of ZooKeeper. Timeouts are Kafka's defaults unless ``quorum`` / the ``broker.*`` keys say
-otherwise. ``on_transition`` (controller id, Raft state) and ``on_image`` (node id, image after each
+otherwise, the metadata log's and its snapshots' by ``log_config``. ``on_transition`` (controller id, Raft state) and ``on_image`` (node id, image after each
 committed batch, controllers and brokers alike) let a checker watch every node; ``racks`` gives broker
 ``i`` the ``broker.rack`` ``racks[i - 1]``, which it registers, and placement is then rack-aware.
 """
@@ -39,6 +39,7 @@ from kafkalite.protocol import (
     TopicPartition,
 )
 from kafkalite.raft import QuorumConfig
+from kafkalite.raft.metadata_log import MetadataLogConfig
 from kafkalite.storage.meta_properties import format_dirs
 
 CONTROLLER_BASE = 3000
@@ -65,6 +66,7 @@ class KRaftCluster(Cluster):
         on_transition: Callable[[int, Any], None] | None = None,
         on_image: Callable[[int, MetadataImage], None] | None = None,
         racks: Sequence[str | None] | None = None,
+        log_config: MetadataLogConfig | None = None,
     ) -> None:
         self.net = SimNetwork(seed, latency_ms=latency_ms, log_messages=log_messages)
         self._tmp = tempfile.TemporaryDirectory(prefix="kafkalite-kraft-") if dir is None else None
@@ -97,6 +99,7 @@ class KRaftCluster(Cluster):
                     assign_replicas,
                     on_transition=on_transition,
                     on_image=on_image,
+                    log_config=log_config,
                 ),
             )
             for c in voters
@@ -115,6 +118,7 @@ class KRaftCluster(Cluster):
                 metadata_log_dir=self.dir / f"broker-{b}-metadata",
                 heartbeat_interval_ms=heartbeat_interval_ms,
                 on_image=on_image,
+                log_config=log_config,
             )
             self.brokers[b] = self.net.add_node(b, node, tick_ms=BROKER_TICK_MS)
         self._admin: _Admin = self.net.add_node("admin", _Admin())

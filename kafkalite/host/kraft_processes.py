@@ -49,6 +49,7 @@ from kafkalite.net.bridge import NetBridge
 from kafkalite.net.sim import SimNetwork
 from kafkalite.protocol.raft import DescribeQuorumResponse
 from kafkalite.raft import QuorumConfig
+from kafkalite.raft.metadata_log import MetadataLogConfig
 from kafkalite.security.listeners import parse_listeners
 from kafkalite.storage import meta_properties
 
@@ -115,7 +116,14 @@ class ControllerProcess:
         host, port = self.voters[self.node_id]
         await self.bridge.listen(host, port)
         self.node = self.net.add_node(
-            self.node_id, ControllerServer(self.quorum, self.log_dir, settings, assign_replicas)
+            self.node_id,
+            ControllerServer(
+                self.quorum,
+                self.log_dir,
+                settings,
+                assign_replicas,
+                log_config=MetadataLogConfig.from_props(self.props),
+            ),
         )
         await self.bridge.connect_all()
         self.listener: ControllerListener | None = None
@@ -200,6 +208,7 @@ class KRaftBrokerProcess(BrokerProcess):
             port=sock[1],
             endpoints=self.registered_endpoints(self.broker_id),
             lock_log_dirs=True,
+            log_config=MetadataLogConfig.from_props(self.config),
         )
 
 

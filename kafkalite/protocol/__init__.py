@@ -115,6 +115,7 @@ from kafkalite.protocol.fetch import (
     OffsetForLeaderEpochPartitionResponse,
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
+    SnapshotId,
 )
 from kafkalite.protocol.group import (
     DeletableGroupResult,
@@ -332,6 +333,7 @@ __all__ = [
     "EndTxnRequest",
     "EndTxnResponse",
     "LeaderIdAndEpoch",
+    "SnapshotId",
     "EpochEndOffset",
     "FetchPartition",
     "FetchPartitionResponse",

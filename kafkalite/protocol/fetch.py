@@ -57,6 +57,15 @@ class LeaderIdAndEpoch(Message):
 
 
 @message
+class SnapshotId(Message):
+    """A snapshot's end offset and epoch (KIP-630): what a KRaft fetcher below the leader's log start
+    must download with FetchSnapshot."""
+
+    end_offset: int = wire("int64", "0+", UNKNOWN_OFFSET)
+    epoch: int = wire("int32", "0+", UNKNOWN_EPOCH)
+
+
+@message
 class AbortedTransaction(Message):
     """A producer's aborted transaction that begins at ``first_offset`` within the returned range."""
 
@@ -75,6 +84,8 @@ class FetchPartitionResponse(Message):
     """Set when the follower's last_fetched_epoch is not on the leader's log: truncate to it first."""
     current_leader: LeaderIdAndEpoch | None = wire("struct", "12+", None, items=LeaderIdAndEpoch, tag=1)
     """Set by a KRaft voter answering a fetch for another epoch, or when it is not the leader."""
+    snapshot_id: SnapshotId | None = wire("struct", "12+", None, items=SnapshotId, tag=2)
+    """Set by a KRaft leader whose log no longer holds the fetch offset: fetch this snapshot instead."""
     aborted_transactions: tuple[AbortedTransaction, ...] | None = wire(
         "[]struct", "4+", None, items=AbortedTransaction, nullable="4+"
     )

@@ -1,4 +1,5 @@
-"""KRaft's own requests (KIP-595): Vote, BeginQuorumEpoch, EndQuorumEpoch and DescribeQuorum.
+"""KRaft's own requests (KIP-595, KIP-630): Vote, BeginQuorumEpoch, EndQuorumEpoch, DescribeQuorum and
+FetchSnapshot.
 
 Replication itself rides on Fetch (``kafkalite.protocol.fetch``): a follower pulls from the leader with its
 log end offset and the epoch of its last batch, and the leader answers with records, its high watermark,
@@ -26,6 +27,7 @@ from kafkalite.protocol.api import (
     message,
 )
 from kafkalite.protocol.codec.binding import wire, wire_by_topic, wire_partition
+from kafkalite.protocol.fetch import SnapshotId
 
 NO_LEADER = -1
 """``leader_id`` when the sender knows no leader for the epoch."""
@@ -218,10 +220,71 @@ class DescribeQuorumRequest(Request):
     )
 
 
+# -------------------------------------------------------------------------------------- FetchSnapshot
+
+
+@message
+class FetchSnapshotPartition(Message):
+    tp: TopicPartition = wire_partition("partition")
+    current_leader_epoch: int = wire("int32", "0+", UNKNOWN_EPOCH)
+    snapshot_id: SnapshotId = wire("struct", "0+", SnapshotId(), items=SnapshotId)
+    """The snapshot the leader named in its Fetch response."""
+    position: int = wire("int64", "0+", 0)
+    """The byte position in the snapshot file to read from: what the fetcher already has."""
+
+
+@message
+class SnapshotLeader(Message):
+    """FetchSnapshot's LeaderIdAndEpoch (the same fields as Fetch's, present from v0)."""
+
+    leader_id: int = wire("int32", "0+", NO_LEADER)
+    leader_epoch: int = wire("int32", "0+", UNKNOWN_EPOCH)
+
+
+@message
+class FetchSnapshotPartitionResponse(Message):
+    tp: TopicPartition = wire_partition("index")
+    error_code: int = wire("int16", "0+", NO_ERROR)
+    snapshot_id: SnapshotId = wire("struct", "0+", SnapshotId(), items=SnapshotId)
+    current_leader: SnapshotLeader = wire("struct", "0+", SnapshotLeader(), items=SnapshotLeader, tag=0)
+    size: int = wire("int64", "0+", 0)
+    """The whole snapshot's size in bytes: the fetcher is done when it has this many."""
+    position: int = wire("int64", "0+", 0)
+    unaligned_records: bytes = wire("records", "0+", b"")
+    """Bytes of the snapshot file from ``position``; a chunk may end inside a batch."""
+
+
+@message
+class FetchSnapshotResponse(Response):
+    api_key = ApiKey.FETCH_SNAPSHOT
+    throttle_time_ms: int = wire("int32", "0+", 0)
+    error_code: int = wire("int16", "0+", NO_ERROR)
+    partitions: tuple[FetchSnapshotPartitionResponse, ...] = wire_by_topic(
+        "topics", FetchSnapshotPartitionResponse, topic="name"
+    )
+
+
+@message
+class FetchSnapshotRequest(Request):
+    """A follower or observer downloads the leader's snapshot a chunk at a time (API 59, v0: v1 adds
+    directory ids and endpoints, KIP-853)."""
+
+    api_key = ApiKey.FETCH_SNAPSHOT
+    response_type = FetchSnapshotResponse
+    flexible_from = 0
+    cluster_id: str | None = wire("string", "0+", None, nullable="0+", tag=0)
+    replica_id: int = wire("int32", "0+", -1)
+    max_bytes: int = wire("int32", "0+", 0x7FFFFFFF)
+    partitions: tuple[FetchSnapshotPartition, ...] = wire_by_topic(
+        "topics", FetchSnapshotPartition, topic="name"
+    )
+
+
 RAFT_REQUESTS: tuple[type[Request], ...] = (
     VoteRequest,
     BeginQuorumEpochRequest,
     EndQuorumEpochRequest,
     DescribeQuorumRequest,
+    FetchSnapshotRequest,
 )
 """The quorum's requests; not in ``kafkalite.protocol.REQUESTS`` until a listener serves them."""

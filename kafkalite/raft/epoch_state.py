@@ -158,6 +158,12 @@ class LeaderState(EpochState):
         self.unacked_begin_epoch.discard(replica_id)
         return replica_id in self.voter_states and self.maybe_update_high_watermark()
 
+    def touch_replica(self, replica_id: int, now_ms: int) -> None:
+        """A FetchSnapshot from ``replica_id``: it is alive (check quorum), though its offset stands."""
+        states = self.voter_states if replica_id in self.voter_states else self.observer_states
+        states.setdefault(replica_id, ReplicaProgress()).last_fetch_ms = now_ms
+        self.unacked_begin_epoch.discard(replica_id)
+
     def maybe_update_high_watermark(self) -> bool:
         offsets = sorted((s.end_offset for s in self.voter_states.values()), reverse=True)
         candidate = offsets[len(self.voters) // 2]

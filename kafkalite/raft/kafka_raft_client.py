@@ -17,7 +17,13 @@ What it does, as Kafka's client does:
   the leader's own LeaderChange batch; everyone hands committed batches to the listener in order;
 * a follower without a fetch response for ``fetch_timeout_ms`` runs for leader; a leader no majority
   fetched from for 1.5 x ``fetch_timeout_ms`` resigns (check quorum) and sends EndQuorumEpoch, as it does
-  on ``resign()``.
+  on ``resign()``;
+* snapshots (KIP-630): the state machine writes one with ``create_snapshot`` at a committed offset, and
+  the log may then drop what it covers (``KafkaMetadataLog.maybe_clean``, run after each snapshot and
+  every minute); a fetcher whose offset the log no longer holds is answered with the latest snapshot's
+  id, downloads it with FetchSnapshot (a chunk of at most ``fetch_snapshot_max_bytes`` per request),
+  truncates its whole log to it and goes on fetching after it. A listener that starts, or falls below the
+  log start, is handed the latest snapshot (``handle_load_snapshot``) before any batch after it.
 """
 
 from __future__ import annotations
@@ -28,7 +34,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from kafkalite.errors import FencedLeaderEpochError, NotLeaderOrFollowerError, UnknownLeaderEpochError
+from kafkalite.errors import (
+    FencedLeaderEpochError,
+    NotLeaderOrFollowerError,
+    PositionOutOfRangeError,
+    SnapshotNotFoundError,
+    UnknownLeaderEpochError,
+)
 from kafkalite.protocol.api import NO_ERROR, TopicPartition
 from kafkalite.protocol.fetch import (
     EpochEndOffset,
@@ -37,6 +49,7 @@ from kafkalite.protocol.fetch import (
     FetchRequest,
     FetchResponse,
     LeaderIdAndEpoch,
+    SnapshotId,
 )
 from kafkalite.protocol.raft import (
     NO_LEADER,
@@ -48,10 +61,15 @@ from kafkalite.protocol.raft import (
     EndQuorumEpochPartition,
     EndQuorumEpochRequest,
     EndQuorumEpochResponse,
+    FetchSnapshotPartition,
+    FetchSnapshotPartitionResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
     QuorumEpochPartitionResponse,
     RaftRequest,
     RaftResponse,
     ReplicaState,
+    SnapshotLeader,
     VotePartition,
     VotePartitionResponse,
     VoteRequest,
@@ -68,15 +86,29 @@ from kafkalite.raft.epoch_state import (
     UnattachedState,
     VotedState,
 )
-from kafkalite.raft.metadata_log import METADATA_PARTITION, METADATA_TOPIC, Batch, KafkaMetadataLog
+from kafkalite.raft.metadata_log import (
+    METADATA_PARTITION,
+    METADATA_TOPIC,
+    Batch,
+    KafkaMetadataLog,
+    MetadataLogConfig,
+)
 from kafkalite.raft.quorum_config import QuorumConfig
 from kafkalite.raft.quorum_state import QuorumState
 from kafkalite.raft.quorum_state_store import QUORUM_STATE_FILE, FileQuorumStateStore
+from kafkalite.raft.snapshot import RawSnapshotWriter, SnapshotReader
+from kafkalite.raft.snapshot import SnapshotId as OffsetAndEpoch
 
 METADATA_TP = TopicPartition(METADATA_TOPIC, METADATA_PARTITION)
 _FENCED = FencedLeaderEpochError.code
 _UNKNOWN_EPOCH = UnknownLeaderEpochError.code
 _NOT_LEADER = NotLeaderOrFollowerError.code
+_SNAPSHOT_NOT_FOUND = SnapshotNotFoundError.code
+_POSITION_OUT_OF_RANGE = PositionOutOfRangeError.code
+STARTING_NEXT_OFFSET = -1
+"""A listener's next offset before it has seen anything: it gets the latest snapshot first, if any."""
+SNAPSHOT_CLEAN_INTERVAL_MS = 60_000
+"""How often the log's retention of snapshots is checked (Kafka's cleaner manager runs every minute)."""
 
 
 class NetworkChannel(Protocol):
@@ -90,6 +122,10 @@ class NetworkChannel(Protocol):
 
 class RaftListener(Protocol):
     def handle_commit(self, batch: Batch) -> None: ...
+
+    def handle_load_snapshot(self, reader: SnapshotReader) -> None:
+        """Replace the whole state with the snapshot's (its records are the state at
+        ``reader.snapshot_id.end_offset - 1``); batches after it follow with ``handle_commit``."""
 
 
 @dataclass
@@ -117,6 +153,10 @@ class RaftStats:
     elections: int = 0
     truncations: int = 0
     fetches: int = 0
+    snapshot_fetches: int = 0
+    """FetchSnapshot requests sent (one per chunk)."""
+    snapshots_loaded: int = 0
+    """Snapshots handed to the listener (at start, or after a download)."""
     committed_batches: int = 0
     transitions: list[tuple[int, str, int, int]] = field(default_factory=list)
     """(time, state name, epoch, leader) per transition."""
@@ -136,6 +176,7 @@ class KafkaRaftClient:
         *,
         listener: RaftListener | None = None,
         on_transition: Callable[[int, EpochState], None] | None = None,
+        log_config: MetadataLogConfig | None = None,
     ) -> None:
         self.node_id = node_id
         self.config = config
@@ -144,7 +185,7 @@ class KafkaRaftClient:
         self.listener = listener
         self.log_dir = Path(log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.log = KafkaMetadataLog(self.log_dir, clock)
+        self.log = KafkaMetadataLog(self.log_dir, clock, log_config)
         self.stats = RaftStats()
         self._on_transition = on_transition
         self._now = 0
@@ -157,7 +198,9 @@ class KafkaRaftClient:
         )
         self.high_watermark = 0
         """The highest committed offset (exclusive) this node knows; not persisted, as in Kafka."""
-        self._next_commit = 0
+        self._next_commit = STARTING_NEXT_OFFSET
+        self._fetching_snapshot: RawSnapshotWriter | None = None
+        self._next_clean_ms = 0
         self._correlation = 0
         self._fetch: _Inflight | None = None
         self._next_fetch_ms = 0
@@ -173,10 +216,14 @@ class KafkaRaftClient:
         self.poll(now_ms)
 
     def crash(self) -> None:
-        """The process dies: the log loses what was never fsynced (nothing, if the client kept its rules)."""
+        """The process dies: the log loses what was never fsynced (nothing, if the client kept its rules).
+        A snapshot being downloaded stays a ``.part`` file, which the next start deletes."""
+        if self._fetching_snapshot is not None:
+            self._fetching_snapshot.close()
         self.log.crash(lose_unflushed=True)
 
     def close(self) -> None:
+        self._drop_fetching_snapshot()
         self.log.close()
 
     # ==================================================================================== the API
@@ -208,6 +255,25 @@ class KafkaRaftClient:
         self._complete_parked(now_ms)
         self._arm()
         return last
+
+    def create_snapshot(
+        self,
+        snapshot_id: OffsetAndEpoch,
+        records: Sequence[bytes],
+        last_contained_timestamp: int,
+        now_ms: int,
+    ) -> bool:
+        """Write the state machine's ``records``, its whole state below ``snapshot_id.end_offset``, as a
+        snapshot (which must be committed: at most the high watermark); then let the log drop what the
+        snapshots cover, within its retention. False if the log already has it or starts past it."""
+        path = self.log.create_snapshot(
+            snapshot_id, records, last_contained_timestamp, self.high_watermark, now_ms
+        )
+        if path is None:
+            return False
+        self.log.maybe_clean(now_ms)
+        self._next_clean_ms = now_ms + SNAPSHOT_CLEAN_INTERVAL_MS
+        return True
 
     def resign(self, now_ms: int) -> None:
         """Step down gracefully (shutdown): hand the quorum to the most caught-up voters."""
@@ -259,6 +325,8 @@ class KafkaRaftClient:
                 self._reply(src, msg.correlation_id, self._handle_begin_quorum_epoch(data, now_ms))
             elif isinstance(data, EndQuorumEpochRequest):
                 self._reply(src, msg.correlation_id, self._handle_end_quorum_epoch(data, now_ms))
+            elif isinstance(data, FetchSnapshotRequest):
+                self._reply(src, msg.correlation_id, self._handle_fetch_snapshot_request(data, now_ms))
         elif isinstance(msg, RaftResponse):
             data = msg.data
             if isinstance(data, FetchResponse):
@@ -267,11 +335,16 @@ class KafkaRaftClient:
                 self._handle_vote_response(src, msg.correlation_id, data, now_ms)
             elif isinstance(data, BeginQuorumEpochResponse | EndQuorumEpochResponse):
                 self._handle_quorum_epoch_response(src, msg.correlation_id, data, now_ms)
+            elif isinstance(data, FetchSnapshotResponse):
+                self._handle_fetch_snapshot_response(src, msg.correlation_id, data, now_ms)
         self.poll(now_ms)
 
     def poll(self, now_ms: int) -> None:
         """Act on every deadline that has passed, then ask to be woken at the next one."""
         self._now = now_ms
+        if now_ms >= self._next_clean_ms:
+            self._next_clean_ms = now_ms + SNAPSHOT_CLEAN_INTERVAL_MS
+            self.log.maybe_clean(now_ms)
         st = self.quorum.state
         if isinstance(st, LeaderState):
             self._poll_leader(st, now_ms)
@@ -369,6 +442,21 @@ class KafkaRaftClient:
             self._next_fetch_ms = now + self.config.retry_backoff_ms
         if dst is None or now < self._next_fetch_ms:
             return
+        w = self._fetching_snapshot
+        if w is not None:
+            sid = w.snapshot_id
+            part = FetchSnapshotPartition(
+                tp=METADATA_TP,
+                current_leader_epoch=epoch,
+                snapshot_id=SnapshotId(end_offset=sid.end_offset, epoch=sid.epoch),
+                position=w.size,
+            )
+            snap_req = FetchSnapshotRequest(
+                replica_id=self.node_id, max_bytes=self.config.fetch_snapshot_max_bytes, partitions=(part,)
+            )
+            self._fetch = self._request(dst, snap_req, now, epoch, w.size)
+            self.stats.snapshot_fetches += 1
+            return
         req = FetchRequest(
             replica_id=self.node_id,
             max_wait_ms=self.config.fetch_max_wait_ms,
@@ -388,8 +476,10 @@ class KafkaRaftClient:
     # ============================================================================= state changes
     def _transitioned(self, new: EpochState, old: EpochState | None) -> None:
         self.stats.transitions.append((self._now, new.name, new.epoch, new.leader_id))
-        # Whatever was in flight belonged to the old state.
+        # Whatever was in flight belonged to the old state, a snapshot download too (as Kafka's, whose
+        # follower state holds it).
         self._fetch = None
+        self._drop_fetching_snapshot()
         self._next_fetch_ms = self._now
         self._votes_out.clear()
         self._quorum_out.clear()
@@ -461,13 +551,34 @@ class KafkaRaftClient:
         if hw <= self.high_watermark:
             return
         self.high_watermark = hw
+        self._update_listener_progress()
+
+    def _update_listener_progress(self) -> None:
+        """Hand the listener what is committed and new to it: the latest snapshot first when it is
+        starting or the log no longer holds its next offset, then the batches up to the high watermark."""
+        hw = self.high_watermark
         if self.listener is None:
-            self._next_commit = hw
+            self._next_commit = max(self._next_commit, hw)
             return
-        for batch in self.log.committed_batches(self._next_commit, hw):
-            self.listener.handle_commit(batch)
-            self.stats.committed_batches += 1
-        self._next_commit = hw
+        nxt = self._next_commit
+        latest = self.log.latest_snapshot_id()
+        if nxt < hw and (nxt == STARTING_NEXT_OFFSET or nxt < self.log.start_offset) and latest is not None:
+            self.listener.handle_load_snapshot(self.log.read_snapshot(latest))
+            self.stats.snapshots_loaded += 1
+            nxt = latest.end_offset
+        elif nxt == STARTING_NEXT_OFFSET:
+            nxt = 0
+        elif nxt < self.log.start_offset:
+            raise RuntimeError(
+                f"node {self.node_id}: a snapshot is needed at {nxt}: the log starts at "
+                f"{self.log.start_offset}, the high watermark is {hw}"
+            )
+        self._next_commit = nxt
+        if nxt < hw:
+            for batch in self.log.committed_batches(nxt, hw):
+                self.listener.handle_commit(batch)
+                self.stats.committed_batches += 1
+            self._next_commit = hw
 
     # ============================================================================ Vote
     def _handle_vote_request(self, req: VoteRequest, now: int) -> VoteResponse:
@@ -579,10 +690,18 @@ class KafkaRaftClient:
         if error != NO_ERROR or not isinstance(st, LeaderState):
             self._reply(src, cid, self._fetch_response(error=error))
             return
-        diverging = self.log.validate_offset_and_epoch(p.fetch_offset, p.last_fetched_epoch)
-        if diverging is not None:
-            epoch, end = diverging
-            resp = self._fetch_response(diverging=EpochEndOffset(epoch=epoch, end_offset=end))
+        latest = self.log.latest_snapshot_id()
+        if p.fetch_offset == 0 and latest is not None:
+            # An empty fetcher is better served by the latest snapshot than by the whole log (as Kafka).
+            valid = ("snapshot", latest.end_offset, latest.epoch)
+        else:
+            valid = self.log.validate_offset_and_epoch(p.fetch_offset, p.last_fetched_epoch)
+        if valid[0] == "diverging":
+            resp = self._fetch_response(diverging=EpochEndOffset(epoch=valid[2], end_offset=valid[1]))
+            self._reply(src, cid, resp)
+            return
+        if valid[0] == "snapshot":
+            resp = self._fetch_response(snapshot=SnapshotId(end_offset=valid[1], epoch=valid[2]))
             self._reply(src, cid, resp)
             return
         if st.update_replica(req.replica_id, p.fetch_offset, self.log.end_offset, now):
@@ -597,19 +716,25 @@ class KafkaRaftClient:
         self._reply(src, cid, self._fetch_response(fetch_offset=p.fetch_offset))
 
     def _fetch_response(
-        self, *, error: int = NO_ERROR, diverging: EpochEndOffset | None = None, fetch_offset: int = -1
+        self,
+        *,
+        error: int = NO_ERROR,
+        diverging: EpochEndOffset | None = None,
+        snapshot: SnapshotId | None = None,
+        fetch_offset: int = -1,
     ) -> FetchResponse:
         st = self.quorum.state
         hw = st.high_watermark if isinstance(st, LeaderState) else -1
         records = b""
-        if fetch_offset >= 0 and fetch_offset < self.log.end_offset:
+        if self.log.start_offset <= fetch_offset < self.log.end_offset:
             records = self.log.read(fetch_offset)
         part = FetchPartitionResponse(
             tp=METADATA_TP,
             error_code=error,
             high_watermark=hw,
-            log_start_offset=0,
+            log_start_offset=self.log.start_offset,
             diverging_epoch=diverging,
+            snapshot_id=snapshot,
             current_leader=LeaderIdAndEpoch(leader_id=st.leader_id, leader_epoch=st.epoch),
             records=records,
         )
@@ -647,10 +772,114 @@ class KafkaRaftClient:
             self.log.truncate_to_end_offset(p.diverging_epoch.epoch, p.diverging_epoch.end_offset)
             self.stats.truncations += 1
             return
+        if p.snapshot_id is not None and (p.snapshot_id.end_offset >= 0 or p.snapshot_id.epoch >= 0):
+            sid = p.snapshot_id
+            if sid.end_offset < 0 or sid.epoch < 0:
+                self._next_fetch_ms = now + self.config.retry_backoff_ms  # a malformed id: ask again
+                return
+            snapshot_id = OffsetAndEpoch(sid.end_offset, sid.epoch)
+            self._fetching_snapshot = self.log.create_new_snapshot_unchecked(snapshot_id)
+            if self._fetching_snapshot is None:
+                # We have it already (a download finished but the log was not cut): cut it now.
+                self._after_snapshot_download(snapshot_id, downloaded=False)
+            return
         if p.records:
             self.log.append_as_follower(p.records)
         if p.high_watermark >= 0:
             self._on_high_watermark(min(p.high_watermark, self.log.end_offset))
+
+    # ============================================================================ FetchSnapshot
+    def _handle_fetch_snapshot_request(self, req: FetchSnapshotRequest, now: int) -> FetchSnapshotResponse:
+        p = req.partitions[0] if req.partitions else None
+        st = self.quorum.state
+        if p is None or p.tp != METADATA_TP:
+            return FetchSnapshotResponse(error_code=_NOT_LEADER)
+        error = NO_ERROR
+        if p.current_leader_epoch < st.epoch:
+            error = _FENCED
+        elif p.current_leader_epoch > st.epoch:
+            error = _UNKNOWN_EPOCH
+        elif not isinstance(st, LeaderState):
+            error = _NOT_LEADER
+        sid = OffsetAndEpoch(p.snapshot_id.end_offset, p.snapshot_id.epoch)
+        size = None if error != NO_ERROR else self.log.snapshot_size(sid)
+        if error == NO_ERROR and size is None:
+            error = _SNAPSHOT_NOT_FOUND
+        elif error == NO_ERROR and not 0 <= p.position < size:  # type: ignore[operator]
+            error = _POSITION_OUT_OF_RANGE
+        leader = SnapshotLeader(leader_id=st.leader_id, leader_epoch=st.epoch)
+        if error != NO_ERROR:
+            part = FetchSnapshotPartitionResponse(tp=METADATA_TP, error_code=error, current_leader=leader)
+            return FetchSnapshotResponse(partitions=(part,))
+        assert isinstance(st, LeaderState) and size is not None
+        # Downloading a snapshot counts as fetching for check quorum, though the offset does not move.
+        st.touch_replica(req.replica_id, now)
+        chunk = self.log.read_snapshot_bytes(sid, p.position, max(1, req.max_bytes))
+        part = FetchSnapshotPartitionResponse(
+            tp=METADATA_TP,
+            snapshot_id=p.snapshot_id,
+            current_leader=leader,
+            size=size,
+            position=p.position,
+            unaligned_records=chunk,
+        )
+        return FetchSnapshotResponse(partitions=(part,))
+
+    def _handle_fetch_snapshot_response(
+        self, src: int, cid: int, resp: FetchSnapshotResponse, now: int
+    ) -> None:
+        f = self._fetch
+        if f is None or f.correlation_id != cid or f.dst != src:
+            return
+        self._fetch = None
+        if not resp.partitions:
+            self._next_fetch_ms = now + self.config.retry_backoff_ms
+            return
+        p = resp.partitions[0]
+        if self._observe_epoch(p.current_leader.leader_epoch, p.current_leader.leader_id, now):
+            return
+        st = self.quorum.state
+        w = self._fetching_snapshot
+        if p.error_code == _SNAPSHOT_NOT_FOUND or p.snapshot_id.end_offset < 0 or p.snapshot_id.epoch < 0:
+            # The leader no longer has it (a newer one replaced it): start over from a Fetch.
+            self._drop_fetching_snapshot()
+            if isinstance(st, FollowerState):
+                st.fetch_deadline_ms = now + self.config.fetch_timeout_ms
+            return
+        if p.error_code != NO_ERROR or not isinstance(st, FollowerState) or st.leader != src or w is None:
+            self._next_fetch_ms = now + self.config.retry_backoff_ms
+            return
+        sid = OffsetAndEpoch(p.snapshot_id.end_offset, p.snapshot_id.epoch)
+        if sid != w.snapshot_id or p.position != w.size:
+            raise RuntimeError(
+                f"node {self.node_id}: FetchSnapshot answered {sid} at {p.position}, "
+                f"expected {w.snapshot_id} at {w.size}"
+            )
+        w.append(bytes(p.unaligned_records))
+        st.fetch_deadline_ms = now + self.config.fetch_timeout_ms
+        if w.size >= p.size:
+            w.freeze()
+            self._fetching_snapshot = None
+            self.log.on_snapshot_frozen(sid)
+            self._after_snapshot_download(sid)
+
+    def _after_snapshot_download(self, sid: OffsetAndEpoch, downloaded: bool = True) -> None:
+        """Drop the whole log for the snapshot; it is committed (the leader only names committed
+        snapshots), so the high watermark is at least its end, and the listener loads it."""
+        self.log.truncate_to_latest_snapshot()
+        if downloaded and self.log.end_offset < sid.end_offset:
+            raise RuntimeError(
+                f"node {self.node_id}: snapshot {sid} downloaded but the log (end {self.log.end_offset}, "
+                f"epoch {self.log.last_fetched_epoch}) was not truncated to it"
+            )
+        if sid.end_offset > self.high_watermark:
+            self.high_watermark = sid.end_offset
+        self._update_listener_progress()
+
+    def _drop_fetching_snapshot(self) -> None:
+        if self._fetching_snapshot is not None:
+            self._fetching_snapshot.abandon()
+            self._fetching_snapshot = None
 
     # ======================================================================================= plumbing
     def _request(self, dst: int, data: Any, now: int, epoch: int, fetch_offset: int = -1) -> _Inflight:

@@ -49,6 +49,8 @@ class QuorumConfig:
     request_timeout_ms: int = 2_000
     retry_backoff_ms: int = 20
     fetch_max_wait_ms: int = 500
+    fetch_snapshot_max_bytes: int = 8 << 20
+    """The largest chunk of a snapshot one FetchSnapshot asks for (KafkaRaftClient's fixed 8 MiB)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "voters", parse_voters(self.voters))
@@ -59,6 +61,7 @@ class QuorumConfig:
             "request_timeout_ms",
             "retry_backoff_ms",
             "fetch_max_wait_ms",
+            "fetch_snapshot_max_bytes",
         ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")

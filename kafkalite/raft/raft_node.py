@@ -14,6 +14,7 @@ from typing import Any
 from kafkalite.net.sim import BaseNode
 from kafkalite.raft.epoch_state import NEVER, EpochState
 from kafkalite.raft.kafka_raft_client import KafkaRaftClient, RaftListener
+from kafkalite.raft.metadata_log import MetadataLogConfig
 from kafkalite.raft.quorum_config import QuorumConfig
 
 
@@ -27,8 +28,10 @@ class RaftNode(BaseNode):
         *,
         make_listener: Callable[[], RaftListener] | None = None,
         on_transition: Callable[[int, EpochState], None] | None = None,
+        log_config: MetadataLogConfig | None = None,
     ) -> None:
         self.config = config
+        self.log_config = log_config
         self.log_dir = Path(log_dir)
         self.make_listener = make_listener
         self.on_transition = on_transition
@@ -53,6 +56,7 @@ class RaftNode(BaseNode):
             self.net.clock,
             listener=self.listener,
             on_transition=self.on_transition,
+            log_config=self.log_config,
         )
         self.client.start(now_ms)
 

@@ -25,6 +25,10 @@ class ControlRecordType(IntEnum):
     COMMIT = 1
     LEADER_CHANGE = 2
     """KRaft: the first batch a new leader writes in its epoch (KIP-595); never in a data partition."""
+    SNAPSHOT_HEADER = 3
+    """KRaft: the first record of a metadata snapshot (KIP-630), with the last contained log timestamp."""
+    SNAPSHOT_FOOTER = 4
+    """KRaft: the last record of a metadata snapshot; a snapshot without it is incomplete."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,10 +14,12 @@ from kafkalite.metadata.controller import ControllerSettings
 from kafkalite.metadata.controller.controller_server import ControllerServer
 from kafkalite.metadata.image import MetadataImage
 from kafkalite.metadata.metadata_loader import MetadataLoader
+from kafkalite.metadata.snapshot_generator import SnapshotGenerator
 from kafkalite.net.sim import SimNetwork
 from kafkalite.protocol.broker_lifecycle import Listener
 from kafkalite.protocol.envelope import RequestEnvelope, ResponseEnvelope
 from kafkalite.raft import Batch, LeaderState, QuorumConfig, RaftNode
+from kafkalite.raft.metadata_log import MetadataLogConfig
 from kafkalite.storage.meta_properties import format_dirs
 from tests.raft.harness import FAST, scratch_dir
 
@@ -25,6 +27,13 @@ CONTROLLERS = (1, 2, 3)
 CLUSTER_ID = "J8qXRwI-Qyi2G0guFTiuYw"
 HEARTBEAT_MS = 200
 SESSION_MS = 900
+# Snapshot every ~2 KiB of committed metadata, and keep only the latest snapshot and the log after it
+# (retention 0), with 4 KiB segments so the segments a snapshot covers are deleted: a run of a few
+# seconds snapshots, truncates and sends lagging nodes to FetchSnapshot several times.
+SMALL_SNAPSHOTS = MetadataLogConfig(
+    max_record_bytes_between_snapshots=2048, retention_bytes=0, segment_bytes=4096, segment_min_bytes=1024
+)
+SNAPSHOT_CHUNK = 512
 
 
 @dataclass
@@ -35,6 +44,7 @@ class Checker:
     committed: dict[int, bytes | None] = field(default_factory=dict)
     images: dict[int, MetadataImage] = field(default_factory=dict)
     violations: list[str] = field(default_factory=list)
+    snapshots_loaded: int = 0
 
     def on_transition(self, node: int, state: Any) -> None:
         if isinstance(state, LeaderState):
@@ -87,6 +97,12 @@ class _Checked:
         self.inner.handle_commit(batch)
         self.checker.on_image(self.node, self.image_of())
 
+    def handle_load_snapshot(self, reader: Any) -> None:
+        # The image a snapshot rebuilds must equal the image every node replayed at its offset.
+        self.checker.snapshots_loaded += 1
+        self.inner.handle_load_snapshot(reader)
+        self.checker.on_image(self.node, self.image_of())
+
 
 class CheckedController(ControllerServer):
     def __init__(self, *a: Any, checker: Checker, **k: Any) -> None:
@@ -102,14 +118,25 @@ class CheckedController(ControllerServer):
 class ObserverBroker(RaftNode):
     """A broker's metadata side only: an observer of the quorum, registered and heartbeating."""
 
-    def __init__(self, config: QuorumConfig, log_dir: str, checker: Checker) -> None:
-        super().__init__(config, log_dir, make_listener=self._new_loader)
+    def __init__(
+        self,
+        config: QuorumConfig,
+        log_dir: str,
+        checker: Checker,
+        log_config: MetadataLogConfig | None = None,
+    ) -> None:
+        super().__init__(config, log_dir, make_listener=self._new_loader, log_config=log_config)
         self.checker = checker
         self.loader: MetadataLoader | None = None
         self.lifecycle: BrokerLifecycleManager | None = None
 
     def _new_loader(self) -> Any:
         self.loader = loader = MetadataLoader()
+        loader.snapshot_generator = SnapshotGenerator(
+            self.log_config or MetadataLogConfig(),
+            lambda sid, records, ts: self.client.create_snapshot(sid, records, ts, self.now_ms()),
+            self.net.now_ms,
+        )
         return _Checked(self.node_id, loader, lambda: loader.image, self.checker)
 
     def _start(self, now_ms: int) -> None:
@@ -162,7 +189,12 @@ class Client:
 
 class KRaftQuorum:
     def __init__(
-        self, seed: int, brokers: tuple[int, ...] = (101, 102, 103), root: str | None = None, **raft
+        self,
+        seed: int,
+        brokers: tuple[int, ...] = (101, 102, 103),
+        root: str | None = None,
+        log_config: MetadataLogConfig | None = None,
+        **raft,
     ) -> None:
         self.root = root or scratch_dir()
         self.net = SimNetwork(seed=seed, latency_ms=1, jitter_ms=3, log_messages="none")
@@ -181,12 +213,15 @@ class KRaftQuorum:
                     assign_replicas,
                     on_transition=self.checker.on_transition,
                     checker=self.checker,
+                    log_config=log_config,
                 ),
             )
             for n in CONTROLLERS
         }
         self.brokers = {
-            b: self.net.add_node(b, ObserverBroker(cfg, os.path.join(self.root, f"broker-{b}"), self.checker))
+            b: self.net.add_node(
+                b, ObserverBroker(cfg, os.path.join(self.root, f"broker-{b}"), self.checker, log_config)
+            )
             for b in brokers
         }
         self.client = Client(self.net)
@@ -232,12 +267,17 @@ def _error(resp: Any) -> int:
 
 
 def run_schedule(
-    seed: int, *, duration_ms: int = 4000, liveness_ms: int = 8000
+    seed: int,
+    *,
+    duration_ms: int = 4000,
+    liveness_ms: int = 8000,
+    log_config: MetadataLogConfig | None = SMALL_SNAPSHOTS,
 ) -> tuple[KRaftQuorum, list[str]]:
     """One seeded run: controllers and brokers crash (losing their page cache), pause and are cut off
-    while an admin creates topics and leaders shrink ISRs; then everything heals. Returns the quorum
-    and the rules broken (safety during the run; after it, an active controller, every broker unfenced
-    and replaying the same image as the controller)."""
+    while an admin creates topics and leaders shrink ISRs, and every node snapshots its image and drops
+    the log it covers (``log_config``); then everything heals. Returns the quorum and the rules broken
+    (safety during the run, a snapshot's image equal to the replayed one at its offset; after it, an
+    active controller, every broker unfenced and replaying the same image as the controller)."""
     import random
 
     from kafkalite.net.sim import FaultSchedule
@@ -245,7 +285,7 @@ def run_schedule(
     from kafkalite.protocol.metadata import CreatableTopic, CreateTopicsRequest
     from kafkalite.protocol.topic_partition import TopicPartition
 
-    q = KRaftQuorum(seed)
+    q = KRaftQuorum(seed, log_config=log_config, fetch_snapshot_max_bytes=SNAPSHOT_CHUNK)
     net, rng = q.net, random.Random(f"kraft-faults/{seed}")
     nodes = [*CONTROLLERS, *q.brokers]
     FaultSchedule.random(

@@ -22,9 +22,11 @@ from kafkalite.metadata.controller.quorum_controller import (
 )
 from kafkalite.metadata.controller.replication_control import ReplicaPlacer
 from kafkalite.metadata.image import MetadataImage
+from kafkalite.metadata.snapshot_generator import SnapshotGenerator
 from kafkalite.protocol.envelope import RequestEnvelope
 from kafkalite.raft import EpochState, QuorumConfig, RaftNode
 from kafkalite.raft.epoch_state import NEVER
+from kafkalite.raft.metadata_log import MetadataLogConfig
 from kafkalite.storage.meta_properties import verify_dirs
 
 _TICK = "controller"
@@ -40,8 +42,15 @@ class ControllerServer(RaftNode):
         *,
         on_transition: Callable[[int, EpochState], None] | None = None,
         on_image: Callable[[int, MetadataImage], None] | None = None,
+        log_config: MetadataLogConfig | None = None,
     ) -> None:
-        super().__init__(config, log_dir, make_listener=self._new_controller, on_transition=self._transition)
+        super().__init__(
+            config,
+            log_dir,
+            make_listener=self._new_controller,
+            on_transition=self._transition,
+            log_config=log_config,
+        )
         self.settings = settings
         self.placer = placer
         self.user_transition = on_transition
@@ -56,7 +65,16 @@ class ControllerServer(RaftNode):
         self.controller = QuorumController(self.node_id, self.settings, self.placer, rng)
         if self.on_image is not None:
             self.controller.on_commit = lambda image, hook=self.on_image: hook(self.node_id, image)
+        self.controller.snapshot_generator = SnapshotGenerator(
+            self.log_config or MetadataLogConfig(), self._emit_snapshot, self.net.now_ms
+        )
         return self.controller
+
+    def _emit_snapshot(self, snapshot_id: Any, records: Any, last_contained_timestamp: int) -> bool:
+        c = self.client
+        return c is not None and c.create_snapshot(
+            snapshot_id, records, last_contained_timestamp, self.now_ms()
+        )
 
     def _start(self, now_ms: int) -> None:
         # A process start: refuse a log dir that is unformatted or formatted for another cluster or node.

@@ -32,6 +32,7 @@ from kafkalite.metadata.controller.cluster_control import ClusterControlManager
 from kafkalite.metadata.controller.replication_control import ReplicaPlacer, ReplicationControlManager
 from kafkalite.metadata.delta import MetadataDelta
 from kafkalite.metadata.image import MetadataImage
+from kafkalite.metadata.metadata_loader import snapshot_image
 from kafkalite.metadata.records import (
     BrokerRegistrationChangeRecord,
     FeatureLevelRecord,
@@ -125,6 +126,8 @@ class QuorumController:
         self.activations = 0
         self.on_commit: Callable[[MetadataImage], None] | None = None
         """Called with the committed image after each batch (checkers compare nodes with it)."""
+        self.snapshot_generator: Any = None
+        """A ``SnapshotGenerator`` that snapshots ``committed`` as it grows (KIP-630)."""
 
     def attach(self, client: KafkaRaftClient) -> None:
         self.client = client
@@ -147,6 +150,18 @@ class QuorumController:
         if self.on_commit is not None:
             self.on_commit(self.committed)
         self._complete(batch.last_offset)
+        if self.snapshot_generator is not None:
+            self.snapshot_generator.on_commit(batch, self.committed)
+
+    def handle_load_snapshot(self, reader: Any) -> None:
+        """A snapshot replaces the committed state (a controller that was away, or a restart)."""
+        if self.is_active:
+            self.renounce()  # only a follower loads a snapshot; the leader has the log
+        self.committed = self.image = snapshot_image(reader)
+        if self.on_commit is not None:
+            self.on_commit(self.committed)
+        if self.snapshot_generator is not None:
+            self.snapshot_generator.on_load_snapshot()
 
     # ---------------------------------------------------------------------------------- role
     def on_transition(self, state: Any) -> None:

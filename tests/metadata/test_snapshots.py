@@ -1,0 +1,127 @@
+"""KIP-630 on the KRaft quorum: every node snapshots its image as the log grows and drops the log below;
+a node that was away while that happened downloads the leader's snapshot with FetchSnapshot, in chunks,
+and ends with the controller's image; a restarted node starts from its own latest snapshot."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafkalite.host.kraft_cluster import KRaftCluster
+from kafkalite.protocol.metadata import CreatableTopic, CreateTopicsRequest
+from kafkalite.raft.metadata_log import MetadataLogConfig
+from tests.metadata.kraft_harness import SMALL_SNAPSHOTS, KRaftQuorum
+
+
+def _settled(q: KRaftQuorum) -> bool:
+    act = q.active()
+    if act is None:
+        return False
+    img = act.controller.committed
+    return img.unfenced_brokers() == sorted(q.brokers) and all(
+        b.loader is not None and b.loader.image.offset == img.offset for b in q.brokers.values()
+    )
+
+
+def _create(q: KRaftQuorum, names) -> None:
+    for name in names:
+        q.request(
+            CreateTopicsRequest(topics=(CreatableTopic(name=name, num_partitions=2, replication_factor=2),))
+        )
+
+
+@pytest.fixture
+def q():
+    quorum = KRaftQuorum(3, log_config=SMALL_SNAPSHOTS, fetch_snapshot_max_bytes=256)
+    assert quorum.net.run_until(lambda: _settled(quorum), 10_000), "the quorum did not settle"
+    yield quorum
+    quorum.close()
+
+
+def _node(q: KRaftQuorum, which: str):
+    if which == "broker":
+        return q.brokers[103]
+    leader = q.active().node_id
+    return next(c for n, c in q.controllers.items() if n != leader)
+
+
+@pytest.mark.parametrize("which", ["broker", "controller"])
+def test_a_node_that_was_down_while_the_leader_snapshotted_catches_up_with_fetch_snapshot(q, which) -> None:
+    node = _node(q, which)
+    down_end = node.client.log.end_offset
+    q.net.crash(node.node_id)
+    _create(q, [f"while-down-{i}" for i in range(12)])
+    act = q.active()
+    assert q.net.run_until(lambda: act.client.log.start_offset > down_end, 10_000), (
+        "the leader never snapshotted past the node's log and dropped the log below"
+    )
+    leader_start = act.client.log.start_offset
+    q.net.restart(node.node_id)
+    assert q.net.run_until(lambda: _settled(q) and node.client.high_watermark >= leader_start, 10_000)
+    c = node.client
+    assert c.stats.snapshot_fetches > 1, "the snapshot came in several FetchSnapshot chunks"
+    assert c.stats.snapshots_loaded == 1
+    assert c.log.start_offset >= leader_start, "the node's log restarted at the downloaded snapshot"
+    assert not list(c.log.dir.glob("*.part")), "no partial download left behind"
+    q.net.run_until(lambda: False, 300)  # let the last fetch land everywhere
+    img = q.image()
+    image = node.loader.image if which == "broker" else node.controller.committed
+    assert image.offset == img.offset and image == img, "the caught-up node holds the controller's image"
+    assert {f"while-down-{i}" for i in range(12)} <= set(image.topic_ids)
+    assert not q.checker.violations, q.checker.violations[:3]
+
+
+def test_a_restarted_node_loads_its_latest_snapshot_then_replays_the_log_after_it(q) -> None:
+    _create(q, [f"t{i}" for i in range(12)])
+    node = q.brokers[102]
+    assert q.net.run_until(lambda: node.client.log.start_offset > 0, 10_000), "no snapshot dropped the log"
+    assert q.net.run_until(lambda: _settled(q), 10_000)
+    own = node.client.log.latest_snapshot_id()
+    replayed_before = node.client.stats.committed_batches
+    q.net.crash(node.node_id)
+    q.net.restart(node.node_id)
+    assert node.client.log.latest_snapshot_id() == own and node.client.log.start_offset == own.end_offset
+    assert q.net.run_until(lambda: _settled(q), 10_000)
+    c = node.client
+    assert c.stats.snapshots_loaded == 1 and c.stats.snapshot_fetches == 0, (
+        "its own snapshot, not the leader's"
+    )
+    q.net.run_until(lambda: False, 1500)  # the active controller's NoOps keep committing
+    assert 0 < c.stats.committed_batches < replayed_before, "only the batches after the snapshot replayed"
+    assert node.loader.image == q.image()
+    assert not q.checker.violations, q.checker.violations[:3]
+
+
+def test_snapshots_stay_off_with_kafkas_default_threshold() -> None:
+    quorum = KRaftQuorum(4, log_config=MetadataLogConfig())
+    try:
+        assert quorum.net.run_until(lambda: _settled(quorum), 10_000)
+        _create(quorum, [f"t{i}" for i in range(5)])
+        nodes = [*quorum.controllers.values(), *quorum.brokers.values()]
+        assert all(not n.client.log.snapshots and n.client.log.start_offset == 0 for n in nodes)
+    finally:
+        quorum.close()
+
+
+def test_a_kraft_broker_back_from_a_crash_replays_the_leaders_snapshot() -> None:
+    # The BrokerServer wiring: its metadata log snapshots with the cluster's log_config, and a broker
+    # that missed a topic deletion and creations rebuilds its image from the controller's snapshot.
+    c = KRaftCluster(brokers=3, controllers=3, seed=2, log_config=SMALL_SNAPSHOTS)
+    try:
+        c.create_topic("gone", partitions=1, replication_factor=3)
+        c.create_topic("kept", partitions=1, replication_factor=3)
+        assert c.run_until(lambda: c.brokers[1].raft.log.snapshots, 20_000), "broker 1 never snapshotted"
+        c.crash(3)
+        c.delete_topic("gone")
+        for i in range(10):
+            c.create_topic(f"new{i}", partitions=1, replica_assignment={0: (1, 2, 3)})
+        act = c.active_controller()
+        assert c.run_until(lambda: act.client.log.start_offset > 0, 10_000)
+        c.restart(3)
+        b3 = c.brokers[3]
+        assert c.run_until(lambda: b3.loader is not None and b3.loader.image == c.image(), 20_000)
+        assert b3.raft.stats.snapshots_loaded == 1 and b3.raft.stats.snapshot_fetches >= 1
+        img = b3.loader.image
+        assert img.topic("gone") is None and img.topic("kept") is not None and img.topic("new9") is not None
+    finally:
+        c.close()
+
