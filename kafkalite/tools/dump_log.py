@@ -74,11 +74,11 @@ def dump(
     cluster_metadata_decoder: bool = False,
     write: Write = print,
 ) -> int:
-    """Dump one ``.log``, ``.index`` or ``.timeindex`` file through ``write``; returns problems found."""
+    """Dump one ``.log`` (or KRaft ``.checkpoint``), ``.index`` or ``.timeindex`` file through ``write``; returns problems found."""
     path = Path(path)
     write(f"Dumping {path}")
     suffix = path.suffix
-    if suffix == ".log":
+    if suffix in (".log", ".checkpoint"):  # a KRaft snapshot is record batches too (KIP-630)
         return dump_log_segment(
             path,
             print_data_log=print_data_log,
@@ -95,7 +95,10 @@ def dump(
         return dump_producer_snapshot(path, write=write)
     if suffix == ".txnindex":
         return dump_txn_index(path, write=write)
-    write(f"Ignoring unknown file {path}: expected a .log, .index, .timeindex, .snapshot or .txnindex file")
+    write(
+        f"Ignoring unknown file {path}: expected a .log, .index, .timeindex, .snapshot, .txnindex or "
+        ".checkpoint file"
+    )
     return 1
 
 
@@ -159,6 +162,20 @@ def batch_line(pos: int, h, valid: bool) -> str:
 
 
 def _control_text(rec) -> str:
+    from kafkalite.records.control import ControlRecordType, control_type
+
+    try:
+        kind = control_type(rec.key)
+    except KafkaError as e:
+        return f" controlRecord: unreadable ({e})"
+    if kind in (ControlRecordType.SNAPSHOT_HEADER, ControlRecordType.SNAPSHOT_FOOTER):  # a KRaft snapshot
+        value = rec.value or b""
+        if len(value) < (10 if kind == ControlRecordType.SNAPSHOT_HEADER else 2):
+            return f" {kind.name}: unreadable"
+        if kind == ControlRecordType.SNAPSHOT_FOOTER:
+            return f" SnapshotFooter: version: {struct.unpack_from('>h', value)[0]}"
+        version, last_ts = struct.unpack_from(">hq", value)
+        return f" SnapshotHeader: version: {version} lastContainedLogTimestamp: {last_ts}"
     try:
         marker = parse_control_record(rec.key, rec.value)
     except KafkaError as e:  # a damaged marker is worth showing, not worth a traceback

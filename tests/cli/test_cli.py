@@ -172,7 +172,7 @@ def test_unknown_file_type(tmp_path):
     f.write_bytes(b"")
     result = _invoke("dump-log", str(f))
     assert result.exit_code == 1
-    assert "expected a .log, .index, .timeindex, .snapshot or .txnindex file" in result.output
+    assert "expected a .log, .index, .timeindex, .snapshot, .txnindex or .checkpoint file" in result.output
 
 
 def test_bench_storage_command(tmp_path):
