@@ -244,6 +244,8 @@ def start_kraft_cluster(
     cids = [CONTROLLER_BASE + i for i in range(1, controllers + 1)]
     voters = ",".join(f"{c}@{host}:{free_port(host)}" for c in cids)
     common = {"controller.quorum.voters": voters, "controller.listener.names": "CONTROLLER"}
+    # The metadata log's and its snapshots' settings (metadata.log.*, metadata.max.*) are every node's.
+    common.update({k: str(v) for k, v in (config or {}).items() if k.startswith("metadata.")})
     ports = {b: free_port(host) for b in range(1, brokers + 1)}
     bridges = {b: free_port(host) for b in range(1, brokers + 1)}
     exe = [sys.executable, "-m", "kafkalite.cli", "server", "start"]

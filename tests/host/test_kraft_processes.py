@@ -315,3 +315,39 @@ def test_a_broker_checks_every_one_of_its_log_dirs(tmp_path) -> None:
     )
     res = CliRunner().invoke(kafkalite, ["server", "start", "--config-file", str(cfg)])
     assert res.exit_code != 0 and f"{tmp_path / 'b'} has no meta.properties" in res.output
+
+
+def test_processes_snapshot_the_metadata_log_and_a_restarted_broker_starts_from_its_snapshot(
+    tmp_path,
+) -> None:
+    from kafkalite.host.kraft_processes import start_kraft_cluster
+
+    small = {
+        "metadata.log.max.record.bytes.between.snapshots": "2048",
+        "metadata.max.retention.bytes": "0",
+        "metadata.log.segment.bytes": "4096",
+        "metadata.log.segment.min.bytes": "1024",
+    }
+    state = start_kraft_cluster(tmp_path, brokers=1, controllers=1, config=small)
+    try:
+        bootstrap = state["bootstrap_servers"]
+        ctl_dir = next(tmp_path.glob("controller-*/__cluster_metadata-0"))
+        broker_dir = tmp_path / "broker-1-metadata" / "__cluster_metadata-0"
+        for i in range(8):
+            admin = cka.AdminClient({"bootstrap.servers": bootstrap, **QUIET})
+            for f in admin.create_topics([cka.NewTopic(f"s{i}", 1, 1)]).values():
+                f.result(30)
+
+        def dropped(d: Path) -> bool:
+            return any(d.glob("*.checkpoint")) and not (d / f"{0:020d}.log").exists()
+
+        wait_for(lambda: dropped(ctl_dir) and dropped(broker_dir), 60, "snapshots and a log start past 0")
+        signal_broker(tmp_path, 1, signal.SIGKILL)
+        restart_broker(tmp_path, 1)
+        admin = cka.AdminClient({"bootstrap.servers": bootstrap, **QUIET})
+        wait_for(
+            lambda: {f"s{i}" for i in range(8)} <= set(admin.list_topics(timeout=5).topics), 30, "topics"
+        )
+    finally:
+        stop = CliRunner().invoke(kafkalite, ["cluster", "stop", "--dir", str(tmp_path)])
+        assert stop.exit_code == 0, stop.output
