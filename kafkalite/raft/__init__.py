@@ -1,8 +1,8 @@
 """KRaft's consensus core (KIP-595): the metadata quorum as sans-I/O state machines over kafkalite's log.
 
 ``KafkaRaftClient`` is one member; ``QuorumState`` and the ``EpochState`` classes hold its epoch, vote and
-role, persisted in ``quorum-state``; ``KafkaMetadataLog`` is ``__cluster_metadata-0`` on disk;
-``RaftNode`` runs a member on the simulator.
+role, persisted in ``quorum-state``; ``KafkaMetadataLog`` is ``__cluster_metadata-0`` on disk, with its
+snapshots (``kafkalite.raft.snapshot``, KIP-630); ``RaftNode`` runs a member on the simulator.
 """
 
 from kafkalite.raft.epoch_state import (
@@ -15,11 +15,12 @@ from kafkalite.raft.epoch_state import (
     VotedState,
 )
 from kafkalite.raft.kafka_raft_client import KafkaRaftClient, RaftListener, RaftRequest, RaftResponse
-from kafkalite.raft.metadata_log import Batch, KafkaMetadataLog
+from kafkalite.raft.metadata_log import Batch, KafkaMetadataLog, MetadataLogConfig
 from kafkalite.raft.quorum_config import QuorumConfig
 from kafkalite.raft.quorum_state import IllegalStateError, QuorumState
 from kafkalite.raft.quorum_state_store import ElectionState, FileQuorumStateStore
 from kafkalite.raft.raft_node import RaftNode
+from kafkalite.raft.snapshot import SnapshotId, SnapshotReader
 
 __all__ = [
     "Batch",
@@ -32,6 +33,7 @@ __all__ = [
     "KafkaMetadataLog",
     "KafkaRaftClient",
     "LeaderState",
+    "MetadataLogConfig",
     "QuorumConfig",
     "QuorumState",
     "RaftListener",
@@ -39,6 +41,8 @@ __all__ = [
     "RaftRequest",
     "RaftResponse",
     "ResignedState",
+    "SnapshotId",
+    "SnapshotReader",
     "UnattachedState",
     "VotedState",
 ]
