@@ -145,3 +145,70 @@ def test_dump_log_reads_a_snapshot_and_the_log_after_it(tmp_path) -> None:
     seg = sorted(d.glob("*.log"))[-1]
     out = CliRunner().invoke(kafkalite, ["dump-log", "--cluster-metadata-decoder", str(seg)]).output
     assert "isvalid: true" in out and "unreadable" not in out
+
+
+def test_the_generator_snapshots_on_bytes_or_on_the_interval() -> None:
+    from kafkalite.metadata.image import MetadataImage
+    from kafkalite.metadata.snapshot_generator import SnapshotGenerator
+    from kafkalite.raft import Batch
+
+    now = [0]
+    written = []
+    cfg = MetadataLogConfig(max_record_bytes_between_snapshots=1000, max_snapshot_interval_ms=60_000)
+    gen = SnapshotGenerator(cfg, lambda sid, recs, ts: written.append((sid, ts)) or True, lambda: now[0])
+
+    def commit(offset: int, size: int) -> bool:
+        batch = Batch(offset, offset, 4, (b"r",), append_timestamp=now[0], size_in_bytes=size)
+        return gen.on_commit(batch, MetadataImage(offset=offset, epoch=4))
+
+    assert not commit(0, 600)
+    assert commit(1, 600), "1200 bytes since the last snapshot"
+    assert written == [((2, 4), 0)], "snapshot id: the image's next offset and its epoch"
+    now[0] = 59_999
+    assert not commit(2, 10)
+    now[0] = 60_000
+    assert commit(3, 10), "metadata.log.max.snapshot.interval.ms passed"
+    assert [sid for sid, _ in written] == [(2, 4), (4, 4)]
+
+
+def test_the_leader_answers_fetch_snapshot_as_kafka_does(q) -> None:
+    from kafkalite.protocol.fetch import SnapshotId
+    from kafkalite.protocol.raft import FetchSnapshotPartition, FetchSnapshotRequest
+    from kafkalite.raft.kafka_raft_client import METADATA_TP
+
+    _create(q, [f"t{i}" for i in range(6)])
+    act = q.active()
+    leader = act.client
+    assert q.net.run_until(lambda: leader.log.latest_snapshot_id() is not None, 10_000)
+    sid = leader.log.latest_snapshot_id()
+    size = leader.log.snapshot_size(sid)
+
+    def ask(end: int, epoch: int, position: int, leader_epoch: int | None = None, max_bytes: int = 100):
+        part = FetchSnapshotPartition(
+            tp=METADATA_TP,
+            current_leader_epoch=leader.epoch if leader_epoch is None else leader_epoch,
+            snapshot_id=SnapshotId(end_offset=end, epoch=epoch),
+            position=position,
+        )
+        req = FetchSnapshotRequest(replica_id=101, max_bytes=max_bytes, partitions=(part,))
+        return leader._handle_fetch_snapshot_request(req, q.net.now_ms()).partitions[0]
+
+    ok = ask(sid.end_offset, sid.epoch, 10)
+    assert (ok.error_code, ok.size, ok.position, len(ok.unaligned_records)) == (0, size, 10, 100)
+    assert ok.unaligned_records == leader.log.snapshot_path(sid).read_bytes()[10:110]
+    assert ask(sid.end_offset + 1, sid.epoch, 0).error_code == 98, "SNAPSHOT_NOT_FOUND"
+    assert ask(sid.end_offset, sid.epoch, size).error_code == 99, "POSITION_OUT_OF_RANGE"
+    assert ask(sid.end_offset, sid.epoch, 0, leader_epoch=leader.epoch - 1).error_code == 74, "FENCED"
+    follower = next(c.client for n, c in q.controllers.items() if n != act.node_id)
+    req = FetchSnapshotRequest(
+        replica_id=101,
+        partitions=(
+            FetchSnapshotPartition(
+                tp=METADATA_TP,
+                current_leader_epoch=follower.epoch,
+                snapshot_id=SnapshotId(end_offset=sid.end_offset, epoch=sid.epoch),
+            ),
+        ),
+    )
+    not_leader = follower._handle_fetch_snapshot_request(req, q.net.now_ms()).partitions[0]
+    assert not_leader.error_code == 6 and not_leader.current_leader.leader_id == act.node_id
