@@ -34,6 +34,7 @@ from kafkalite.host.kraft_cluster import CONTROLLER_BASE, KRaftCluster
 from kafkalite.metadata.image import MetadataImage
 from kafkalite.net.sim import Fault, FaultSchedule
 from kafkalite.raft import LeaderState
+from kafkalite.raft.metadata_log import MetadataLogConfig
 
 # Short timeouts so a few seconds of virtual time hold several failovers (Kafka's: 2 s / 9 s heartbeat
 # and session, 1 s / 2 s election and fetch timeouts).
@@ -114,6 +115,8 @@ class MetadataChecker:
 class KRaftFaultRunResult(FaultRunResult):
     metadata_violations: list[str] = field(default_factory=list)
     epochs: int = 0
+    snapshot_loads: int = 0
+    """Metadata snapshots the live nodes' Raft clients loaded (KIP-630), at start or after FetchSnapshot."""
 
     @property
     def ok(self) -> bool:
@@ -137,8 +140,10 @@ def run_kraft_schedule(
     min_insync: int = 2,
     lose_unflushed: float = 1.0,
     converge_ms: int = 60_000,
+    log_config: MetadataLogConfig | None = None,
 ) -> KRaftFaultRunResult:
-    """One seeded run; see the module docstring for what the schedule may do."""
+    """One seeded run; see the module docstring for what the schedule may do. ``log_config``: the
+    metadata log's snapshot and retention settings (a small threshold snapshots under the faults)."""
     # tmpfs when there is one: every metadata append is fsynced, and a run makes hundreds.
     shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
     tmp = tempfile.TemporaryDirectory(prefix="kafkalite-kraft-faults-", dir=shm)
@@ -154,6 +159,7 @@ def run_kraft_schedule(
         quorum=QUORUM,
         heartbeat_interval_ms=HEARTBEAT_MS,
         session_timeout_ms=SESSION_MS,
+        log_config=log_config,
     )
     try:
         c.create_topic(TOPIC, partitions, min(3, brokers), config={"min.insync.replicas": min_insync})
@@ -256,6 +262,11 @@ def run_kraft_schedule(
         return KRaftFaultRunResult(
             metadata_violations=list(checker.violations),
             epochs=len(checker.leaders),
+            snapshot_loads=sum(
+                r.stats.snapshots_loaded
+                for r in [*(x.client for x in c.controllers.values()), *(b.raft for b in c.brokers.values())]
+                if r is not None
+            ),
             seed=seed,
             report=report,
             schedule="\n".join([str(sched), *notes]),
