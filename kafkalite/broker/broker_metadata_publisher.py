@@ -41,6 +41,7 @@ class BrokerMetadataPublisher:
         self._changed: set[tuple[uuid.UUID, int]] = set()
         self._deleted: dict[uuid.UUID, TopicImage] = {}
         self._configs_changed = False
+        self._first_publish = True
 
     def on_delta(self, delta: MetadataDelta, image: MetadataImage) -> None:
         """A publisher for the ``MetadataLoader``: note what changed, apply it at the next ``publish``."""
@@ -65,6 +66,8 @@ class BrokerMetadataPublisher:
                 states.append(UpdateMetadataPartitionState(tp=tp, leader=LEADER_DURING_DELETE))
                 if b.broker_id in t.partitions[p].replicas:
                     stops.append(StopReplicaPartitionState(tp=tp, delete_partition=True))
+        if self._first_publish:
+            stops += self._stray_replicas(image, {s.tp for s in stops})
         for tid, p in sorted(self._changed, key=lambda k: (str(k[0]), k[1])):
             t = image.topics.get(tid)
             part = None if t is None else t.partitions.get(p)
@@ -135,9 +138,41 @@ class BrokerMetadataPublisher:
         if deleted and b.group_manager is not None:
             b.group_manager.on_partitions_deleted(deleted)
         self.published = image
+        self._first_publish = False
         self._changed.clear()
         self._deleted.clear()
         self._configs_changed = False
+
+    def _stray_replicas(
+        self, image: MetadataImage, known: set[TopicPartition]
+    ) -> list[StopReplicaPartitionState]:
+        """On the first publish, the partition logs on this broker's disks that the image gives it no
+        replica of (Kafka's stray replicas): a broker that loaded a metadata snapshot never saw the
+        RemoveTopicRecord of a topic deleted while it was away, so nothing else would remove them.
+        Matched by name: kafkalite keeps no topic id on disk (Kafka's ``partition.metadata``)."""
+        b = self.broker
+        rm = b.rm
+        out: list[StopReplicaPartitionState] = []
+        if rm is None:
+            return out
+        hosted = {p.tp for p in rm.partitions()}
+        for d in rm.log_dirs:
+            children = sorted(d.iterdir()) if d.is_dir() else []
+            for child in children:
+                topic, sep, index = child.name.rpartition("-")
+                if (
+                    not (sep and topic and index.isdigit() and child.is_dir())
+                    or topic == "__cluster_metadata"
+                ):
+                    continue
+                tp = TopicPartition(topic, int(index))
+                if tp in hosted or tp in known:
+                    continue
+                part = image.partition(topic, tp.partition)
+                if part is None or b.broker_id not in part.replicas:
+                    out.append(StopReplicaPartitionState(tp=tp, delete_partition=True))
+                    known.add(tp)
+        return out
 
 
 def _fenced(image: MetadataImage, broker_id: int) -> bool:

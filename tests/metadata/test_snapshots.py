@@ -122,6 +122,13 @@ def test_a_kraft_broker_back_from_a_crash_replays_the_leaders_snapshot() -> None
         assert b3.raft.stats.snapshots_loaded == 1 and b3.raft.stats.snapshot_fetches >= 1
         img = b3.loader.image
         assert img.topic("gone") is None and img.topic("kept") is not None and img.topic("new9") is not None
+        # Its replicas follow the snapshot too: the topic deleted while it was away goes from its disk, the
+        # ones created meanwhile appear, the one it had stays.
+        assert c.run_until(lambda: b3.registered, 60_000), "broker 3 did not register and unfence again"
+        hosted = lambda: {p.tp.topic for p in b3.rm.partitions()}  # noqa: E731
+        assert c.run_until(lambda: {"kept", "new9"} <= hosted(), 20_000), hosted()
+        assert "gone" not in hosted()
+        assert not any(d.name.startswith("gone-") for d in (c.dir / "broker-3").iterdir())
     finally:
         c.close()
 
