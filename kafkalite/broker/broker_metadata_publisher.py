@@ -6,7 +6,9 @@ turns them into what the ZooKeeper-mode broker gets from its controller, applied
 metadata cache's update, ``become_leader_or_follower`` for the replicas this broker hosts (leader or
 follower, with the leader and partition epochs that order the changes), StopReplica with deletion for a
 removed topic. The raft epoch of the records stands in for the controller epoch: it only grows along
-the log, which is what the replica manager's fencing needs. Topic configs come from ConfigRecords.
+the log, which is what the replica manager's fencing needs. Topic configs come from ConfigRecords; the
+ACLs go to the broker's ``StandardAuthorizer`` and the SCRAM credentials are read from the published image
+(``BrokerServer.scram_credential``), as Kafka's ACL and SCRAM publishers hand them on.
 """
 
 from __future__ import annotations
@@ -137,6 +139,8 @@ class BrokerMetadataPublisher:
             rm.handle_update_metadata(UpdateMetadataRequest(controller_epoch=epoch))
         if deleted and b.group_manager is not None:
             b.group_manager.on_partitions_deleted(deleted)
+        if b.authorizer is not None and b.authorizer.apply(image.acls):
+            b.log("acls_applied", broker=b.broker_id, acls=len(image.acls), offset=image.offset)
         self.published = image
         self._first_publish = False
         self._changed.clear()

@@ -6,7 +6,8 @@ fetches ``__cluster_metadata`` as an observer of the controllers' Raft quorum, r
 ``MetadataImage`` (``MetadataLoader``) and applies what changed to its metadata cache and replicas
 (``BrokerMetadataPublisher``); it registers and heartbeats to the active controller
 (``BrokerLifecycleManager``), sends its leaders' ISR changes there (AlterPartition), gets producer id
-blocks from it (AllocateProducerIds) and forwards it the clients' admin requests (``ForwardingManager``). No LeaderAndIsr, UpdateMetadata or StopReplica crosses the network.
+blocks from it (AllocateProducerIds) and forwards it the clients' admin requests (``ForwardingManager``),
+ACL and SCRAM changes included. No LeaderAndIsr, UpdateMetadata or StopReplica crosses the network.
 
 The metadata log lives in ``metadata_log_dir`` (Kafka's ``metadata.log.dir``), apart from the partition
 logs so the log manager never mistakes it for a partition.
@@ -24,6 +25,8 @@ from kafkalite.broker.metadata_cache import MetadataCache
 from kafkalite.broker.rpc_producer_id_manager import RPCProducerIdManager
 from kafkalite.broker.server import KafkaBroker
 from kafkalite.metadata.broker_lifecycle_manager import BrokerLifecycleManager
+from kafkalite.metadata.controller.scram_control import MECHANISM_NAMES
+from kafkalite.metadata.image import ScramCredential
 from kafkalite.metadata.metadata_loader import MetadataLoader
 from kafkalite.metadata.snapshot_generator import SnapshotGenerator
 from kafkalite.protocol.broker_lifecycle import Listener
@@ -31,6 +34,8 @@ from kafkalite.protocol.envelope import RequestEnvelope, ResponseEnvelope
 from kafkalite.raft import KafkaRaftClient, QuorumConfig, RaftRequest, RaftResponse
 from kafkalite.raft.epoch_state import NEVER
 from kafkalite.raft.metadata_log import MetadataLogConfig
+from kafkalite.security.authorizer import enabled as authorizer_enabled
+from kafkalite.security.standard_authorizer import StandardAuthorizer
 from kafkalite.storage import meta_properties
 
 _SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
@@ -90,6 +95,8 @@ class BrokerServer(KafkaBroker):
         self.zk = None
         self.controller = None
         self.admin = None
+        # KRaft's authorizer: the ACLs come from the metadata log (authorizer.class.name, as in Kafka)
+        self.authorizer = StandardAuthorizer(self.props) if authorizer_enabled(self.props) else None
         self.rm = self._make_replica_manager()
         self.rm.on_halt = self._halt
         self._start_group_coordinator()
@@ -179,6 +186,13 @@ class BrokerServer(KafkaBroker):
             return None
         leader, _ = self.raft.leader_and_epoch()
         return leader if leader >= 0 else None
+
+    def scram_credential(self, mechanism: str, user: str) -> ScramCredential | None:
+        """``user``'s credential for ``mechanism`` (``SCRAM-SHA-256``) as of the published metadata."""
+        if self.publisher is None:
+            return None
+        types = {name: t for t, name in MECHANISM_NAMES.items()}
+        return self.publisher.published.scram.get((user, types.get(mechanism, 0)))
 
     def _producer_id_manager(self) -> Any:
         assert self.pids is not None

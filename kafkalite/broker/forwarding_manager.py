@@ -1,5 +1,6 @@
 """``ForwardingManager``: a KRaft broker passes the admin requests only the controller can carry out
-(CreateTopics, DeleteTopics, IncrementalAlterConfigs) on to the active controller and relays the answer
+(CreateTopics, DeleteTopics, IncrementalAlterConfigs, CreateAcls, DeleteAcls, AlterUserScramCredentials)
+on to the active controller and relays the answer
 (Kafka's ``ForwardingManager``, KIP-590), so a client never needs to reach a controller.
 
 An answer of NOT_CONTROLLER, or none within ``REQUEST_TIMEOUT_MS``, sends the request again to the
@@ -16,8 +17,20 @@ from kafkalite.errors import NotControllerError, RequestTimedOutError
 from kafkalite.protocol import CreateTopicsRequest, DeleteTopicsRequest, IncrementalAlterConfigsRequest
 from kafkalite.protocol.envelope import RequestEnvelope, ResponseEnvelope
 from kafkalite.protocol.error_response import error_response
+from kafkalite.protocol.security_admin import (
+    AlterUserScramCredentialsRequest,
+    CreateAclsRequest,
+    DeleteAclsRequest,
+)
 
-FORWARDED = (CreateTopicsRequest, DeleteTopicsRequest, IncrementalAlterConfigsRequest)
+FORWARDED = (
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    IncrementalAlterConfigsRequest,
+    CreateAclsRequest,
+    DeleteAclsRequest,
+    AlterUserScramCredentialsRequest,
+)
 REQUEST_TIMEOUT_MS = 2000
 RETRY_BACKOFF_MS = 100
 
@@ -83,5 +96,10 @@ def _not_controller(resp: Any) -> bool:
     code = NotControllerError.code
     if getattr(resp, "error_code", 0) == code:
         return True
-    items = getattr(resp, "topics", None) or getattr(resp, "results", None) or ()
+    items = (
+        getattr(resp, "topics", None)
+        or getattr(resp, "results", None)
+        or getattr(resp, "filter_results", None)
+        or ()
+    )
     return bool(items) and all(getattr(i, "error_code", 0) == code for i in items)

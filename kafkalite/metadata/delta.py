@@ -193,7 +193,10 @@ class MetadataDelta:
         elif isinstance(r, RemoveUserScramCredentialRecord):
             if self._scram is None:
                 self._scram = dict(self.image.scram)
-            self._scram.pop((r.name, r.mechanism), None)
+            if self._scram.pop((r.name, r.mechanism), None) is None:
+                raise MetadataReplayError(
+                    f"cannot remove {r.name}'s SCRAM credential {r.mechanism}: there is none"
+                )
         elif isinstance(r, NoOpRecord):
             pass
         else:

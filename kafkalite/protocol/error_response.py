@@ -113,6 +113,7 @@ from kafkalite.protocol import (
     WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
 )
+from kafkalite.protocol import security_admin as sa
 
 UNKNOWN_SERVER_ERROR = -1
 
@@ -253,6 +254,20 @@ _BUILDERS: dict[type[Request], _Builder] = {
                 partitions=tuple(PartitionError(tp=tp, error_code=code) for tp in m.partitions),
             )
             for m in req.markers
+        )
+    ),
+    sa.CreateAclsRequest: lambda req, code, msg: sa.CreateAclsResponse(
+        results=tuple(sa.AclCreationResult(error_code=code, error_message=msg) for _ in req.creations)
+    ),
+    sa.DeleteAclsRequest: lambda req, code, msg: sa.DeleteAclsResponse(
+        filter_results=tuple(
+            sa.DeleteAclsFilterResult(error_code=code, error_message=msg) for _ in req.filters
+        )
+    ),
+    sa.AlterUserScramCredentialsRequest: lambda req, code, msg: sa.AlterUserScramCredentialsResponse(
+        results=tuple(
+            sa.AlterUserScramCredentialsResult(user=u, error_code=code, error_message=msg)
+            for u in sa.users_of(req)
         )
     ),
 }

@@ -72,23 +72,18 @@ def decode_entries(data: bytes) -> list[AccessControlEntry]:
     ]  # fmt: skip
 
 
-class AclAuthorizer:
-    """ACL decisions for one broker. ``zk`` is the broker's link to the store (``ZkLink`` or its remote
-    twin); ``load()`` reads every ACL and arms the change watches."""
+class AclDecisions:
+    """Kafka's decision rule over ``bindings``, with ``super.users`` and ``allow.everyone.if.no.acl.found``
+    from ``props``: what the ZooKeeper-mode ``AclAuthorizer`` and KRaft's ``StandardAuthorizer`` share;
+    they differ only in where the bindings come from."""
 
-    def __init__(
-        self, zk: Any, props: Mapping[str, Any], on_error: Callable[[str], None] | None = None
-    ) -> None:
-        self.zk = zk
+    def __init__(self, props: Mapping[str, Any]) -> None:
         self.super_users = tuple(
             s.strip() for s in str(props.get("super.users") or "").split(";") if s.strip()
         )
         self.allow_if_no_acl = str(props.get("allow.everyone.if.no.acl.found", "false")).lower() == "true"
         self.bindings: list[AclBinding] = []
-        self.on_error = on_error or (lambda _msg: None)
         self.decisions = 0
-
-    # ------------------------------------------------------------------------------------- decisions
 
     def authorize(self, principal: str, host: str, op: Operation, rtype: ResourceType, name: str) -> bool:
         self.decisions += 1
@@ -105,6 +100,18 @@ class AclAuthorizer:
         names = {b.pattern.name for b in self.bindings if b.pattern.type == ResourceType.TOPIC
                  and b.entry.permission == Permission.ALLOW and b.entry.operation in (Operation.WRITE, Operation.ALL)}  # fmt: skip
         return any(self.authorize(principal, host, Operation.WRITE, ResourceType.TOPIC, n) for n in names)
+
+
+class AclAuthorizer(AclDecisions):
+    """ACL decisions for one broker. ``zk`` is the broker's link to the store (``ZkLink`` or its remote
+    twin); ``load()`` reads every ACL and arms the change watches."""
+
+    def __init__(
+        self, zk: Any, props: Mapping[str, Any], on_error: Callable[[str], None] | None = None
+    ) -> None:
+        super().__init__(props)
+        self.zk = zk
+        self.on_error = on_error or (lambda _msg: None)
 
     # ---------------------------------------------------------------------------------- the store
 
@@ -186,4 +193,4 @@ class AclAuthorizer:
         return matched
 
 
-__all__ = ["AclAuthorizer", "decode_entries", "enabled", "encode_entries"]
+__all__ = ["AclAuthorizer", "AclDecisions", "decode_entries", "enabled", "encode_entries"]

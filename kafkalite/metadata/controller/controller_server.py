@@ -2,8 +2,9 @@
 a ``QuorumController``.
 
 Raft traffic goes to the Raft client; the brokers' controller requests (a ``RequestEnvelope`` holding a
-BrokerRegistration, BrokerHeartbeat, AlterPartition, CreateTopics or AllocateProducerIds request) go to
-the controller, which answers with a ``ResponseEnvelope`` once its records are committed.
+BrokerRegistration, BrokerHeartbeat, AlterPartition or AllocateProducerIds request, or an admin request a
+broker forwards: CreateTopics, DeleteTopics, IncrementalAlterConfigs, CreateAcls, DeleteAcls,
+AlterUserScramCredentials) go to the controller, which answers with a ``ResponseEnvelope`` once its records are committed.
 A crash loses the controller with the process; a restart replays the log into a new one. Each start
 checks the log dir's ``meta.properties`` first (``kafkalite storage format``).
 """

@@ -17,6 +17,7 @@ reason.
 from __future__ import annotations
 
 import random
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -27,7 +28,12 @@ from kafkalite.errors import (
     NotLeaderOrFollowerError,
     UnknownTopicOrPartitionError,
 )
-from kafkalite.metadata.controller import configuration_control, producer_id_control
+from kafkalite.metadata.controller import (
+    acl_control,
+    configuration_control,
+    producer_id_control,
+    scram_control,
+)
 from kafkalite.metadata.controller.cluster_control import ClusterControlManager
 from kafkalite.metadata.controller.replication_control import ReplicaPlacer, ReplicationControlManager
 from kafkalite.metadata.delta import MetadataDelta
@@ -62,6 +68,14 @@ from kafkalite.protocol.metadata import (
     DeleteTopicsRequest,
     DeleteTopicsResponse,
 )
+from kafkalite.protocol.security_admin import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+    CreateAclsRequest,
+    CreateAclsResponse,
+    DeleteAclsRequest,
+    DeleteAclsResponse,
+)
 from kafkalite.raft import Batch, KafkaRaftClient, LeaderState
 
 METADATA_VERSION = 20
@@ -75,6 +89,9 @@ CONTROLLER_REQUESTS = (
     AllocateProducerIdsRequest,
     DeleteTopicsRequest,
     IncrementalAlterConfigsRequest,
+    CreateAclsRequest,
+    DeleteAclsRequest,
+    AlterUserScramCredentialsRequest,
 )
 
 Respond = Callable[[Response], None]
@@ -108,6 +125,7 @@ class QuorumController:
     ) -> None:
         self.node_id = node_id
         self.settings = settings
+        self.rng = rng
         self.client: KafkaRaftClient | None = None
         self.committed = MetadataImage()
         self.image = self.committed
@@ -238,6 +256,12 @@ class QuorumController:
             records, resp = self._delete_topics(req)
         elif isinstance(req, IncrementalAlterConfigsRequest):
             records, resp = self._alter_configs(req)
+        elif isinstance(req, CreateAclsRequest):
+            records, resp = acl_control.create_acls(self.image, req, self._new_id)
+        elif isinstance(req, DeleteAclsRequest):
+            records, resp = acl_control.delete_acls(self.image, req)
+        elif isinstance(req, AlterUserScramCredentialsRequest):
+            records, resp = scram_control.alter_credentials(self.image, req)
         else:
             raise TypeError(f"not a controller request: {type(req).__name__}")
         if records and not self._write(records, now_ms):
@@ -369,6 +393,9 @@ class QuorumController:
         rec, start, size = producer_id_control.allocate(self.image, req.broker_id, req.broker_epoch)
         return [rec], AllocateProducerIdsResponse(producer_id_start=start, producer_id_len=size)
 
+    def _new_id(self) -> uuid.UUID:
+        return uuid.UUID(int=self.rng.getrandbits(128), version=4)
+
     # --------------------------------------------------------------------------------- fencing
     def _fence_records(self, broker_id: int, epoch: int) -> list[MetadataRecord]:
         records: list[MetadataRecord] = list(self.replication.handle_broker_fenced(self.image, broker_id))
@@ -432,6 +459,15 @@ def _error_response(resp: Response, code: int) -> Response:
         return DeleteTopicsResponse(
             topics=tuple(DeletableTopicResult(name=t.name, error_code=code) for t in resp.topics)
         )
+    if isinstance(resp, CreateAclsResponse):
+        return replace(resp, results=tuple(replace(r, error_code=code) for r in resp.results))
+    if isinstance(resp, DeleteAclsResponse):
+        return replace(
+            resp,
+            filter_results=tuple(replace(r, error_code=code, matching_acls=()) for r in resp.filter_results),
+        )
+    if isinstance(resp, AlterUserScramCredentialsResponse):
+        return replace(resp, results=tuple(replace(r, error_code=code) for r in resp.results))
     if isinstance(resp, IncrementalAlterConfigsResponse):
         return IncrementalAlterConfigsResponse(
             results=tuple(replace(r, error_code=code) for r in resp.results)
