@@ -491,17 +491,38 @@ def storage_random_uuid() -> None:
 @click.option("--config", "-c", "config", required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--ignore-formatted", "-g", is_flag=True, help="Skip directories already formatted.")
 @click.option("--override", "overrides", multiple=True, help="KEY=VALUE setting (repeatable).")
-def storage_format(cluster_id: str, config: str, ignore_formatted: bool, overrides: tuple[str, ...]) -> None:
+@click.option(
+    "--add-scram", "-S", "add_scram", multiple=True,
+    help="A SCRAM user for the cluster's first active controller to write, "
+    "'SCRAM-SHA-256=[name=admin,password=admin-secret(,iterations=8192)]' (repeatable), into "
+    "bootstrap.checkpoint in the metadata log dir.",
+)  # fmt: skip
+def storage_format(
+    cluster_id: str,
+    config: str,
+    ignore_formatted: bool,
+    overrides: tuple[str, ...],
+    add_scram: tuple[str, ...],
+) -> None:
     """Write meta.properties (cluster.id, node.id, directory.id) into each of the node's directories."""
+    from kafkalite.metadata.bootstrap import BootstrapError, parse_add_scram, write_bootstrap
     from kafkalite.storage.meta_properties import MetaPropertiesError, format_dirs
 
-    node_id, dirs = _node_dirs(_properties(config, overrides))
+    props = _properties(config, overrides)
+    node_id, dirs = _node_dirs(props)
+    try:
+        scram = [parse_add_scram(x) for x in add_scram]
+    except BootstrapError as e:
+        raise click.UsageError(str(e)) from e
     try:
         written = format_dirs(dirs, cluster_id, node_id, ignore_formatted=ignore_formatted)
     except MetaPropertiesError as e:
         raise click.ClickException(str(e)) from e
     for d in written:
         click.echo(f"formatted {d} (cluster {cluster_id}, node {node_id})")
+    if scram:  # Kafka's metadata log dir: metadata.log.dir, else the first of log.dirs
+        path = write_bootstrap(props.get("metadata.log.dir") or dirs[0], scram)
+        click.echo(f"wrote {len(scram)} SCRAM credential(s) to {path}")
     if not written:
         click.echo("all directories were already formatted")
 
@@ -566,32 +587,52 @@ def cluster() -> None:
 )
 @click.option("--kraft", is_flag=True, help="KRaft mode: a controller quorum instead of the store.")
 @click.option("--controllers", default=3, show_default=True, help="Controllers (voters), with --kraft.")
+@click.option(
+    "--listener", "listeners", multiple=True, type=click.Choice(["SSL", "SASL_PLAINTEXT", "SASL_SSL"]),
+    help="Another listener per broker besides PLAINTEXT, on free ports (repeatable); its TLS and SASL "
+    "settings come from --override (ssl.keystore.location, sasl.jaas.config, ...).",
+)  # fmt: skip
+@click.option(
+    "--add-scram", "add_scram", multiple=True,
+    help="With --kraft, as kafka-storage format --add-scram: a SCRAM user the first active controller "
+    "writes, 'SCRAM-SHA-256=[name=admin,password=admin-secret]' (repeatable).",
+)  # fmt: skip
 def cluster_start(
     brokers: int, directory: str, host: str, base_port: int, overrides: tuple[str, ...], zookeeper: str | None,
-    kraft: bool, controllers: int,
+    kraft: bool, controllers: int, listeners: tuple[str, ...], add_scram: tuple[str, ...],
 ) -> None:  # fmt: skip
-    """Start the processes, wait until a controller is elected, print the bootstrap servers. With --kraft:
-    format every node's directories with one new cluster id (as kafka-storage format), start the
+    """Start the processes, wait until a controller is elected, print the bootstrap servers (of PLAINTEXT;
+    cluster.json has every listener's). With --kraft: format every node's directories with one new cluster
+    id (as kafka-storage format, with the --add-scram users in the controllers' bootstrap file), start the
     controllers and brokers, and wait until every broker is registered and unfenced."""
     from kafkalite.host.processes import start_cluster  # deferred: keeps `kafkalite --help` fast
 
     if kraft:
         from kafkalite.host.kraft_processes import start_kraft_cluster
+        from kafkalite.metadata.bootstrap import BootstrapError
 
         if zookeeper or base_port:
             raise click.UsageError("--kraft takes neither --zookeeper nor --base-port")
         try:
             state = start_kraft_cluster(
-                directory, brokers, controllers, host=host, config=_properties(None, overrides)
-            )
+                directory, brokers, controllers, host=host, config=_properties(None, overrides),
+                extra_listeners=listeners, add_scram=add_scram,
+            )  # fmt: skip
+        except BootstrapError as e:
+            raise click.UsageError(str(e)) from e
         except (RuntimeError, TimeoutError, OSError) as e:
             raise click.ClickException(str(e)) from e
         click.echo(state["bootstrap_servers"])
         return
+    if add_scram:
+        raise click.UsageError(
+            "--add-scram goes with --kraft; in ZooKeeper mode add users with kafkalite configs --alter "
+            "--entity-type users once the cluster runs"
+        )
     try:
         state = start_cluster(
             directory, brokers, host=host, base_port=base_port, config=_properties(None, overrides),
-            zookeeper=zookeeper,
+            zookeeper=zookeeper, extra_listeners=listeners,
         )  # fmt: skip
     except (RuntimeError, TimeoutError, OSError) as e:
         raise click.ClickException(str(e)) from e

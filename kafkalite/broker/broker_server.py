@@ -44,6 +44,9 @@ _SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL"
 class BrokerServer(KafkaBroker):
     """A KRaft broker node: ``quorum`` names the controllers, ``cluster_id`` the cluster it registers in."""
 
+    kraft = True
+    """Its ACLs and SCRAM users are in the metadata log; the listener forwards changes to them here."""
+
     def __init__(
         self,
         broker_id: int,

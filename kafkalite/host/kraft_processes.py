@@ -20,7 +20,7 @@ import asyncio
 import json
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ from kafkalite.host.processes import (
     parse_address,
 )
 from kafkalite.host.server import EVENT_LOG_LIMIT, drive, internal_topic_defaults, wall_ms
+from kafkalite.metadata.bootstrap import parse_add_scram, write_bootstrap
 from kafkalite.metadata.controller import ControllerSettings
 from kafkalite.metadata.controller.controller_server import ControllerServer
 from kafkalite.net.bridge import NetBridge
@@ -228,10 +229,19 @@ def start_kraft_cluster(
     host: str = "127.0.0.1",
     config: Mapping[str, str] | None = None,
     timeout_s: float = 60.0,
+    extra_listeners: Sequence[str] = (),
+    add_scram: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Format, configure and launch ``controllers`` controller and ``brokers`` broker processes; wait until
     every broker is registered and unfenced; write ``<directory>/cluster.json``. Controllers get node ids
-    ``3001..``, brokers ``1..``, as in ``KRaftCluster``."""
+    ``3001..``, brokers ``1..``, as in ``KRaftCluster``.
+
+    As ``start_cluster``: ``extra_listeners`` are more listeners per broker besides PLAINTEXT, named by
+    their security protocol (``SASL_SSL``, ...) on free ports, with their TLS and SASL settings in ``config``
+    (``authorizer.class.name`` and ``super.users`` too), and ``state["bootstrap"][name]`` their bootstrap
+    servers. ``add_scram`` (``SCRAM-SHA-256=[name=admin,password=admin-secret]``, as ``kafka-storage format
+    --add-scram``) goes into every controller's bootstrap file: the first active controller writes those
+    users, so they can authenticate before anyone could have created them over the API."""
     from kafkalite.host.kraft_cluster import CONTROLLER_BASE
 
     d = Path(directory)
@@ -241,6 +251,7 @@ def start_kraft_cluster(
     (d / "logs").mkdir(exist_ok=True)
     (d / "config").mkdir(exist_ok=True)
     cluster_id = meta_properties.random_uuid()
+    scram = [parse_add_scram(x) for x in add_scram]  # a bad argument fails before anything starts
     cids = [CONTROLLER_BASE + i for i in range(1, controllers + 1)]
     voters = ",".join(f"{c}@{host}:{free_port(host)}" for c in cids)
     common = {"controller.quorum.voters": voters, "controller.listener.names": "CONTROLLER"}
@@ -262,16 +273,22 @@ def start_kraft_cluster(
             "log.dirs": str(d / f"controller-{c}"),
         }
         meta_properties.format_dirs([props["log.dirs"]], cluster_id, c)
+        if scram:
+            write_bootstrap(props["log.dirs"], scram)
         cfg = d / "config" / f"controller-{c}.properties"
         write_properties(cfg, props)
         cmd = [*exe, "--config-file", str(cfg)]
         pid = _spawn(cmd, d / "logs" / f"controller-{c}.log")
         state["controllers"][str(c)] = {"pid": pid, "cmd": cmd, "listener": listener}
     defaults = {k: str(v) for k, v in internal_topic_defaults(brokers).items()}
+    extra = {name.upper(): {b: free_port(host) for b in ports} for name in extra_listeners}
     for b in range(1, brokers + 1):
+        listeners = ",".join(
+            [f"PLAINTEXT://{host}:{ports[b]}", *(f"{n}://{host}:{p[b]}" for n, p in extra.items())]
+        )
         props = {
             "process.roles": "broker", "node.id": b, **common, **defaults,
-            "listeners": f"PLAINTEXT://{host}:{ports[b]}", "log.dirs": str(d / f"broker-{b}"),
+            "listeners": listeners, "log.dirs": str(d / f"broker-{b}"),
             "metadata.log.dir": str(d / f"broker-{b}-metadata"), **(config or {}),
         }  # fmt: skip
         meta_properties.format_dirs([*_log_dirs(props), props["metadata.log.dir"]], cluster_id, b)
@@ -290,7 +307,10 @@ def start_kraft_cluster(
     except TimeoutError as e:
         raise TimeoutError(f"{e}{_dead_nodes(d, state)}") from None
     state["bootstrap_servers"] = bootstrap
-    state["bootstrap"] = {"PLAINTEXT": bootstrap}
+    state["bootstrap"] = {
+        "PLAINTEXT": bootstrap,
+        **{n: ",".join(f"{host}:{p[b]}" for b in sorted(p)) for n, p in extra.items()},
+    }
     state["bootstrap_controllers"] = ",".join(c["listener"] for c in state["controllers"].values())
     (d / "cluster.json").write_text(json.dumps(state, indent=2))
     return state

@@ -251,15 +251,19 @@ class ClientConnection(BaseNode):
             self._fail_authentication(slot, None)
             return
         merge = None
+        request = None
         authz = self.server.authorizer(self.broker_id)
         if key in security_admin.APIS:
             allowed = authz is None or self._may(authz)(
                 security_admin.required_operation(key), ResourceType.CLUSTER, CLUSTER_NAME
             )
             answer = security_admin.handle(key, body, self.server.broker_node(self.broker_id), allowed)
-            self._finish(slot, encode_response(key, version, corr, answer))
-            return
-        if authz is not None:
+            if answer is not None:
+                self._finish(slot, encode_response(key, version, corr, answer))
+                return
+            # a KRaft broker: the active controller writes the change, the broker forwards it there
+            request = security_admin.forwarded_request(key, version, body)
+        elif authz is not None:
             broker = self.server.broker_node(self.broker_id)
             fwd, merge, whole = gate.check(key, body, self._may(authz), lambda: authz.may_write_some_topic(
                 self.principal, self.client_host), lambda t: broker.config.auto_create_topics_enable
@@ -269,7 +273,8 @@ class ClientConnection(BaseNode):
                 self._finish(slot, None if quiet else encode_response(key, version, corr, whole))
                 return
             body = fwd
-        request = to_request(key, version, body)
+        if request is None:
+            request = to_request(key, version, body)
         if key == PRODUCE_KEY and request.acks == 0:
             self._finish(slot, None)  # acks=0: the client waits for nothing
         else:
@@ -588,8 +593,7 @@ class WireServer:
 
     def sasl_authenticator(self, broker_id: int, listener: Listener) -> SaslAuthenticator:
         def lookup(mechanism: str, user: str) -> Any:
-            zk = self.broker_node(broker_id).zk
-            return None if zk is None else security_admin.scram_credential(zk, mechanism, user)
+            return security_admin.broker_scram_credential(self.broker_node(broker_id), mechanism, user)
 
         return SaslAuthenticator(
             enabled_mechanisms(self.config, listener.name), plain_users(self.config, listener.name), lookup

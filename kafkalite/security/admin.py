@@ -1,5 +1,6 @@
 """The security admin APIs, answered at the listener from the broker's store link and authorizer:
-CreateAcls, DescribeAcls, DeleteAcls, DescribeUserScramCredentials, AlterUserScramCredentials.
+CreateAcls, DescribeAcls, DeleteAcls, DescribeUserScramCredentials, AlterUserScramCredentials. On a KRaft
+broker the describes read its metadata image and the changes go to the active controller (``FORWARDED``).
 
 SCRAM credentials live where Kafka keeps them, ``/config/users/<user>`` as
 ``{"version":1,"config":{"SCRAM-SHA-256":"salt=...,stored_key=...,server_key=...,iterations=4096"}}``.
@@ -9,9 +10,17 @@ A client sends a salted password, never the password (KIP-554); the broker deriv
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from kafkalite.coordination.store import NoNode
+from kafkalite.protocol.api import Request
+from kafkalite.protocol.codec.binding import from_wire
+from kafkalite.protocol.security_admin import (
+    AlterUserScramCredentialsRequest,
+    CreateAclsRequest,
+    DeleteAclsRequest,
+)
 from kafkalite.security.acl import (
     AccessControlEntry,
     Operation,
@@ -34,6 +43,12 @@ CLUSTER_DENIED = 31
 ACL_APIS = {29, 30, 31}
 SCRAM_APIS = {50, 51}
 APIS = ACL_APIS | SCRAM_APIS
+FORWARDED: dict[int, type[Request]] = {
+    30: CreateAclsRequest,
+    31: DeleteAclsRequest,
+    51: AlterUserScramCredentialsRequest,
+}
+"""What a KRaft broker forwards to the active controller instead of answering itself (as Kafka's)."""
 _MECH_NAMES = {v: k for k, v in MECHANISM_TYPES.items()}
 
 
@@ -105,20 +120,38 @@ def _alter_scram(zk: Any, body: dict) -> dict:
     return {"results": [{"user": n, "error_code": c, "error_message": m} for n, (c, m) in results.items()]}
 
 
-def _describe_scram(zk: Any, body: dict) -> dict:
+def _zk_users(zk: Any) -> tuple[list[str], Callable[[str], dict[str, int]]]:
+    """Every SCRAM user in the store, and a user's iterations by mechanism."""
+    try:
+        names = sorted(zk.get_children(USERS))
+    except NoNode:
+        names = []
+
+    def iterations(user: str) -> dict[str, int]:
+        config = _user_config(zk, user)
+        return {m: ScramCredential.decode(v).iterations for m, v in config.items() if m in MECHANISM_TYPES}
+
+    return names, iterations
+
+
+def _kraft_users(broker: Any) -> tuple[list[str], Callable[[str], dict[str, int]]]:
+    """The same from a KRaft broker's published metadata image."""
+    scram = broker.publisher.published.scram if broker.publisher is not None else {}
+
+    def iterations(user: str) -> dict[str, int]:
+        return {_MECH_NAMES[m]: c.iterations for (u, m), c in scram.items() if u == user and m in _MECH_NAMES}
+
+    return sorted({u for u, _ in scram}), iterations
+
+
+def _describe_scram(users_of: tuple[list[str], Callable[[str], dict[str, int]]], body: dict) -> dict:
     users = body.get("users")
-    if users is None:
-        try:
-            names = sorted(zk.get_children(USERS))
-        except NoNode:
-            names = []
-    else:
-        names = [u["name"] for u in users]
+    everyone, iterations = users_of
+    names = everyone if users is None else [u["name"] for u in users]
     out = []
     for name in names:
-        config = _user_config(zk, name)
-        infos = [{"mechanism": MECHANISM_TYPES[m], "iterations": ScramCredential.decode(v).iterations}
-                 for m, v in sorted(config.items()) if m in MECHANISM_TYPES]  # fmt: skip
+        infos = [{"mechanism": MECHANISM_TYPES[m], "iterations": n}
+                 for m, n in sorted(iterations(name).items())]  # fmt: skip
         if not infos:
             if users is not None:
                 out.append({"user": name, "error_code": RESOURCE_NOT_FOUND,
@@ -190,12 +223,18 @@ def refusal(api_key: int, body: dict, code: int, msg: str | None) -> dict:
     return {"results": [{"user": u, **err} for u in sorted(users)]}
 
 
-def handle(api_key: int, body: dict, broker: Any, allowed: bool) -> dict:
-    """The answer to one security admin request; ``allowed``: the caller passed the cluster ACL check."""
+def handle(api_key: int, body: dict, broker: Any, allowed: bool) -> dict | None:
+    """The answer to one security admin request; ``allowed``: the caller passed the cluster ACL check.
+
+    None on a KRaft broker for a change (CreateAcls, DeleteAcls, AlterUserScramCredentials): the active
+    controller writes it, so the listener sends ``forwarded_request`` to the broker, which forwards it."""
     if api_key in ACL_APIS and broker.authorizer is None:
         return refusal(api_key, body, SECURITY_DISABLED, "No Authorizer is configured on the broker")
     if not allowed:
         return refusal(api_key, body, CLUSTER_DENIED, "Cluster authorization failed.")
+    kraft = getattr(broker, "kraft", False)
+    if kraft and api_key in FORWARDED:
+        return None
     if api_key == 29:
         return _describe_acls(broker.authorizer, body)
     if api_key == 30:
@@ -203,8 +242,22 @@ def handle(api_key: int, body: dict, broker: Any, allowed: bool) -> dict:
     if api_key == 31:
         return _delete_acls(broker.authorizer, body)
     if api_key == 50:
-        return _describe_scram(broker.zk, body)
+        return _describe_scram(_kraft_users(broker) if kraft else _zk_users(broker.zk), body)
     return _alter_scram(broker.zk, body)
+
+
+def forwarded_request(api_key: int, version: int, body: dict) -> Request:
+    """The request a KRaft broker forwards to the controller for a decoded CreateAcls, DeleteAcls or
+    AlterUserScramCredentials body."""
+    return from_wire(FORWARDED[api_key], body, version)
+
+
+def broker_scram_credential(broker: Any, mechanism: str, user: str) -> Any:
+    """``user``'s credential for ``mechanism`` on ``broker``: from its metadata image in KRaft mode, else
+    from the store; None when there is none (or no store link yet)."""
+    if getattr(broker, "kraft", False):
+        return broker.scram_credential(mechanism, user)
+    return None if broker.zk is None else scram_credential(broker.zk, mechanism, user)
 
 
 def required_operation(api_key: int) -> Operation:
@@ -213,7 +266,10 @@ def required_operation(api_key: int) -> Operation:
 
 __all__ = [
     "APIS",
+    "FORWARDED",
     "add_scram_user",
+    "broker_scram_credential",
+    "forwarded_request",
     "handle",
     "refusal",
     "required_operation",

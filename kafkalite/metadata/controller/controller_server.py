@@ -6,16 +6,19 @@ BrokerRegistration, BrokerHeartbeat, AlterPartition or AllocateProducerIds reque
 broker forwards: CreateTopics, DeleteTopics, IncrementalAlterConfigs, CreateAcls, DeleteAcls,
 AlterUserScramCredentials) go to the controller, which answers with a ``ResponseEnvelope`` once its records are committed.
 A crash loses the controller with the process; a restart replays the log into a new one. Each start
-checks the log dir's ``meta.properties`` first (``kafkalite storage format``).
+checks the log dir's ``meta.properties`` first (``kafkalite storage format``) and reads the records its
+``bootstrap.checkpoint`` holds for the first active controller to write (``--add-scram``).
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from kafkalite.metadata.bootstrap import read_bootstrap
 from kafkalite.metadata.controller.quorum_controller import (
     CONTROLLER_REQUESTS,
     ControllerSettings,
@@ -80,6 +83,9 @@ class ControllerServer(RaftNode):
     def _start(self, now_ms: int) -> None:
         # A process start: refuse a log dir that is unformatted or formatted for another cluster or node.
         verify_dirs([self.log_dir], self.node_id, cluster_id=self.settings.cluster_id, require_formatted=True)
+        boot = tuple(read_bootstrap(self.log_dir))
+        if boot:
+            self.settings = replace(self.settings, bootstrap_records=boot)
         super()._start(now_ms)
         assert self.controller is not None and self.client is not None
         self.controller.attach(self.client)

@@ -108,6 +108,9 @@ class ControllerSettings:
     """Kafka's ``metadata.max.idle.interval.ms`` (KIP-835): an active controller that wrote nothing for this
     long writes a NoOpRecord, so the high watermark, and every observer's view of its own lag, keeps
     moving; 0 turns it off."""
+    bootstrap_records: tuple[MetadataRecord, ...] = ()
+    """What the first active controller writes after ``metadata.version`` on an empty log (the node's
+    ``bootstrap.checkpoint``: SCRAM users from ``storage format --add-scram``)."""
 
 
 @dataclass
@@ -207,9 +210,8 @@ class QuorumController:
             self._last_write_ms = now_ms
             self.cluster.activate(self.image, now_ms)
             if self.image.features.get("metadata.version") is None:  # bootstrap, as a formatted log's first
-                self._write(
-                    [FeatureLevelRecord(name="metadata.version", feature_level=METADATA_VERSION)], now_ms
-                )
+                level = FeatureLevelRecord(name="metadata.version", feature_level=METADATA_VERSION)
+                self._write([level, *self.settings.bootstrap_records], now_ms)
 
     # ---------------------------------------------------------------------------------- driver
     def poll(self, now_ms: int) -> None:
