@@ -6,10 +6,18 @@ from __future__ import annotations
 
 import hashlib
 import os
+import random
+import uuid
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kafkalite.host.kraft_cluster import KRaftCluster
+from kafkalite.metadata.controller.acl_control import _filter, acl_binding, create_acls, delete_acls
+from kafkalite.metadata.controller.scram_control import alter_credentials
+from kafkalite.metadata.delta import replay_all
+from kafkalite.metadata.image import MetadataImage
 from kafkalite.metadata.records import AccessControlEntryRecord
 from kafkalite.protocol.security_admin import (
     AclCreation,
@@ -20,7 +28,15 @@ from kafkalite.protocol.security_admin import (
     ScramCredentialDeletion,
     ScramCredentialUpsertion,
 )
-from kafkalite.security.acl import Operation, ResourceType
+from kafkalite.security.acl import (
+    AccessControlEntry,
+    AclBinding,
+    Operation,
+    PatternType,
+    Permission,
+    ResourcePattern,
+    ResourceType,
+)
 from kafkalite.security.scram import ScramClient, ScramCredential, ScramServer, salted_password
 from tests.metadata.kraft_harness import KRaftQuorum
 
@@ -39,6 +55,15 @@ def quorum():
 def acl(name: str, principal: str = "User:alice", op: int = READ, perm: int = ALLOW, **kw) -> AclCreation:
     return AclCreation(resource_type=kw.pop("rtype", TOPIC), resource_name=name, principal=principal, host="*",
                        operation=op, permission_type=perm, **kw)  # fmt: skip
+
+
+def acl_binding_of(x) -> AclBinding:
+    """A creation or a matched ACL as the binding it names."""
+    pattern = getattr(x, "resource_pattern_type", None) or x.pattern_type
+    return AclBinding(
+        ResourcePattern(ResourceType(x.resource_type), x.resource_name, PatternType(pattern)),
+        AccessControlEntry(x.principal, x.host, Operation(x.operation), Permission(x.permission_type)),
+    )
 
 
 def any_filter(**kw) -> DeleteAclsFilter:
@@ -201,3 +226,92 @@ def test_a_scram_credential_set_through_a_broker_authenticates_on_every_broker(s
                 passed = False
             assert passed == ok, (b.broker_id, password)
     assert c.brokers[1].scram_credential("SCRAM-SHA-256", "alice") is None
+
+
+# ------------------------------------------------------------------------------ property: against a model
+
+_ACL = st.builds(
+    acl,
+    st.sampled_from(["a", "b", "pay-"]),
+    principal=st.sampled_from(["User:alice", "User:bob"]),
+    op=st.sampled_from([READ, WRITE]),
+    perm=st.sampled_from([ALLOW, DENY]),
+    resource_pattern_type=st.sampled_from([LITERAL, PREFIXED]),
+)
+_FILTER = st.builds(
+    any_filter,
+    resource_name_filter=st.sampled_from([None, "a", "pay-"]),
+    pattern_type_filter=st.sampled_from([1, 2, LITERAL, PREFIXED]),  # ANY, MATCH, LITERAL, PREFIXED
+    principal_filter=st.sampled_from([None, "User:alice"]),
+    operation=st.sampled_from([1, READ]),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    ops=st.lists(
+        st.one_of(st.lists(_ACL, max_size=4), st.lists(_FILTER, min_size=1, max_size=2)), max_size=12
+    )
+)
+def test_acl_records_keep_the_image_equal_to_a_set_of_bindings(ops) -> None:
+    """Replaying what the controller writes for any run of CreateAcls and DeleteAcls leaves exactly the
+    bindings a plain set says, each under one unique id, and DeleteAcls reports what it removed."""
+    rng = random.Random(0)
+    img, model = MetadataImage(), set()
+    for op in ops:
+        if op and isinstance(op[0], AclCreation):
+            records, resp = create_acls(
+                img, CreateAclsRequest(creations=tuple(op)), lambda: uuid.UUID(int=rng.getrandbits(128))
+            )
+            assert all(r.error_code == 0 for r in resp.results)
+            model |= {acl_binding_of(c) for c in op}
+        else:
+            records, resp = delete_acls(img, DeleteAclsRequest(filters=tuple(op)))
+            gone = {b for b in model if any(_filter(f).matches(b) for f in op)}
+            reported = {acl_binding_of(m) for r in resp.filter_results for m in r.matching_acls}
+            assert reported == gone and len(records) == len(gone)
+            model -= gone
+        img = replay_all(records, img)
+        assert sorted(acl_binding(r) for r in img.acls.values()) == sorted(model)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    ops=st.lists(
+        st.tuples(
+            st.sampled_from(["up", "del"]), st.sampled_from(["alice", "bob", ""]), st.sampled_from([1, 2, 5])
+        ),
+        max_size=12,
+    )
+)
+def test_scram_records_keep_the_image_equal_to_a_map_of_credentials(ops) -> None:
+    """One alteration per step: the image holds what a dict of (user, mechanism) says, and every refusal
+    is Kafka's code for the reason."""
+    img, model = MetadataImage(), {}
+    for kind, user, mech in ops:
+        if kind == "up":
+            u = upsert(user, "pw", mech if mech in (1, 2) else 1)
+            u = ScramCredentialUpsertion(name=u.name, mechanism=mech, iterations=u.iterations, salt=u.salt,
+                                         salted_password=u.salted_password)  # fmt: skip
+            req = AlterUserScramCredentialsRequest(upsertions=(u,))
+        else:
+            req = AlterUserScramCredentialsRequest(
+                deletions=(ScramCredentialDeletion(name=user, mechanism=mech),)
+            )
+        records, resp = alter_credentials(img, req)
+        (result,) = resp.results
+        want = 0
+        if not user:
+            want = UNACCEPTABLE_CREDENTIAL
+        elif mech not in (1, 2):
+            want = UNSUPPORTED_SASL_MECHANISM
+        elif kind == "del" and (user, mech) not in model:
+            want = RESOURCE_NOT_FOUND
+        assert result.error_code == want, (kind, user, mech, result)
+        if want == 0:
+            if kind == "up":
+                model[(user, mech)] = u.salt
+            else:
+                del model[(user, mech)]
+        img = replay_all(records, img)
+        assert {k: c.salt for k, c in img.scram.items()} == model
