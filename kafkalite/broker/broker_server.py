@@ -24,9 +24,9 @@ from kafkalite.broker.kafka_apis import KafkaApis
 from kafkalite.broker.metadata_cache import MetadataCache
 from kafkalite.broker.rpc_producer_id_manager import RPCProducerIdManager
 from kafkalite.broker.server import KafkaBroker
+from kafkalite.common.scram import ScramCredential
 from kafkalite.metadata.broker_lifecycle_manager import BrokerLifecycleManager
 from kafkalite.metadata.controller.scram_control import MECHANISM_NAMES
-from kafkalite.metadata.image import ScramCredential
 from kafkalite.metadata.metadata_loader import MetadataLoader
 from kafkalite.metadata.snapshot_generator import SnapshotGenerator
 from kafkalite.protocol.broker_lifecycle import Listener

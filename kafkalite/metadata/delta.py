@@ -11,11 +11,11 @@ from __future__ import annotations
 import uuid
 from dataclasses import replace
 
+from kafkalite.common.scram import ScramCredential
 from kafkalite.metadata.image import (
     BrokerRegistration,
     MetadataImage,
     PartitionRegistration,
-    ScramCredential,
     TopicImage,
     frozen,
 )

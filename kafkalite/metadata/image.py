@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from kafkalite.common.scram import ScramCredential
 from kafkalite.metadata.records import (
     NO_LEADER,
     NO_LEADER_CHANGE,
@@ -98,14 +99,6 @@ class TopicImage:
 
 
 @dataclass(frozen=True, slots=True)
-class ScramCredential:
-    salt: bytes
-    stored_key: bytes
-    server_key: bytes
-    iterations: int
-
-
-@dataclass(frozen=True, slots=True)
 class MetadataImage:
     """Everything the records up to ``offset`` (written in leader epoch ``epoch``) say."""
 
@@ -121,7 +114,8 @@ class MetadataImage:
     """The first producer id of the next block the controller hands out."""
     acls: Mapping[uuid.UUID, AccessControlEntryRecord] = field(default_factory=_empty)
     scram: Mapping[tuple[str, int], ScramCredential] = field(default_factory=_empty)
-    """(user, mechanism) -> credential."""
+    """(user, mechanism) -> credential: the same ``ScramCredential`` a ZooKeeper-mode broker decodes from
+    its znode, so SASL/SCRAM logins read either alike."""
     _cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     def topic(self, name: str) -> TopicImage | None:
