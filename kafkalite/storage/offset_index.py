@@ -342,6 +342,22 @@ class OffsetIndex(_Index):
             return self.base_offset, 0
         return self.base_offset + self._keys[i], self._vals[i]
 
+    def batch_at_position(
+        self, position: int, dense_from: int, log_size: int
+    ) -> tuple[int, int, int, int] | None:
+        """The batch holding byte ``position`` as the index alone tells it, when every batch from
+        ``dense_from`` to the log's end (``log_size``) has an entry: (its position, its end, the last
+        offset of the batch before it or -1 when that batch has no entry, its last offset). None when
+        the entry at or before ``position`` lies before ``dense_from`` (the batch may end sooner)."""
+        vals = self._vals
+        i = bisect_right(vals, position) - 1
+        if i < 0 or vals[i] < dense_from:
+            return None
+        end = vals[i + 1] if i + 1 < len(vals) else log_size
+        base = self.base_offset
+        prev = base + self._keys[i - 1] if i > 0 and vals[i - 1] >= dense_from else -1
+        return vals[i], end, prev, base + self._keys[i]
+
     def truncate_to(self, offset: int) -> None:
         """Drop entries for ``offset`` and later."""
         self._cut(bisect_right(self._keys, offset - self.base_offset - 1))

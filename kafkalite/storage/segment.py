@@ -134,6 +134,11 @@ class LogSegment:
         self._offset_of_max_ts = base_offset
         self._first_batch_ts: int | None = None  # Kafka's "rollingBasedTimestamp"
         self._bytes_since_index = 0
+        # Every batch starting at or after this position has an offset-index entry, so the index alone
+        # tells where such a batch ends (the next entry's position): a fetch ends on a batch boundary
+        # without reading a header. Known only for batches this process appended or recovery scanned;
+        # a segment loaded as it was starts with nothing known (its size).
+        self._dense_from = self._size
         self.last_recovery_reason: str | None = None
         self._deferred: list = []
         # next offset -> its batch position, left by recent reads. Several, not one: the followers of a
@@ -307,6 +312,7 @@ class LogSegment:
         self.last_recovery_reason = None
         interval = self._interval
         last_entry_pos = 0
+        dense_from = 0
         valid = 0
         limit = os.fstat(self._fd).st_size
         self.bad_batch = None
@@ -321,9 +327,12 @@ class LogSegment:
                 self.offset_index.append(last, pos)
                 self.time_index.maybe_append(self._max_ts, self._offset_of_max_ts)
                 last_entry_pos = pos
+            else:
+                dense_from = pos + size
             valid = pos + size
             self._next_offset = last + 1
         truncated = limit - valid
+        self._dense_from = dense_from
         if not truncate:
             if truncated:
                 self.bad_batch = self.bad_batch or BadBatch(
@@ -510,6 +519,8 @@ class LogSegment:
             self.offset_index.append(last_offset, pos)
             self.time_index.maybe_append(self._max_ts, self._offset_of_max_ts)
             self._bytes_since_index = 0
+        else:
+            self._dense_from = pos + size  # a batch without an entry: the index is dense only past it
         self._bytes_since_index += size
         self._size = pos + size
         self._next_offset = last_offset + 1
@@ -596,6 +607,18 @@ class LogSegment:
             end = end_limit
             if max_position is None:
                 next_offset = self._next_offset
+        elif (found := self.offset_index.batch_at_position(want, self._dense_from, self._size)) and (
+            (found[0] > start and found[2] >= 0) or (found[0] == start and min_one)
+        ):
+            # The batch holding byte ``want`` is indexed, and so is the one before it (or it is the
+            # first): the index says where the fetch ends, no header needs reading. The next fetch is
+            # remembered under the offset a reader asks for next, one past the last offset served (the
+            # scan below uses the batch's base offset: the same, unless compaction left a gap).
+            p, p_end, prev_last, last = found
+            if p == start:
+                end, next_offset = p_end, last + 1
+            else:
+                end, next_offset = p, prev_last + 1
         else:
             _, p = self.offset_index.lookup_position(want)
             end = p = max(p, start)
@@ -650,6 +673,7 @@ class LogSegment:
             return 0
         position = found[0]
         self._read_hints.clear()
+        self._dense_from = min(self._dense_from, position)
         removed = self._size - position
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
