@@ -5,6 +5,7 @@ and reopenings came before."""
 
 from __future__ import annotations
 
+import errno
 import os
 import random
 import shutil
@@ -12,9 +13,11 @@ import struct
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kafkalite.errors import KafkaStorageError
 from kafkalite.records import build_batch
 from kafkalite.storage import Log
 
@@ -158,3 +161,23 @@ def test_a_consumer_walk_over_indexed_batches_reads_no_headers(monkeypatch, tmp_
     assert reads == [], f"fetches read the segment file to find where they end: {reads[:5]}"
     assert offset == log.log_end_offset
     log.close()
+
+
+def test_a_disk_error_while_reading_reports_the_log_dir(monkeypatch, tmp_path):
+    """An ``OSError`` under ``Log.read`` (here the header scan of a segment loaded from disk) becomes
+    KAFKA_STORAGE_ERROR naming partition and dir, and marks the log failed, as every log operation does."""
+    log = Log.open(tmp_path / "t-0")
+    for i in range(5):
+        log.append(_batch(3, 30, i))
+    log.close()
+    log = Log.open(tmp_path / "t-0")
+
+    def failing_pread(fd, n, pos):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "pread", failing_pread)
+    with pytest.raises(KafkaStorageError, match=r"Error while reading records from t-0 in dir .*: "):
+        log.read(4, 1000)
+    monkeypatch.undo()
+    assert log.failed and "reading records from t-0" in log.failed
+    log.crash()
