@@ -677,16 +677,20 @@ class KafkaRaftClient:
             out.deadline_ms = now + self.config.retry_backoff_ms
 
     # ======================================================================== Fetch: the leader side
+    def _leader_request_error(self, leader_epoch: int) -> int:
+        """The error for a follower's Fetch or FetchSnapshot that names ``leader_epoch``: an older epoch is
+        fenced, a newer one unknown here, and only the leader serves either."""
+        st = self.quorum.state
+        if leader_epoch < st.epoch:
+            return _FENCED
+        if leader_epoch > st.epoch:
+            return _UNKNOWN_EPOCH
+        return NO_ERROR if isinstance(st, LeaderState) else _NOT_LEADER
+
     def _handle_fetch_request(self, src: int, cid: int, req: FetchRequest, now: int) -> None:
         p = req.partitions[0]
         st = self.quorum.state
-        error = NO_ERROR
-        if p.current_leader_epoch < st.epoch:
-            error = _FENCED
-        elif p.current_leader_epoch > st.epoch:
-            error = _UNKNOWN_EPOCH
-        elif not isinstance(st, LeaderState):
-            error = _NOT_LEADER
+        error = self._leader_request_error(p.current_leader_epoch)
         if error != NO_ERROR or not isinstance(st, LeaderState):
             self._reply(src, cid, self._fetch_response(error=error))
             return
@@ -794,13 +798,7 @@ class KafkaRaftClient:
         st = self.quorum.state
         if p is None or p.tp != METADATA_TP:
             return FetchSnapshotResponse(error_code=_NOT_LEADER)
-        error = NO_ERROR
-        if p.current_leader_epoch < st.epoch:
-            error = _FENCED
-        elif p.current_leader_epoch > st.epoch:
-            error = _UNKNOWN_EPOCH
-        elif not isinstance(st, LeaderState):
-            error = _NOT_LEADER
+        error = self._leader_request_error(p.current_leader_epoch)
         sid = OffsetAndEpoch(p.snapshot_id.end_offset, p.snapshot_id.epoch)
         size = None if error != NO_ERROR else self.log.snapshot_size(sid)
         if error == NO_ERROR and size is None:
