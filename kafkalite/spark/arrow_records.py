@@ -23,11 +23,10 @@ from kafkalite.records import BatchHeader, decode_varint
 from kafkalite.records.compression import decompress
 from kafkalite.records.vector import PAD as _PAD
 from kafkalite.records.vector import (
+    VECTOR_WALK_MIN_BATCHES,
     byte_pairs,
-    record_fields,
     varint_tables,
     varints,
-    walk_lockstep,
     walk_python,
 )
 
@@ -91,19 +90,79 @@ def _headers_column(blob: bytes, starts: np.ndarray, counts: np.ndarray, ends: n
     return pa.array(rows, HEADERS_TYPE)
 
 
+def _walk_lockstep(words: np.ndarray, bounds: np.ndarray, counts: np.ndarray) -> np.ndarray | None:
+    """Start position of every record, stepping through all batches at once: step ``i`` moves every
+    batch that has a record ``i + 1`` there with one lookup in the byte-pair table. None when the plain
+    loop is the better choice (few large batches) or the steps do not land exactly on each batch's end
+    (a record length that is not a 1- or 2-byte varint above 0: ``walk_python`` then decodes it or says
+    what is wrong).
+
+    Batches are ordered by record count, most first, so the batches still moving at step ``i`` are a
+    prefix of the row: each step is a few numpy calls on views, never a copy or a mask."""
+    nsec = len(counts)
+    most = int(counts.max())
+    if nsec < VECTOR_WALK_MIN_BATCHES or most * VECTOR_WALK_MIN_BATCHES > int(counts.sum()) * 4:
+        return None
+    record_step = varint_tables()[3]
+    order = np.argsort(-counts, kind="stable")
+    sorted_counts = counts[order].tolist()
+    # row i holds record i's start in every batch (row ``count``: where the batch's records end)
+    pos = np.empty((most + 1, nsec), np.int64)
+    pos[0] = bounds[:-1][order]
+    step = np.empty(nsec, np.int64)
+    limit = len(words) - 1
+    k = nsec
+    for i in range(most):
+        while sorted_counts[k - 1] <= i:
+            k -= 1
+        here = pos[i, :k]
+        record_step.take(words[here], out=step[:k], mode="clip")
+        nxt = np.add(here, step[:k], out=pos[i + 1, :k])
+        # a length the table cannot read sends a position past the data: it stays at its end
+        np.minimum(nxt, limit, out=nxt)
+    column = np.empty(nsec, np.int64)
+    column[order] = np.arange(nsec)
+    flat = pos.reshape(-1)
+    if (flat.take(counts * nsec + column) != bounds[1:]).any():
+        return None
+    total = int(counts.sum())
+    first = np.cumsum(counts) - counts
+    row = np.arange(total) - np.repeat(first, counts)
+    return flat.take(row * nsec + np.repeat(column, counts))
+
+
 def _table_fields(words: np.ndarray, starts: np.ndarray) -> tuple | None:
     """Every record's end and fields from the byte-pair tables; None when one needs a varint of 3
-    bytes or more (a key or value over 8 KiB, a far timestamp) or holds an impossible length."""
-    val, size = varint_tables()[:2]
+    bytes or more (a key or value over 8 KiB, a far timestamp) or holds an impossible length.
+
+    Tables are read with ``take``: indexing them with the uint16 pairs converts those first, at 4x the
+    cost. ``words`` itself is a strided view, which ``take`` would copy whole: it is indexed."""
+    val_t, size_t, step_t, record_step_t, size_and_attributes_t = varint_tables()
     try:
-        rec_end, tsd, od, kl, key_start, vl, value_start, p = record_fields(words, starts)
+        w = words[starts]
+        rec_end = starts + record_step_t.take(w)
+        p = starts + size_and_attributes_t.take(w)
+        w = words[p]
+        tsd = val_t.take(w)
+        p += size_t.take(w)
+        w = words[p]
+        od = val_t.take(w)
+        p += size_t.take(w)
+        w = words[p]
+        kl = val_t.take(w)
+        key_start = p + size_t.take(w)
+        p += step_t.take(w)
+        w = words[p]
+        vl = val_t.take(w)
+        value_start = p + size_t.take(w)
+        p += step_t.take(w)
         w = words[p]
     except IndexError:
         return None
-    headers_start = p + size[w]
+    headers_start = p + size_t.take(w)
     if (rec_end >= len(words)).any() or (headers_start >= len(words)).any():
         return None
-    return rec_end, tsd, od, kl, key_start, vl, value_start, val[w], headers_start
+    return rec_end, tsd, od, kl, key_start, vl, value_start, val_t.take(w), headers_start
 
 
 def _varint_fields(blob, starts: np.ndarray) -> tuple:
@@ -161,7 +220,7 @@ def batches_to_arrow(
     counts = np.array(sec_counts, np.int64)
     name = f"{topic}-{partition}"
     words = byte_pairs(blob)
-    starts = walk_lockstep(words, bounds, counts)
+    starts = _walk_lockstep(words, bounds, counts)
     if starts is None:
         starts = walk_python(blob, bounds.tolist(), sec_counts, name)
     located = _table_fields(words, starts)
