@@ -13,18 +13,29 @@ is the gap between two fields) and taking its odd elements gives exactly the fie
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+from crc32c import crc32c
 
 from kafkalite.errors import CorruptRecordError
-from kafkalite.records import BatchHeader, decode_varint
+from kafkalite.records import BatchHeader, Compression, decode_varint
+from kafkalite.records.batch import (
+    CONTROL_BIT,
+    CRC_START,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    MAGIC_V2,
+    MIN_BATCH_LENGTH,
+    MIN_RECORD_SIZE,
+)
 from kafkalite.records.compression import decompress
 from kafkalite.records.vector import PAD as _PAD
 from kafkalite.records.vector import (
     VECTOR_WALK_MIN_BATCHES,
-    byte_pairs,
     varint_tables,
     varints,
     walk_python,
@@ -215,14 +226,40 @@ def batches_to_arrow(
         sec_fixed.append(1 if log_append else 0)
     if not sections:
         return None
-    blob = b"".join(sections)
-    bounds = np.cumsum([0, *(len(x) for x in sections)])
-    counts = np.array(sec_counts, np.int64)
+    sections.append(_PAD)
+    return _sections_to_arrow(
+        b"".join(sections),
+        np.cumsum([0, *(len(x) for x in sections[:-1])]),
+        np.array(sec_counts, np.int64),
+        np.array(sec_base_off, np.int64),
+        np.array(sec_ts, np.int64),
+        np.array(sec_fixed, np.bool_),
+        topic, partition, start, end, include_headers,
+    )  # fmt: skip
+
+
+def _sections_to_arrow(
+    blob: bytes,
+    bounds: np.ndarray,
+    counts: np.ndarray,
+    base_offsets: np.ndarray,
+    timestamps: np.ndarray,
+    fixed_ts: np.ndarray,
+    topic: str,
+    partition: int,
+    start: int,
+    end: int,
+    include_headers: bool,
+) -> pa.RecordBatch | None:
+    """The rows of records sections joined in ``blob``, which ends in ``PAD`` (joined with it: a copy
+    fewer than padding it here) (section ``i`` spans ``bounds[i]:bounds[i+1]``
+    and holds ``counts[i]`` records; ``timestamps[i]`` is its base timestamp, or its max timestamp when
+    ``fixed_ts[i]``, log append time) with offsets in ``[start, end)``."""
     name = f"{topic}-{partition}"
-    words = byte_pairs(blob)
+    words = np.ndarray((len(blob) - 1,), "<u2", blob, 0, (1,))  # byte_pairs, on the padding already there
     starts = _walk_lockstep(words, bounds, counts)
     if starts is None:
-        starts = walk_python(blob, bounds.tolist(), sec_counts, name)
+        starts = walk_python(blob, bounds.tolist(), counts.tolist(), name)
     located = _table_fields(words, starts)
     if located is None:
         located = _varint_fields(blob, starts)
@@ -235,9 +272,9 @@ def batches_to_arrow(
     if (headers_start > rec_end).any() or ((hc == 0) & (headers_start != rec_end)).any():
         raise CorruptRecordError(f"{name}: a record's fields do not fit its length")
 
-    offsets = np.repeat(np.array(sec_base_off, np.int64), counts) + od
-    fixed = np.repeat(np.array(sec_fixed, np.bool_), counts)
-    ts_ms = np.repeat(np.array(sec_ts, np.int64), counts) + np.where(fixed, 0, tsd)
+    offsets = np.repeat(base_offsets, counts) + od
+    fixed = np.repeat(fixed_ts, counts)
+    ts_ms = np.repeat(timestamps, counts) + np.where(fixed, 0, tsd)
     lo, hi = 0, len(offsets)
     if offsets[0] < start or offsets[-1] >= end:
         lo, hi = int(np.searchsorted(offsets, start)), int(np.searchsorted(offsets, end))
@@ -265,4 +302,118 @@ def batches_to_arrow(
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
-__all__ = ["ARROW_SCHEMA", "ARROW_SCHEMA_WITH_HEADERS", "HEADERS_TYPE", "batches_to_arrow"]
+# The 61 header bytes of a batch as one numpy record (big-endian, packed).
+HEADER_DTYPE = np.dtype(
+    [("base_offset", ">i8"), ("batch_length", ">i4"), ("leader_epoch", ">i4"), ("magic", "i1"),
+     ("crc", ">u4"), ("attributes", ">i2"), ("last_offset_delta", ">i4"), ("base_timestamp", ">i8"),
+     ("max_timestamp", ">i8"), ("producer_id", ">i8"), ("producer_epoch", ">i2"),
+     ("base_sequence", ">i4"), ("records_count", ">i4")]
+)  # fmt: skip
+_LENGTH = struct.Struct(">i")
+_HEADER_BYTES = np.arange(BATCH_HEADER_SIZE)
+
+
+@dataclass
+class PlainScan:
+    """What ``scan_plain`` found: the batches to turn into rows (positions, headers), the offset after
+    the fetch and whether the fetch moved the reader on."""
+
+    positions: np.ndarray
+    headers: np.ndarray
+    offset: int
+    advanced: bool
+
+
+def scan_plain(data, offset: int, end: int) -> PlainScan | None:
+    """The batch loop of a fetch, for all batches at once: walk ``data``'s batches, skip those wholly
+    below ``offset``, stop at the first at or beyond ``end``, check every other one as
+    ``validate_batch`` does (CRC included) and keep those that are not control batches.
+
+    None whenever the per-batch loop could decide otherwise or has something to say: a bad magic or
+    batch length, a batch failing a check, offsets that do not grow, nothing to read. The caller then
+    runs that loop, which gives the same rows or raises the error naming what is wrong. Aborted
+    transactions are the caller's to rule out (this keeps every data batch)."""
+    positions = []
+    add = positions.append
+    unpack = _LENGTH.unpack_from
+    pos, n = 0, len(data)
+    while n - pos >= BATCH_HEADER_SIZE:
+        length = unpack(data, pos + 8)[0]
+        if data[pos + MAGIC_OFFSET] != MAGIC_V2 or length < MIN_BATCH_LENGTH:
+            return None
+        nxt = pos + length + LOG_OVERHEAD
+        if nxt > n:  # a torn tail ends the walk quietly, as iter_batches does
+            break
+        add(pos)
+        pos = nxt
+    if not positions:
+        return None
+    at = np.array(positions, np.int64)
+    h = np.frombuffer(data, np.uint8)[at[:, None] + _HEADER_BYTES].view(HEADER_DTYPE).reshape(-1)
+    base = h["base_offset"].astype(np.int64)
+    nxt_off = base + h["last_offset_delta"] + 1
+    beyond = np.flatnonzero(base >= end)
+    stop = int(beyond[0]) if len(beyond) else len(at)
+    if stop > 1 and (nxt_off[1:stop] <= nxt_off[: stop - 1]).any():
+        return None
+    first = int(np.searchsorted(nxt_off[:stop], offset, side="right"))  # batches wholly below: skipped
+    if first == stop:
+        return None if stop == len(at) else PlainScan(at[:0], h[:0], end, True)
+    at, h = at[first:stop], h[first:stop]
+    size = h["batch_length"].astype(np.int64) + LOG_OVERHEAD
+    count = h["records_count"].astype(np.int64)
+    last_delta = h["last_offset_delta"].astype(np.int64)
+    codec = h["attributes"] & COMPRESSION_MASK
+    bad = (
+        (codec > Compression.ZSTD) | (count < 0) | (last_delta < 0) | ((count > 0) & (last_delta < count - 1))
+        | ((codec == 0) & (count * MIN_RECORD_SIZE > size - BATCH_HEADER_SIZE))
+    )  # fmt: skip
+    if bad.any():
+        return None
+    view = memoryview(data)
+    crcs = [crc32c(view[p + CRC_START : p + z]) for p, z in zip(at.tolist(), size.tolist(), strict=True)]
+    if (np.array(crcs, np.uint32) != h["crc"]).any():
+        return None
+    data_batches = (h["attributes"] & CONTROL_BIT) == 0
+    new_offset = end if stop < len(nxt_off) else int(nxt_off[stop - 1])
+    return PlainScan(at[data_batches], h[data_batches], new_offset, True)
+
+
+def scanned_to_arrow(
+    data, scan: PlainScan, topic: str, partition: int, start: int, end: int, *, include_headers: bool = False
+) -> pa.RecordBatch | None:
+    """``batches_to_arrow`` for what ``scan_plain`` kept."""
+    h = scan.headers
+    if not len(h):
+        return None
+    if (h["attributes"] & COMPRESSION_MASK).any():
+        picked = [
+            (p, BatchHeader(*(int(x) for x in row)))
+            for p, row in zip(scan.positions.tolist(), h.tolist(), strict=True)
+        ]
+        return batches_to_arrow(data, picked, topic, partition, start, end, include_headers=include_headers)
+    lengths = h["batch_length"].astype(np.int64) - (BATCH_HEADER_SIZE - LOG_OVERHEAD)
+    view = memoryview(data)
+    at = (scan.positions + BATCH_HEADER_SIZE).tolist()
+    blob = b"".join([*(view[p : p + z] for p, z in zip(at, lengths.tolist(), strict=True)), _PAD])
+    log_append = (h["attributes"] & TIMESTAMP_TYPE_BIT) != 0
+    return _sections_to_arrow(
+        blob,
+        np.concatenate([[0], np.cumsum(lengths)]),
+        h["records_count"].astype(np.int64),
+        h["base_offset"].astype(np.int64),
+        np.where(log_append, h["max_timestamp"], h["base_timestamp"]).astype(np.int64),
+        log_append,
+        topic, partition, start, end, include_headers,
+    )  # fmt: skip
+
+
+__all__ = [
+    "ARROW_SCHEMA",
+    "ARROW_SCHEMA_WITH_HEADERS",
+    "HEADERS_TYPE",
+    "PlainScan",
+    "batches_to_arrow",
+    "scan_plain",
+    "scanned_to_arrow",
+]

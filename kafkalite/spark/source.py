@@ -33,7 +33,13 @@ from pyspark.sql.datasource import InputPartition
 from kafkalite.errors import InvalidConfigError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from kafkalite.records import iter_batches, validate_batch
 from kafkalite.spark import wire
-from kafkalite.spark.arrow_records import ARROW_SCHEMA, ARROW_SCHEMA_WITH_HEADERS, batches_to_arrow
+from kafkalite.spark.arrow_records import (
+    ARROW_SCHEMA,
+    ARROW_SCHEMA_WITH_HEADERS,
+    batches_to_arrow,
+    scan_plain,
+    scanned_to_arrow,
+)
 from kafkalite.spark.fetch import SegmentFetcher
 from kafkalite.spark.options import EARLIEST, LATEST, OffsetSpec, ReadOptions, parse_read_options
 from kafkalite.spark.read_ahead import read_ahead
@@ -413,6 +419,20 @@ def read_range(
                 log.warning("kafkalite: %s ends at %s before the planned %s", rng.dirname, offset, rng.end)
                 break
             fetched_from = offset  # records below it (in its first batch, or skipped as lost) are not rows
+            scan = None if aborted else scan_plain(data, offset, rng.end)
+            if scan is not None:  # the common case, all batches at once; else the loop below
+                offset = scan.offset
+                batch = scanned_to_arrow(
+                    data,
+                    scan,
+                    rng.topic,
+                    rng.partition,
+                    fetched_from,
+                    rng.end,
+                    include_headers=include_headers,
+                )
+                yield from _capped(batch, rows_per_batch)
+                continue
             picked = []
             advanced = False
             for pos, h in iter_batches(data):
@@ -433,9 +453,14 @@ def read_range(
             batch = batches_to_arrow(
                 data, picked, rng.topic, rng.partition, fetched_from, rng.end, include_headers=include_headers
             )
-            if batch is not None:
-                if rows_per_batch:
-                    for i in range(0, batch.num_rows, rows_per_batch):
-                        yield batch.slice(i, rows_per_batch)
-                else:
-                    yield batch
+            yield from _capped(batch, rows_per_batch)
+
+
+def _capped(batch: pa.RecordBatch | None, rows_per_batch: int | None) -> Iterator[pa.RecordBatch]:
+    if batch is None:
+        return
+    if rows_per_batch:
+        for i in range(0, batch.num_rows, rows_per_batch):
+            yield batch.slice(i, rows_per_batch)
+    else:
+        yield batch

@@ -47,7 +47,7 @@ from kafkalite.errors import (
 from kafkalite.host.admin_client import AdminClient
 from kafkalite.protocol import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TopicPartition
 from kafkalite.records import iter_batches, validate_batch
-from kafkalite.spark.arrow_records import batches_to_arrow
+from kafkalite.spark.arrow_records import batches_to_arrow, scan_plain, scanned_to_arrow
 from kafkalite.spark.options import fetch_settings
 
 log = logging.getLogger("kafkalite.spark")
@@ -307,6 +307,15 @@ def read_range(
         fetched_from = offset  # records below it (in its first batch, or skipped as lost) are not rows
         data = resp["records"]
         aborted = sorted(resp.get("aborted_transactions") or (), key=lambda a: a["first_offset"])
+        scan = None if aborted else scan_plain(data, offset, rng.end)
+        if scan is not None:  # the common case, all batches at once; else the loop below
+            offset = scan.offset
+            batch = scanned_to_arrow(
+                data, scan, rng.topic, rng.partition, fetched_from, rng.end, include_headers=include_headers
+            )
+            if batch is not None:
+                yield batch
+            continue
         aborting: set[int] = set()
         picked = []
         advanced = False

@@ -1,0 +1,148 @@
+"""The Spark decoder's fast paths give what the plain code gives, or step aside for it:
+
+- the lockstep walk of record starts: the plain walk's starts, or None (the plain walk then decodes or
+  rejects), for batches of unequal record counts and sizes;
+- ``scan_plain``, a fetch's batch loop for all batches at once: the loop's rows and next offset, or None
+  (the loop then runs and raises what it raises)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pyarrow")
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from kafkalite.errors import CorruptRecordError  # noqa: E402
+from kafkalite.records import (  # noqa: E402
+    Compression,
+    build_batch,
+    build_control_batch,
+    decode_batch_tuples,
+    iter_batches,
+    validate_batch,
+)
+from kafkalite.records.vector import byte_pairs, walk_python  # noqa: E402
+from kafkalite.spark.arrow_records import (  # noqa: E402
+    _walk_lockstep,
+    batches_to_arrow,
+    scan_plain,
+    scanned_to_arrow,
+)
+
+T0 = 1_700_000_000_000
+BATCH_HEADER_SIZE = 61
+
+
+def _sections(batches: list[list[tuple]]) -> tuple[bytes, bytes, np.ndarray, np.ndarray]:
+    """(the batches' bytes, their records sections joined, section bounds, record counts)."""
+    data = b""
+    base = 0
+    for recs in batches:
+        data += build_batch(recs, timestamp=T0, base_offset=base)
+        base += len(recs)
+    sections = [data[pos + BATCH_HEADER_SIZE : pos + h.batch_length + 12] for pos, h in iter_batches(data)]
+    bounds = np.cumsum([0, *(len(s) for s in sections)])
+    return data, b"".join(sections), bounds, np.array([len(r) for r in batches], np.int64)
+
+
+record = st.tuples(st.one_of(st.none(), st.binary(max_size=12)), st.binary(max_size=300))
+
+
+@given(
+    batches=st.lists(st.lists(record, min_size=1, max_size=12), min_size=24, max_size=60),
+    big=st.one_of(st.none(), st.integers(0, 59)),
+)
+@settings(max_examples=40, deadline=None)
+def test_lockstep_walk_finds_the_plain_walks_starts(batches, big):
+    if big is not None and big < len(batches):  # one record over 8 KiB: a 3-byte length varint
+        batches[big] = [*batches[big], (b"k", b"v" * 9000)]
+    data, blob, bounds, counts = _sections(batches)
+    want = walk_python(blob, bounds.tolist(), counts.tolist(), "t-0")
+    got = _walk_lockstep(byte_pairs(blob), bounds, counts)
+    if got is None:
+        assert big is not None and big < len(batches), "only the long record may send it to the plain walk"
+    else:
+        assert got.tolist() == want.tolist()
+    rows = batches_to_arrow(data, list(iter_batches(data)), "t", 0, 0, 10**9)
+    expected = [r for pos, _ in iter_batches(data) for r in decode_batch_tuples(data, pos)[1]]
+    assert rows.column("value").to_pylist() == [r[3] for r in expected]
+    assert rows.column("key").to_pylist() == [r[2] for r in expected]
+
+
+def test_lockstep_walk_gives_up_on_a_section_its_records_do_not_fill():
+    batches = [[(b"k%d" % i, b"v" * (i * 7 % 50)) for i in range(1 + b % 5)] for b in range(30)]
+    data, blob, bounds, counts = _sections(batches)
+    counts[3] += 1  # one batch claims a record more than its section holds
+    assert _walk_lockstep(byte_pairs(blob), bounds, counts) is None
+    with pytest.raises(CorruptRecordError, match="does not hold exactly"):
+        walk_python(blob, bounds.tolist(), counts.tolist(), "t-0")
+
+
+def _loop(data: bytes, offset: int, end: int) -> tuple[list, int]:
+    """The per-batch loop of ``source.read_range``: (batches to decode, the offset after the fetch)."""
+    picked = []
+    for pos, h in iter_batches(data):
+        if h.base_offset >= end:
+            return picked, end
+        nxt = h.base_offset + h.last_offset_delta + 1
+        if nxt <= offset:
+            continue
+        validate_batch(data, pos)
+        if not h.attributes & 0x20:
+            picked.append((pos, h))
+        offset = nxt
+    return picked, offset
+
+
+fetch_strategy = st.lists(
+    st.tuples(
+        st.sampled_from(["data", "data", "data", "gzip", "control"]),
+        st.integers(1, 30),  # records
+        st.integers(0, 3),  # offsets left out before the batch (compaction, a marker)
+    ),
+    min_size=1,
+    max_size=40,
+)
+
+
+@given(batches=fetch_strategy, cut=st.floats(0, 1), stop=st.floats(0, 1.2), torn=st.integers(0, 70))
+@settings(max_examples=80, deadline=None)
+def test_scan_gives_the_loops_rows_and_offset(batches, cut, stop, torn):
+    data, base = b"", 0
+    for kind, n, gap in batches:
+        base += gap
+        if kind == "control":
+            data += build_control_batch(True, 7, 0, base_offset=base, timestamp=T0)
+            n = 1
+        else:
+            recs = [(b"k%d" % (base + i), b"v" * ((base + i) * 7 % 60)) for i in range(n)]
+            codec = Compression.GZIP if kind == "gzip" else Compression.NONE
+            data += build_batch(recs, timestamp=T0 + base, base_offset=base, compression=codec)
+        base += n
+    data += data[:torn]  # a torn tail: the start of a batch, as a fetch may end
+    offset, end = int(base * cut), max(1, int(base * stop))
+    picked, want_offset = _loop(data, offset, end)
+    scan = scan_plain(data, offset, end)
+    if scan is None:
+        assert not picked and want_offset in (offset, end), "it steps aside only when the loop reads nothing"
+        return
+    assert scan.offset == want_offset
+    got = scanned_to_arrow(data, scan, "t", 0, offset, end)
+    want = batches_to_arrow(data, picked, "t", 0, offset, end)
+    assert (got is None) == (want is None)
+    if want is not None:
+        assert got.equals(want)
+
+
+def test_scan_steps_aside_for_a_corrupt_batch():
+    data = b"".join(build_batch([(b"k", b"v%d" % i)], timestamp=T0, base_offset=i) for i in range(30))
+    bad = bytearray(data)
+    pos = [p for p, _ in iter_batches(data)][15]
+    bad[pos + BATCH_HEADER_SIZE + 3] ^= 0xFF  # a byte of batch 15's records: its CRC no longer matches
+    assert scan_plain(data, 0, 30) is not None
+    assert scan_plain(bytes(bad), 0, 30) is None
+    with pytest.raises(CorruptRecordError):
+        _loop(bytes(bad), 0, 30)
