@@ -42,7 +42,7 @@ from kafkalite.spark.arrow_records import (
 )
 from kafkalite.spark.fetch import SegmentFetcher
 from kafkalite.spark.options import EARLIEST, LATEST, OffsetSpec, ReadOptions, parse_read_options
-from kafkalite.spark.read_ahead import read_ahead
+from kafkalite.spark.read_ahead import read_ahead, worth_reading_ahead
 from kafkalite.storage import Log
 from kafkalite.storage.log_dirs import PartitionLocation, describe, locate_partitions
 from kafkalite.storage.transaction_index import TXN_INDEX_SUFFIX, read_txn_index
@@ -107,6 +107,7 @@ class KafkaliteInputPartition(InputPartition):
         bootstrap: str | None = None,
         kafka_params: tuple[tuple[str, str], ...] = (),
         poll_timeout_ms: int = 120_000,
+        tasks: int = 1,
     ) -> None:
         super().__init__(rng)
         self.logdir = logdir
@@ -117,6 +118,7 @@ class KafkaliteInputPartition(InputPartition):
         self.bootstrap = bootstrap
         self.kafka_params = kafka_params
         self.poll_timeout_ms = poll_timeout_ms
+        self.tasks = tasks  # of the whole scan: whether reading ahead has a core to run on
 
     def __repr__(self) -> str:
         r = self.range
@@ -216,6 +218,7 @@ def current_bounds(
 
 def input_partitions(opts: ReadOptions, ranges: Iterable[OffsetRange]) -> list[KafkaliteInputPartition]:
     """The Spark partitions (tasks) reading ``ranges`` with the query's options."""
+    ranges = list(ranges)
     return [
         KafkaliteInputPartition(
             opts.path,
@@ -226,6 +229,7 @@ def input_partitions(opts: ReadOptions, ranges: Iterable[OffsetRange]) -> list[K
             opts.bootstrap,
             opts.kafka_params,
             opts.poll_timeout_ms,
+            len(ranges),
         )  # fmt: skip
         for r in ranges
     ]
@@ -332,8 +336,13 @@ def plan_ranges(options: Mapping[str, str] | ReadOptions) -> list[OffsetRange]:
 
 def read_partition(partition: KafkaliteInputPartition) -> Iterator[pa.RecordBatch]:
     """What one Spark task reads, batch or streaming: its planned offset range, with the query's options,
-    made a batch ahead of Spark taking it (``read_ahead``)."""
-    return read_ahead(_read_partition(partition))
+    made a batch ahead of Spark taking it (``read_ahead``). In path mode only when the scan's tasks leave
+    a core for that thread (it decodes, holding the GIL half the time); in wire mode always, since that
+    thread mostly waits for the broker's answer."""
+    batches = _read_partition(partition)
+    if getattr(partition, "bootstrap", None) or worth_reading_ahead(getattr(partition, "tasks", 1)):
+        return read_ahead(batches)
+    return batches
 
 
 def _read_partition(partition: KafkaliteInputPartition) -> Iterator[pa.RecordBatch]:

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kafkalite.spark.options import parse_read_options
 from kafkalite.spark.read_ahead import read_ahead
 
 
@@ -74,3 +75,22 @@ def test_closing_early_stops_the_thread_and_closes_the_source():
     while _threads() > before and time.monotonic() < deadline:
         time.sleep(0.01)
     assert _threads() == before, "the read-ahead thread outlived its consumer"
+
+
+def test_path_mode_reads_ahead_only_with_a_core_to_spare(monkeypatch):
+    from kafkalite.spark import read_ahead as module
+    from kafkalite.spark import source
+    from kafkalite.spark.source import KafkaliteInputPartition, OffsetRange, input_partitions, read_partition
+
+    monkeypatch.setattr(module, "usable_cores", lambda: 2)
+    monkeypatch.setattr(source, "_read_partition", lambda p: iter([1, 2, 3]))
+    rng = OffsetRange("t", 0, 0, 3)
+    for tasks, wire, threads in ((1, False, 1), (2, False, 0), (4, False, 0), (2, True, 1)):
+        p = KafkaliteInputPartition("/logs", rng, tasks=tasks, bootstrap="b:9092" if wire else None)
+        it = read_partition(p)
+        assert next(it) == 1
+        assert _threads() == threads, f"{tasks} task(s) on 2 cores, wire={wire}: {_threads()} thread(s)"
+        assert list(it) == [2, 3]
+    opts = parse_read_options({"path": "/logs", "subscribe": "t"})
+    made = input_partitions(opts, iter([rng, OffsetRange("t", 1, 0, 3)]))
+    assert [p.tasks for p in made] == [2, 2], "every task knows how many tasks its scan has"
