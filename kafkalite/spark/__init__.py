@@ -41,13 +41,20 @@ def register(spark: SparkSession) -> None:
     spark.dataSource.register(KafkaliteDataSource)
 
 
-def session(app: str = "kafkalite", cores: int = 2, conf: Mapping[str, str] | None = None) -> SparkSession:
+def session(
+    app: str = "kafkalite",
+    cores: int = 2,
+    conf: Mapping[str, str] | None = None,
+    *,
+    short_lived: bool = True,
+) -> SparkSession:
     """A local SparkSession (``local[cores]``) with the kafkalite source registered.
 
     Only one SparkSession runs per Python process: an active one is reused (``app`` and ``cores`` then
     apply only to the first call). Quiet settings: no UI, no console progress bar, log level ERROR,
-    session time zone UTC, ``spark.sql.shuffle.partitions`` = ``cores``, and a driver JVM that compiles with
-    C1 only (``SHORT_LIVED_JVM``). More Spark settings go in
+    session time zone UTC, ``spark.sql.shuffle.partitions`` = ``cores``, and, unless ``short_lived`` is
+    false, a driver JVM that compiles with C1 only (``SHORT_LIVED_JVM``). A benchmark measuring steady
+    throughput wants ``short_lived=False``: the JVM's side of each row then runs C2's code. More Spark settings go in
     ``conf``, e.g. ``session(conf={"spark.driver.memory": "2g"})``.
     """
     # Python workers must run this interpreter and import this kafkalite (an editable install or not).
@@ -59,6 +66,8 @@ def session(app: str = "kafkalite", cores: int = 2, conf: Mapping[str, str] | No
         os.environ["PYTHONPATH"] = os.pathsep.join([_PACKAGE_ROOT, *paths])
     from pyspark.sql import SparkSession  # deferred: pyspark is heavy
 
+    jit = SHORT_LIVED_JVM if short_lived else ""
+
     builder = (
         SparkSession.builder.master(f"local[{cores}]")
         .appName(app)
@@ -66,7 +75,7 @@ def session(app: str = "kafkalite", cores: int = 2, conf: Mapping[str, str] | No
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", str(cores))
-        .config("spark.driver.extraJavaOptions", f"-Duser.timezone=UTC {SHORT_LIVED_JVM}")
+        .config("spark.driver.extraJavaOptions", f"-Duser.timezone=UTC {jit}".strip())
     )
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)

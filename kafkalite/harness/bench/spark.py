@@ -316,7 +316,8 @@ def run_spark_bench(
             for n in partitions:
                 write_topic(root, f"bench{n}", n, records, value_size)
             path = root
-        spark = session(app="kafkalite-bench-spark", cores=cores)
+        # steady throughput: the driver JVM's full JIT, not the book's quick-start one
+        spark = session(app="kafkalite-bench-spark", cores=cores, short_lived=False)
 
         cpu: dict[object, list[float]] = {}
 
