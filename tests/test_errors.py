@@ -85,6 +85,8 @@ EXPECTED: dict[int, tuple[str, bool]] = {
     91: ("RESOURCE_NOT_FOUND", False),
     93: ("UNACCEPTABLE_CREDENTIAL", False),
     95: ("INVALID_UPDATE_VERSION", False),
+    98: ("SNAPSHOT_NOT_FOUND", False),
+    99: ("POSITION_OUT_OF_RANGE", False),
     100: ("UNKNOWN_TOPIC_ID", True),
     101: ("DUPLICATE_BROKER_REGISTRATION", False),
     102: ("BROKER_ID_NOT_REGISTERED", False),
