@@ -63,17 +63,7 @@ def image_records(image: MetadataImage) -> list[MetadataRecord]:
     if image.next_producer_id:
         out.append(ProducerIdsRecord(broker_id=-1, next_producer_id=image.next_producer_id))
     out += [acl for _, acl in sorted(image.acls.items())]
-    for (user, mechanism), cred in sorted(image.scram.items()):
-        out.append(
-            UserScramCredentialRecord(
-                name=user,
-                mechanism=mechanism,
-                salt=cred.salt,
-                stored_key=cred.stored_key,
-                server_key=cred.server_key,
-                iterations=cred.iterations,
-            )
-        )
+    out += [UserScramCredentialRecord.of(u, m, cred) for (u, m), cred in sorted(image.scram.items())]
     return out
 
 

@@ -10,10 +10,13 @@ version is flexible. ``MetadataRecordSerde`` frames them in the log.
 from __future__ import annotations
 
 import uuid
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from kafkalite.protocol.api import Message, message
 from kafkalite.protocol.codec.binding import wire
+
+if TYPE_CHECKING:
+    from kafkalite.common.scram import ScramCredential
 
 ZERO_UUID = uuid.UUID(int=0)
 NO_LEADER = -1
@@ -231,6 +234,12 @@ class UserScramCredentialRecord(MetadataRecord):
     stored_key: bytes = wire("bytes")
     server_key: bytes = wire("bytes")
     iterations: int = wire("int32")
+
+    @classmethod
+    def of(cls, name: str, mechanism: int, cred: ScramCredential) -> UserScramCredentialRecord:
+        """The record of ``name``'s credential ``cred`` for ``mechanism`` (a ``ScramMechanism`` id)."""
+        return cls(name=name, mechanism=mechanism, salt=cred.salt, stored_key=cred.stored_key,
+                   server_key=cred.server_key, iterations=cred.iterations)  # fmt: skip
 
 
 @message

@@ -92,16 +92,7 @@ def alter_credentials(
         cred = ScramCredential.from_salted(
             MECHANISM_NAMES[u.mechanism], u.salted_password, u.salt, u.iterations
         )
-        records.append(
-            UserScramCredentialRecord(
-                name=name,
-                mechanism=u.mechanism,
-                salt=cred.salt,
-                stored_key=cred.stored_key,
-                server_key=cred.server_key,
-                iterations=cred.iterations,
-            )  # fmt: skip
-        )
+        records.append(UserScramCredentialRecord.of(name, u.mechanism, cred))
         results.append(AlterUserScramCredentialsResult(user=name))
     for name, (code, msg) in errors.items():
         results.append(AlterUserScramCredentialsResult(user=name, error_code=code, error_message=msg))
@@ -113,10 +104,7 @@ def credential_record(
 ) -> UserScramCredentialRecord:
     """The record of a credential made from a password (what ``storage format --add-scram`` writes)."""
     cred = ScramCredential.create(mechanism, password, iterations, salt)
-    return UserScramCredentialRecord(
-        name=user, mechanism=MECHANISM_TYPES[mechanism], salt=cred.salt, stored_key=cred.stored_key,
-        server_key=cred.server_key, iterations=cred.iterations,
-    )  # fmt: skip
+    return UserScramCredentialRecord.of(user, MECHANISM_TYPES[mechanism], cred)
 
 
 __all__ = ["MECHANISM_NAMES", "alter_credentials", "credential_record"]
