@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalite.broker.server import KafkaBroker
+from kafkalite.common.procfs import exited
 from kafkalite.coordination.kazoo_link import KazooZkLink
 from kafkalite.coordination.remote import RemoteZkLink, StoreRpcServer
 from kafkalite.coordination.snapshot import keep_snapshot
@@ -365,7 +366,7 @@ def _reap(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return True
-    return False
+    return exited(pid)  # a zombie: gone, though init has not reaped it yet
 
 
 def _wait_gone(pid: int, timeout_s: float) -> None:
