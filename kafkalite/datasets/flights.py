@@ -103,33 +103,52 @@ def load_weather(limit: int | None = None) -> pd.DataFrame:
     return frame.head(_check_limit(limit, len(frame))).copy()
 
 
-def _events(
-    frame: pd.DataFrame, columns: tuple[str, ...], key: str | None, keys: tuple[str, ...]
-) -> list[Event]:
+def _check_key(key: str | None, keys: tuple[str, ...]) -> None:
     if key is not None and key not in keys:
         raise DatasetError(f"key {key!r} is not one of {', '.join(keys)} (or None for no key)")
-    if frame.empty:
-        return []
-    # pandas writes JSON lines in C: about ten times faster than json.dumps per row. NaN becomes null.
-    lines = frame.loc[:, list(columns)].to_json(orient="records", lines=True).splitlines()
-    values = [line.encode() for line in lines]
-    stamps = frame["timestamp_ms"].tolist()
-    if key is None:
-        return [Event(None, v, t) for v, t in zip(values, stamps, strict=True)]
-    # A missing key (a flight without a tail number) is produced with a null key.
-    raw = frame[key].tolist()
-    encoded = {k: k.encode() for k in set(raw) if isinstance(k, str)}
-    return [Event(encoded.get(k), v, t) for k, v, t in zip(raw, values, stamps, strict=True)]
+
+
+# Encoded rows are kept, since a chapter asks again (the spark chapter three times): per data set, the
+# JSON values of its first rows, and per key, the events built on them. A larger limit extends both.
+_VALUES: dict[str, list[bytes]] = {}
+_EVENTS: dict[tuple[str, str | None], list[Event]] = {}
+
+
+def _events(name: str, columns: tuple[str, ...], key: str | None, limit: int | None) -> list[Event]:
+    """The first ``limit`` rows of ``name`` as events (a new list: the caller may change it)."""
+    frame = _read(name)
+    n = _check_limit(limit, len(frame))
+    values = _VALUES.setdefault(name, [])
+    if len(values) < n:
+        # pandas writes JSON lines in C: about ten times faster than json.dumps per row. NaN becomes null.
+        rows = frame.loc[len(values) : n - 1, list(columns)]
+        values.extend(line.encode() for line in rows.to_json(orient="records", lines=True).splitlines())
+    events = _EVENTS.setdefault((name, key), [])
+    if len(events) < n:
+        more = slice(len(events), n)
+        stamps = frame["timestamp_ms"].iloc[more].tolist()
+        if key is None:
+            events.extend(Event(None, v, t) for v, t in zip(values[more], stamps, strict=True))
+        else:
+            # A missing key (a flight without a tail number) is produced with a null key.
+            raw = frame[key].iloc[more].tolist()
+            encoded = {k: k.encode() for k in set(raw) if isinstance(k, str)}
+            events.extend(
+                Event(encoded.get(k), v, t) for k, v, t in zip(raw, values[more], stamps, strict=True)
+            )
+    return events[:n]
 
 
 def flight_events(key: str | None = "carrier", limit: int | None = None) -> list[Event]:
     """The flights as events in time order: JSON value, scheduled departure (UTC) as timestamp."""
-    return _events(load_flights(limit), FLIGHT_COLUMNS, key, FLIGHT_KEYS)
+    _check_key(key, FLIGHT_KEYS)
+    return _events("flights.csv.zip", FLIGHT_COLUMNS, key, limit)
 
 
 def weather_events(key: str | None = "origin", limit: int | None = None) -> list[Event]:
     """The hourly weather observations as events keyed by airport, stamped with ``time_hour``."""
-    return _events(load_weather(limit), WEATHER_COLUMNS, key, WEATHER_KEYS)
+    _check_key(key, WEATHER_KEYS)
+    return _events("weather.csv", WEATHER_COLUMNS, key, limit)
 
 
 def produce_flights(

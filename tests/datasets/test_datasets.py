@@ -254,3 +254,28 @@ def test_progress_bar_only_when_asked_or_long(capsys) -> None:
     assert capsys.readouterr().err == ""
     list(user_behaviour(1000, seed=1, progress=True))
     assert "user_behaviour" in capsys.readouterr().err
+
+
+def test_events_are_kept_and_sliced_not_shared() -> None:
+    """A second call reuses the encoded events; a limit is a prefix; a caller's list is its own."""
+    first = flight_events(limit=50)
+    first.clear()
+    again = flight_events(limit=50)
+    assert len(again) == 50 and again == flight_events()[:50]
+    assert again[0].value is flight_events(key=None, limit=1)[0].value  # one encoding per row
+    assert [e.key for e in flight_events("origin", 3)] == [e.key for e in flight_events("origin")[:3]]
+    assert weather_events(limit=2) == weather_events()[:2]
+
+
+def test_a_larger_limit_extends_the_kept_events_exactly() -> None:
+    from kafkalite.datasets import flights
+
+    flights._VALUES.clear()
+    flights._EVENTS.clear()
+    grown = [flight_events("tailnum", 7), flight_events("tailnum", 40), flight_events(None, 25)]
+    flights._VALUES.clear()
+    flights._EVENTS.clear()
+    whole_tail, whole_none = flight_events("tailnum", 40), flight_events(None, 25)
+    assert grown == [whole_tail[:7], whole_tail, whole_none]
+    assert any(e.key is None for e in flight_events("tailnum", 5_000)), "a missing tail number: null key"
+    assert json.loads(whole_none[3].value)["time_hour"] is not None
