@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["SHORT_LIVED_JVM", "register", "session"]
+__all__ = ["SHORT_LIVED_JVM", "register", "session", "short_lived_jvm_options"]
 
 # The JVMs here (driver, standalone daemons, executors) live for seconds to minutes. HotSpot's second
 # compiler (C2) then spends about half of a JVM's CPU time on code that never runs long enough to pay it
@@ -32,6 +32,14 @@ __all__ = ["SHORT_LIVED_JVM", "register", "session"]
 SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1"
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+def short_lived_jvm_options() -> str:
+    """``SHORT_LIVED_JVM``, and the class-sharing archive when this environment has one (see
+    ``kafkalite.spark.class_sharing``): the options of every JVM the book starts."""
+    from kafkalite.spark.class_sharing import jvm_options
+
+    return f"{SHORT_LIVED_JVM} {jvm_options()}".strip()
 
 
 def register(spark: SparkSession) -> None:
@@ -66,7 +74,7 @@ def session(
         os.environ["PYTHONPATH"] = os.pathsep.join([_PACKAGE_ROOT, *paths])
     from pyspark.sql import SparkSession  # deferred: pyspark is heavy
 
-    jit = SHORT_LIVED_JVM if short_lived else ""
+    jit = short_lived_jvm_options() if short_lived else ""
 
     builder = (
         SparkSession.builder.master(f"local[{cores}]")

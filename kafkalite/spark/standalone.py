@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -31,7 +30,8 @@ import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafkalite.spark import SHORT_LIVED_JVM
+from kafkalite.common.procfs import live_group_members, proc_stat
+from kafkalite.spark import short_lived_jvm_options
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -104,7 +104,7 @@ class StandaloneCluster:
             "SPARK_HOME": str(spark_home()),
             "SPARK_LOCAL_IP": HOST,
             "SPARK_DAEMON_MEMORY": self.daemon_memory,
-            "SPARK_DAEMON_JAVA_OPTS": SHORT_LIVED_JVM,
+            "SPARK_DAEMON_JAVA_OPTS": short_lived_jvm_options(),
             "SPARK_LOG_DIR": str(self.dir / "logs"),
             "PYSPARK_PYTHON": sys.executable,
             "PYTHONPATH": os.pathsep.join([root, *[p for p in paths if p != root]]),
@@ -212,7 +212,8 @@ class StandaloneCluster:
             .config("spark.driver.bindAddress", HOST)
             .config("spark.executor.cores", str(self.cores))
             .config("spark.executor.memory", "512m")
-            .config("spark.executor.extraJavaOptions", SHORT_LIVED_JVM)
+            .config("spark.driver.extraJavaOptions", short_lived_jvm_options())  # when the JVM is new
+            .config("spark.executor.extraJavaOptions", short_lived_jvm_options())
             .config("spark.cores.max", str(self.cores * self.workers))
             .config("spark.pyspark.python", sys.executable)
             .config("spark.pyspark.driver.python", sys.executable)
@@ -244,11 +245,12 @@ class StandaloneCluster:
 def _group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
-        return True
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
+    # An executor's Python workers outlive it as zombies until init reaps them: those are gone.
+    return not Path("/proc").is_dir() or bool(live_group_members(pgid))
 
 
 def executor_identity() -> str:
@@ -258,17 +260,16 @@ def executor_identity() -> str:
     for _ in range(6):
         try:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            stat = Path(f"/proc/{pid}/stat").read_text()
         except OSError:
             break
         args = [a.decode(errors="replace") for a in cmd if a]
         if EXECUTOR_CLASS in args:
             opt = {a: args[i + 1] for i, a in enumerate(args[:-1]) if a.startswith("--")}
             return f"executor {opt.get('--executor-id', '?')} ({opt.get('--hostname', '?')}:{pid})"
-        m = re.match(r"\d+ \(.*\) \S (\d+)", stat)
-        if m is None or int(m[1]) <= 1:
+        stat = proc_stat(pid)
+        if stat is None or stat.ppid <= 1:
             break
-        pid = int(m[1])
+        pid = stat.ppid
     return "driver"
 
 

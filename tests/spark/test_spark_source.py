@@ -114,6 +114,44 @@ def test_the_driver_jvm_compiles_with_c1_only(spark):
     assert SHORT_LIVED_JVM in options.split() and "-Duser.timezone=UTC" in options.split()
 
 
+def test_a_new_driver_jvm_maps_the_class_sharing_archive():
+    """make's set-up writes the archive; a session's new JVM then maps it instead of parsing Spark's jars
+    (in a child interpreter: this one's JVM may have been started with other options)."""
+    import subprocess
+    import sys
+
+    from kafkalite.spark.class_sharing import archive_path
+
+    archive = archive_path()
+    assert archive.is_file(), f"no {archive}: run python -m kafkalite.spark.class_sharing (make does)"
+    probe = "\n".join([
+        "from pathlib import Path",
+        "from pyspark import SparkContext",
+        "from kafkalite.spark import session",
+        "s = session(app='kafkalite-tests-cds')",
+        "maps = Path(f'/proc/{SparkContext._gateway.proc.pid}/maps').read_text()",
+        f"print({str(archive)!r} in maps)",
+        "print(s.sparkContext.getConf().get('spark.driver.extraJavaOptions'))",
+    ])  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    mapped, options = out.stdout.strip().splitlines()[-2:]
+    assert f"-XX:SharedArchiveFile={archive}" in options.split()
+    assert mapped == "True", "the driver JVM runs without the archive (made by another JVM or other jars?)"
+
+
+def test_class_sharing_options_only_name_an_archive_that_exists(tmp_path, monkeypatch):
+    from kafkalite.spark import class_sharing, short_lived_jvm_options
+
+    monkeypatch.setattr(class_sharing, "archive_path", lambda: tmp_path / "spark.jsa")
+    # a missing archive named on the command line would switch off the JDK's default archive too
+    assert class_sharing.jvm_options() == "" and short_lived_jvm_options() == "-XX:TieredStopAtLevel=1"
+    (tmp_path / "spark.jsa").write_bytes(b"")
+    assert class_sharing.jvm_options().split() == [
+        f"-XX:SharedArchiveFile={tmp_path / 'spark.jsa'}", "-Xlog:cds=off", "-Xlog:cds+dynamic=off"
+    ]  # fmt: skip
+
+
 def test_schema_matches_spark_kafka_source(spark, logdir):
     df = _read(spark, logdir, subscribe="orders")
     assert [(f.name, f.dataType.simpleString()) for f in df.schema] == [

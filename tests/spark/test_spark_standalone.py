@@ -19,6 +19,7 @@ pytest.importorskip("pyspark")
 ck = pytest.importorskip("confluent_kafka")
 cka = pytest.importorskip("confluent_kafka.admin")
 
+from kafkalite.common.procfs import live_group_members  # noqa: E402
 from kafkalite.host.admin_client import AdminClient  # noqa: E402
 from kafkalite.host.processes import restart_broker, signal_broker  # noqa: E402
 from kafkalite.spark import wire  # noqa: E402
@@ -130,6 +131,19 @@ def test_every_cluster_jvm_compiles_with_c1_only(standalone, spark):
     # master, two workers, and the application's two executors
     assert len(jvms) == 5, jvms
     assert all(SHORT_LIVED_JVM in cmd for cmd in jvms), jvms
+
+
+def test_every_cluster_jvm_maps_the_class_sharing_archive(standalone, spark):
+    from kafkalite.spark.class_sharing import archive_path
+
+    archive = str(archive_path())
+    mapped = []
+    for pgid in {p.pid for p in standalone._procs}:
+        for pid in live_group_members(pgid):
+            with contextlib.suppress(OSError):
+                if Path(f"/proc/{pid}/exe").resolve().name == "java":
+                    mapped.append(archive in Path(f"/proc/{pid}/maps").read_text())
+    assert mapped == [True] * 5, mapped  # master, two workers, two executors
 
 
 def test_executor_identity_outside_an_executor_is_the_driver():
