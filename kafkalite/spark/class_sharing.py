@@ -71,13 +71,22 @@ def build(force: bool = False, timeout_s: float = 600.0) -> Path | None:
 def _workload(dump_to: str) -> None:
     """Run what the book's Spark cells run (the kafkalite source in batch and streaming, JSON, Parquet,
     pandas and Arrow), in a driver JVM that dumps the classes it loaded when it exits."""
+    import json
+
     import kafkalite.spark as ks
-    from kafkalite.datasets import flight_events, write_events
+    from kafkalite.clock import ManualClock
+    from kafkalite.records import build_batch
+    from kafkalite.storage import Log
 
     dump = f"-Duser.timezone=UTC {ks.SHORT_LIVED_JVM} -XX:ArchiveClassesAtExit={dump_to} {_QUIET}"
     with tempfile.TemporaryDirectory(prefix="kafkalite-cds-") as work:
         logs = Path(work) / "logs"
-        write_events(logs, "flights", 2, flight_events(limit=2_000))
+        for p in range(2):  # a small topic of JSON records, written as a broker would
+            log = Log.open(logs / f"flights-{p}", {}, clock=ManualClock())
+            for b in range(10):
+                rows = [{"carrier": f"C{i % 7}", "distance": 100 + i} for i in range(100)]
+                log.append(build_batch([(b"k", json.dumps(r).encode()) for r in rows], timestamp=b))
+            log.close()
         spark = ks.session(app="kafkalite-class-sharing", conf={"spark.driver.extraJavaOptions": dump})
         from pyspark.sql import functions as F
 
