@@ -50,9 +50,10 @@ def standalone(tmp_path_factory):
         yield cluster
     finally:
         cluster.stop()
-    for pgid in groups:  # master, workers, executors and their Python workers: all gone
-        with pytest.raises(ProcessLookupError):
-            os.killpg(pgid, 0)
+    # master, workers, executors and their Python workers: all gone (exited; init may not have reaped
+    # every zombie yet, and stop() does not wait for that)
+    for pgid in groups:
+        assert live_group_members(pgid) == [], f"process group {pgid} outlived stop()"
 
 
 @pytest.fixture(scope="module")
