@@ -146,7 +146,7 @@ class StandaloneCluster:
         try:
             with urllib.request.urlopen(f"http://{HOST}:{self.web_port}/json/", timeout=2) as r:
                 return json.load(r)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a web UI still starting may answer with no body
             return None
 
     @staticmethod

@@ -308,3 +308,26 @@ def _consume(bootstrap: str, topic: str, n: int, timeout_s: float = 60.0) -> lis
     finally:
         c.close()
     return got
+
+
+def test_master_state_is_none_while_the_web_ui_answers_without_json(tmp_path):
+    """A master's web UI that is still starting can answer 200 with no body: not up yet, not an error."""
+    import http.server
+
+    class Empty(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Empty)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        cluster = StandaloneCluster(workers=1, dir=tmp_path)
+        cluster.web_port = server.server_address[1]
+        assert cluster.master_state() is None
+    finally:
+        server.shutdown()
