@@ -84,6 +84,7 @@ $(STAMP): requirements.txt pyproject.toml tools/vendor.sha256 tools/vendor_asset
 	tools/vendor_assets.sh
 	$(PY) tools/cjk_font.py
 	$(PY) -m kafkalite.spark.class_sharing || echo "kafkalite: Spark will start without the class-sharing archive (slower)"
+	$(PY) -m kafkalite.spark.record_columns
 	touch $@
 
 # ----------------------------------------------------------------------------------------------- book

@@ -1,7 +1,7 @@
 """Vectorised (numpy) decoding of records sections: many records per numpy call instead of a Python loop.
 
-Two users: the consumer's record decoder (``decode_sections``, which builds ``Record`` objects) and the
-Spark source's Arrow decoder (``varints``, ``walk_lockstep``, ``walk_python``). Python still has to find
+Its user is the consumer's record decoder (``decode_sections``, which builds ``Record`` objects; the
+Spark source has its own compiled pass, ``kafkalite.spark.record_columns``). Python still has to find
 where each record starts, since that needs every earlier record's length; ``decode_sections`` guesses
 first that all records of a section have one size (what a producer with fixed-size values sends) and
 checks the guess with the very comparison that validates record lengths, so the guess costs nothing.
@@ -24,25 +24,6 @@ from kafkalite.records.record import Record, decode_record_tuples
 from kafkalite.records.varint import decode_varint
 
 PAD = b"\x00" * 16  # lets the vectorised varint decoders look ahead without bounds checks
-
-
-def varints(arr: np.ndarray, pos: np.ndarray, max_bytes: int) -> tuple[np.ndarray, np.ndarray]:
-    """Zig-zag varints starting at every position in ``pos``: (values as int64, byte lengths)."""
-    b = arr[pos].astype(np.uint64)
-    u = b & np.uint64(0x7F)
-    n = np.ones(len(pos), np.int64)
-    more = b >= 0x80
-    k = 1
-    while more.any():
-        if k >= max_bytes:
-            raise CorruptRecordError(f"varint longer than {max_bytes} bytes in a record")
-        bk = arr[pos + k].astype(np.uint64)
-        u |= np.where(more, (bk & np.uint64(0x7F)) << np.uint64(7 * k), np.uint64(0))
-        n += more
-        more &= bk >= 0x80
-        k += 1
-    v = (u >> np.uint64(1)) ^ (np.uint64(0) - (u & np.uint64(1)))
-    return v.view(np.int64), n
 
 
 # Above this many records per batch (relative to the number of batches) stepping all batches together
@@ -410,7 +391,6 @@ __all__ = [
     "decode_sections",
     "record_fields",
     "varint_tables",
-    "varints",
     "walk_lockstep",
     "walk_python",
 ]

@@ -1,7 +1,8 @@
 """The Spark decoder's fast paths give what the plain code gives, or step aside for it:
 
-- the lockstep walk of record starts: the plain walk's starts, or None (the plain walk then decodes or
-  rejects), for batches of unequal record counts and sizes;
+- ``record_columns.decode_sections``, the compiled pass over records sections: the plain decoder's
+  fields for any records (null keys and values, headers, long varints), and ``CorruptRecordError`` for a
+  section its records do not fill, or a record its fields do not fit;
 - ``scan_plain``, a fetch's batch loop for all batches at once: the loop's rows and next offset, or None
   (the loop then runs and raises what it raises)."""
 
@@ -24,13 +25,12 @@ from kafkalite.records import (  # noqa: E402
     iter_batches,
     validate_batch,
 )
-from kafkalite.records.vector import byte_pairs, walk_python  # noqa: E402
 from kafkalite.spark.arrow_records import (  # noqa: E402
-    _walk_lockstep,
     batches_to_arrow,
     scan_plain,
     scanned_to_arrow,
 )
+from kafkalite.spark.record_columns import decode_sections  # noqa: E402
 
 T0 = 1_700_000_000_000
 BATCH_HEADER_SIZE = 61
@@ -41,44 +41,80 @@ def _sections(batches: list[list[tuple]]) -> tuple[bytes, bytes, np.ndarray, np.
     data = b""
     base = 0
     for recs in batches:
-        data += build_batch(recs, timestamp=T0, base_offset=base)
+        data += build_batch(recs, timestamp=T0 + base, base_offset=base)
         base += len(recs)
     sections = [data[pos + BATCH_HEADER_SIZE : pos + h.batch_length + 12] for pos, h in iter_batches(data)]
     bounds = np.cumsum([0, *(len(s) for s in sections)])
     return data, b"".join(sections), bounds, np.array([len(r) for r in batches], np.int64)
 
 
-record = st.tuples(st.one_of(st.none(), st.binary(max_size=12)), st.binary(max_size=300))
+header = st.tuples(st.text(max_size=6), st.one_of(st.none(), st.binary(max_size=8)))
+record = st.tuples(
+    st.one_of(st.none(), st.binary(max_size=12)),
+    st.one_of(st.none(), st.binary(max_size=300)),
+    st.lists(header, max_size=2),
+)
+
+
+def _plain(data: bytes) -> list[tuple]:
+    return [r for pos, _ in iter_batches(data) for r in decode_batch_tuples(data, pos)[1]]
 
 
 @given(
-    batches=st.lists(st.lists(record, min_size=1, max_size=12), min_size=24, max_size=60),
-    big=st.one_of(st.none(), st.integers(0, 59)),
+    batches=st.lists(st.lists(record, min_size=1, max_size=12), min_size=1, max_size=40),
+    big=st.one_of(st.none(), st.integers(0, 39)),
 )
-@settings(max_examples=40, deadline=None)
-def test_lockstep_walk_finds_the_plain_walks_starts(batches, big):
-    if big is not None and big < len(batches):  # one record over 8 KiB: a 3-byte length varint
-        batches[big] = [*batches[big], (b"k", b"v" * 9000)]
+@settings(max_examples=60, deadline=None)
+def test_compiled_pass_gives_the_plain_decoders_fields(batches, big):
+    if big is not None and big < len(batches):  # one record over 8 KiB: 3-byte length varints
+        batches[big] = [*batches[big], (b"k", b"v" * 9000, [])]
     data, blob, bounds, counts = _sections(batches)
-    want = walk_python(blob, bounds.tolist(), counts.tolist(), "t-0")
-    got = _walk_lockstep(byte_pairs(blob), bounds, counts)
-    if got is None:
-        assert big is not None and big < len(batches), "only the long record may send it to the plain walk"
-    else:
-        assert got.tolist() == want.tolist()
-    rows = batches_to_arrow(data, list(iter_batches(data)), "t", 0, 0, 10**9)
-    expected = [r for pos, _ in iter_batches(data) for r in decode_batch_tuples(data, pos)[1]]
-    assert rows.column("value").to_pylist() == [r[3] for r in expected]
-    assert rows.column("key").to_pylist() == [r[2] for r in expected]
+    c = decode_sections(blob, bounds[:-1], bounds[1:], counts, "t-0")
+    want = _plain(data)
+    keys = [None if n < 0 else bytes(c.key_data[c.key_offsets[i] : c.key_offsets[i + 1]])
+            for i, n in enumerate(c.key_length.tolist())]  # fmt: skip
+    values = [None if n < 0 else bytes(c.value_data[c.value_offsets[i] : c.value_offsets[i + 1]])
+              for i, n in enumerate(c.value_length.tolist())]  # fmt: skip
+    assert keys == [r[2] for r in want]
+    assert values == [r[3] for r in want]
+    assert c.headers_count.tolist() == [len(r[4]) for r in want]
+    rows = batches_to_arrow(data, list(iter_batches(data)), "t", 0, 0, 10**9, include_headers=True)
+    assert rows.column("value").to_pylist() == [r[3] for r in want]
+    assert rows.column("key").to_pylist() == [r[2] for r in want]
+    assert rows.column("offset").to_pylist() == [r[0] for r in want]
+    assert rows.column("timestamp").cast("int64").to_pylist() == [r[1] * 1000 for r in want]
+    got_headers = rows.column("headers").to_pylist()
+    assert got_headers == [[{"key": h.key, "value": h.value} for h in r[4]] or None for r in want]
 
 
-def test_lockstep_walk_gives_up_on_a_section_its_records_do_not_fill():
-    batches = [[(b"k%d" % i, b"v" * (i * 7 % 50)) for i in range(1 + b % 5)] for b in range(30)]
+def test_compiled_pass_names_a_section_its_records_do_not_fill():
+    batches = [[(b"k%d" % i, b"v" * (i * 7 % 50), []) for i in range(1 + b % 5)] for b in range(30)]
     data, blob, bounds, counts = _sections(batches)
-    counts[3] += 1  # one batch claims a record more than its section holds
-    assert _walk_lockstep(byte_pairs(blob), bounds, counts) is None
-    with pytest.raises(CorruptRecordError, match="does not hold exactly"):
-        walk_python(blob, bounds.tolist(), counts.tolist(), "t-0")
+    more = counts.copy()
+    more[3] += 1  # one batch claims a record more than its section holds
+    with pytest.raises(CorruptRecordError, match="t-0: .*record"):
+        decode_sections(blob, bounds[:-1], bounds[1:], more, "t-0")
+    fewer = counts.copy()
+    fewer[5] -= 1  # or one fewer: its last record is left over
+    with pytest.raises(CorruptRecordError, match="record lengths do not add up"):
+        decode_sections(blob, bounds[:-1], bounds[1:], fewer, "t-0")
+
+
+@given(batches=st.lists(st.lists(record, min_size=1, max_size=6), min_size=1, max_size=6), data=st.data())
+@settings(max_examples=80, deadline=None)
+def test_compiled_pass_rejects_or_decodes_any_corrupted_byte(batches, data):
+    """A flipped byte anywhere in a section either still decodes (a byte of a key or value) or raises
+    CorruptRecordError, never anything else, and never reads past the section."""
+    _, blob, bounds, counts = _sections(batches)
+    at = data.draw(st.integers(0, len(blob) - 1))
+    bad = bytearray(blob)
+    bad[at] ^= data.draw(st.integers(1, 255))
+    try:
+        c = decode_sections(bytes(bad), bounds[:-1], bounds[1:], counts, "t-0")
+    except CorruptRecordError:
+        return
+    assert len(c.offset_delta) == int(counts.sum())
+    assert (c.record_end <= bounds[1:].max()).all()
 
 
 def _loop(data: bytes, offset: int, end: int) -> tuple[list, int]:
