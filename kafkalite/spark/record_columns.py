@@ -156,6 +156,7 @@ def decode_sections(
     """The records of the sections ``blob[sec_starts[i]:sec_ends[i]]``, section ``i`` holding exactly
     ``counts[i]`` records; raises ``CorruptRecordError`` naming ``name`` when one does not decode."""
     buf = np.frombuffer(blob, np.uint8)
+    buf.flags.writeable = False  # one compiled signature for bytes and for a fetch's bytearray view
     if len(sec_ends) and (int(sec_ends.max()) > len(buf) or int(sec_starts.min()) < 0):
         raise ValueError(f"{name}: a records section lies outside the {len(buf)} bytes given")
     total = int(counts.sum())
