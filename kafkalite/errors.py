@@ -435,6 +435,14 @@ class UnknownTopicIdError(KafkaError):
     retriable = True
 
 
+class InconsistentTopicIdError(KafkaError):
+    """A replica's log belongs to another topic id than the one the request names: its
+    ``partition.metadata`` holds the id of an older topic of the same name (KIP-516)."""
+
+    code, name = 103, "INCONSISTENT_TOPIC_ID"
+    retriable = True
+
+
 class SnapshotNotFoundError(KafkaError):
     """A FetchSnapshot for a snapshot the leader does not have (any more): fetch again from the log."""
 

@@ -90,6 +90,7 @@ EXPECTED: dict[int, tuple[str, bool]] = {
     100: ("UNKNOWN_TOPIC_ID", True),
     101: ("DUPLICATE_BROKER_REGISTRATION", False),
     102: ("BROKER_ID_NOT_REGISTERED", False),
+    103: ("INCONSISTENT_TOPIC_ID", True),
     104: ("INCONSISTENT_CLUSTER_ID", False),
     108: ("NEW_LEADER_ELECTED", False),
     107: ("INELIGIBLE_REPLICA", False),

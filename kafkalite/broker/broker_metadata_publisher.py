@@ -17,6 +17,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from kafkalite.broker.topic_deletion import LEADER_DURING_DELETE
+from kafkalite.errors import KafkaStorageError
 from kafkalite.metadata.delta import TOPIC_RESOURCE, MetadataDelta
 from kafkalite.metadata.image import MetadataImage, TopicImage
 from kafkalite.protocol import (
@@ -29,6 +30,7 @@ from kafkalite.protocol import (
     UpdateMetadataRequest,
 )
 from kafkalite.protocol.metadata import BrokerEndpoint
+from kafkalite.storage.partition_metadata import PartitionMetadataFile, uuid_to_str
 
 if TYPE_CHECKING:
     from kafkalite.broker.broker_server import BrokerServer
@@ -86,6 +88,7 @@ class BrokerMetadataPublisher:
                     partition_epoch=part.partition_epoch,
                     replicas=part.replicas,
                     offline_replicas=tuple(r for r in part.replicas if _fenced(image, r)),
+                    topic_id=tid,
                 )
             )
             if b.broker_id in part.replicas:
@@ -100,6 +103,7 @@ class BrokerMetadataPublisher:
                         partition_epoch=part.partition_epoch,
                         replicas=part.replicas,
                         is_new=old is None or p not in old.partitions,
+                        topic_id=tid,
                     )
                 )
         live = tuple(
@@ -153,7 +157,10 @@ class BrokerMetadataPublisher:
         """On the first publish, the partition logs on this broker's disks that the image gives it no
         replica of (Kafka's stray replicas): a broker that loaded a metadata snapshot never saw the
         RemoveTopicRecord of a topic deleted while it was away, so nothing else would remove them.
-        Matched by name: kafkalite keeps no topic id on disk (Kafka's ``partition.metadata``)."""
+        A log is matched by the topic id in its ``partition.metadata`` (KIP-516), so the log of a topic
+        deleted and created again under the same name while this broker was down is stray too. A log
+        without the file (written before kafkalite kept ids) is matched by name and gets the file when
+        its replica starts; Kafka 3.7+ counts such a log as stray, but here it may hold data."""
         b = self.broker
         rm = b.rm
         out: list[StopReplicaPartitionState] = []
@@ -172,8 +179,24 @@ class BrokerMetadataPublisher:
                 tp = TopicPartition(topic, int(index))
                 if tp in hosted or tp in known:
                     continue
-                part = image.partition(topic, tp.partition)
+                try:
+                    tid = PartitionMetadataFile(child).read()
+                except KafkaStorageError as e:
+                    # keep the data; the replica's start will report the file again
+                    b.log("partition_metadata_unreadable", broker=b.broker_id, dir=str(child), error=str(e))
+                    tid = None
+                if tid is not None:
+                    t = image.topics.get(tid)
+                    part = None if t is None or t.name != topic else t.partitions.get(tp.partition)
+                else:
+                    part = image.partition(topic, tp.partition)
                 if part is None or b.broker_id not in part.replicas:
+                    b.log(
+                        "stray_replica",
+                        broker=b.broker_id,
+                        tp=str(tp),
+                        topic_id=None if tid is None else uuid_to_str(tid),
+                    )
                     out.append(StopReplicaPartitionState(tp=tp, delete_partition=True))
                     known.add(tp)
         return out

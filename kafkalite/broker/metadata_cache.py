@@ -8,6 +8,8 @@ STALE_CONTROLLER_EPOCH and changes nothing: a deposed controller must not roll t
 
 from __future__ import annotations
 
+import uuid
+
 from kafkalite.broker.topic_deletion import LEADER_DURING_DELETE
 from kafkalite.broker.topic_validator import is_valid_topic
 from kafkalite.errors import (
@@ -31,7 +33,7 @@ from kafkalite.protocol import (
     UpdateMetadataPartitionState,
     UpdateMetadataRequest,
 )
-from kafkalite.protocol.metadata import topic_id
+from kafkalite.protocol.metadata import NO_TOPIC_ID
 
 CLUSTER_ID = "kafkalite"
 
@@ -46,6 +48,9 @@ class MetadataCache:
         self.controller_epoch = -1
         self._names: set[str] | None = None  # the topics of ``partitions``, rebuilt after a change
         self._counts: dict[str, int] | None = None  # partition count by topic, rebuilt after a change
+        self._cache_by_id: dict[uuid.UUID, str] | None = None
+        self.topic_ids: dict[str, uuid.UUID] = {}
+        """The id of each topic, from the partition states that carry one (KIP-516)."""
 
     def update(self, req: UpdateMetadataRequest) -> list[TopicPartition]:
         """Apply an UpdateMetadata; returns the partitions it deleted (leader -2: their topic is going).
@@ -60,7 +65,7 @@ class MetadataCache:
         self.controller_epoch = req.controller_epoch
         self.controller_id = req.controller_id
         self.live_brokers = {b.node_id: b for b in req.live_brokers}
-        self._names = self._counts = None
+        self._names = self._counts = self._cache_by_id = None
         deleted = []
         for st in req.partition_states:
             if st.leader == LEADER_DURING_DELETE:
@@ -68,11 +73,27 @@ class MetadataCache:
                     deleted.append(st.tp)
             else:
                 self.partitions[st.tp] = st
+                if st.topic_id != NO_TOPIC_ID:
+                    self.topic_ids[st.tp.topic] = st.topic_id
         return deleted
 
     def remove(self, tp: TopicPartition) -> None:
         self.partitions.pop(tp, None)
-        self._names = self._counts = None
+        self._names = self._counts = self._cache_by_id = None
+
+    def topic_id(self, name: str) -> uuid.UUID:
+        """The topic's id; Kafka's zero id when this broker knows none (the topic is unknown here).
+        An id stays in ``topic_ids`` after its topic's partitions go (removing them one by one must
+        stay cheap); only a topic with partitions here answers with it."""
+        return self.topic_ids.get(name, NO_TOPIC_ID) if self.has_topic(name) else NO_TOPIC_ID
+
+    def topic_name(self, tid: uuid.UUID) -> str | None:
+        """The name of the topic with id ``tid`` here, or None."""
+        by_id = self._cache_by_id
+        if by_id is None:
+            names = self._topic_names()
+            by_id = self._cache_by_id = {t: n for n, t in self.topic_ids.items() if n in names}
+        return by_id.get(tid)
 
     def leader(self, tp: TopicPartition) -> int:
         st = self.partitions.get(tp)
@@ -106,10 +127,10 @@ class MetadataCache:
         names = self.topics() if req.topics is None else list(req.topics)
         topics = []
         if req.topic_ids:
-            by_id = {topic_id(n): n for n in self._topic_names()}
             for tid in req.topic_ids:
-                if tid in by_id:
-                    names.append(by_id[tid])
+                name = self.topic_name(tid)
+                if name is not None:
+                    names.append(name)
                 else:
                     topics.append(TopicMetadata(name=None, topic_id=tid, error_code=UnknownTopicIdError.code))
         for name in names:
@@ -135,7 +156,7 @@ class MetadataCache:
             topics.append(
                 TopicMetadata(
                     name=name,
-                    topic_id=topic_id(name),
+                    topic_id=self.topic_id(name),
                     is_internal=name in INTERNAL_TOPICS,
                     partitions=tuple(pms),
                 )

@@ -38,6 +38,7 @@ from kafkalite.protocol import (
     StopReplicaResponse,
     TopicPartition,
 )
+from kafkalite.protocol.metadata import NO_TOPIC_ID
 
 if TYPE_CHECKING:
     from kafkalite.broker.partition import Partition
@@ -74,6 +75,9 @@ def become_leader_or_follower(rm: ReplicaManager, req: LeaderAndIsrRequest) -> L
             continue
         try:
             p = rm._get_or_create(tp)
+            if state.topic_id != NO_TOPIC_ID:
+                # partition.metadata: written for a new replica, checked for an old one (KIP-516)
+                p.log.assign_topic_id(state.topic_id)
             was_leader, old_epoch = p.is_leader, p.leader_epoch
             if state.leader == rm.broker_id:
                 make_leader(rm, p, state, now)

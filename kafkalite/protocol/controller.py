@@ -5,6 +5,8 @@ refuse one from a deposed controller (STALE_CONTROLLER_EPOCH)."""
 
 from __future__ import annotations
 
+import uuid
+
 from kafkalite.protocol.api import (
     NO_ERROR,
     NO_LEADER,
@@ -19,7 +21,7 @@ from kafkalite.protocol.api import (
     message,
 )
 from kafkalite.protocol.codec.binding import wire, wire_by_topic, wire_partition, wire_partitions
-from kafkalite.protocol.metadata import BrokerEndpoint
+from kafkalite.protocol.metadata import NO_TOPIC_ID, BrokerEndpoint
 
 # ---------------------------------------------------------------------------------------- LeaderAndIsr
 
@@ -40,6 +42,9 @@ class LeaderAndIsrPartitionState(Message):
     removing_replicas: tuple[int, ...] = ()
     is_new: bool = False
     """The partition was just created: the broker may create its log without checking for a lost disk."""
+    topic_id: uuid.UUID = NO_TOPIC_ID
+    """The topic's id (LeaderAndIsr v5+): written to the replica's ``partition.metadata``; a log there
+    with another id belongs to an older topic of the same name."""
 
 
 @message
@@ -105,6 +110,8 @@ class UpdateMetadataPartitionState(Message):
     """The state znode's zkVersion, as in LeaderAndIsr."""
     replicas: tuple[int, ...] = ()
     offline_replicas: tuple[int, ...] = ()
+    topic_id: uuid.UUID = NO_TOPIC_ID
+    """The topic's id (UpdateMetadata v7+), which the broker answers Metadata with."""
 
 
 @message

@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ from typing import Any
 from kafkalite.clock import Clock, SystemClock
 from kafkalite.config.topic import LONG_MAX, LogConfig
 from kafkalite.errors import (
+    InconsistentTopicIdError,
     InvalidProducerEpochError,
     InvalidRecordError,
     KafkaStorageError,
@@ -52,6 +54,7 @@ from kafkalite.storage.local_log import LocalLog
 from kafkalite.storage.log_dir_failure_channel import LogDirFailureChannel
 from kafkalite.storage.log_loader import LogLoader, RecoveryReport, rebuild_producer_state
 from kafkalite.storage.log_validator import validate_records
+from kafkalite.storage.partition_metadata import PartitionMetadataFile, uuid_to_str
 from kafkalite.storage.producer_state import (
     ProducerBatchInfo,
     ProducerStateManager,
@@ -161,6 +164,8 @@ class Log:
         self._lock = threading.RLock()
         self._closed = False
         self.recovery_report = RecoveryReport(str(dir), read_only)
+        self._partition_metadata = PartitionMetadataFile(dir, file_ops)
+        self._topic_id: uuid.UUID | None = None
         self._refresh_config()
 
     def _refresh_config(self) -> None:
@@ -183,6 +188,33 @@ class Log:
     @_epochs.setter
     def _epochs(self, entries: list[tuple[int, int]]) -> None:
         self.leader_epoch_cache._set(entries, persist=False)
+
+    # ===== topic id (KIP-516) ===========================================================================
+    @property
+    def topic_id(self) -> uuid.UUID | None:
+        """The topic id in this directory's ``partition.metadata``, None while it has none.
+        ``KafkaStorageError`` (naming the file) when the file is malformed."""
+        if self._topic_id is None:
+            self._topic_id = self._partition_metadata.read()
+        return self._topic_id
+
+    def assign_topic_id(self, topic_id: uuid.UUID) -> None:
+        """Record the topic id this log belongs to (Kafka's ``UnifiedLog.assignTopicId``): written to
+        ``partition.metadata`` the first time; ``InconsistentTopicIdError`` when the directory already
+        holds another topic's id (a topic of the same name, deleted and created again)."""
+        current = self.topic_id
+        if current == topic_id:
+            return
+        if current is not None:
+            raise InconsistentTopicIdError(
+                f"log {self.dir} belongs to topic id {uuid_to_str(current)}, not {uuid_to_str(topic_id)}"
+            )
+        self._check_writable()
+        try:
+            self._partition_metadata.write(topic_id)
+        except OSError as e:
+            raise self._io_failure(f"Error while writing the partition metadata of {self.dir.name}", e) from e
+        self._topic_id = topic_id
 
     # ===== opening / recovery ===========================================================================
     @classmethod

@@ -1,0 +1,94 @@
+"""Topic ids (KIP-516) in both modes: every broker answers Metadata with the topic's real id (KRaft: the
+TopicRecord's; ZooKeeper: the one in ``/brokers/topics/<t>``), the ids survive restarts and controller
+failover, and each replica's directory carries it in ``partition.metadata``."""
+
+from __future__ import annotations
+
+import uuid
+
+from kafkalite.host.kraft_cluster import KRaftCluster
+from kafkalite.protocol import MetadataRequest
+from kafkalite.storage.partition_metadata import PartitionMetadataFile
+from tests.metadata.kraft_harness import SMALL_SNAPSHOTS
+
+
+def _ids(c, broker: int, *topics: str) -> dict[str, uuid.UUID]:
+    resp = c.request(broker, MetadataRequest(topics=list(topics)))
+    return {t.name: t.topic_id for t in resp.topics}
+
+
+def _eventually(c, check, timeout_ms: int = 30_000) -> bool:
+    """``check()`` (which may send requests itself, so not inside ``run_until``) within ``timeout_ms``."""
+    for _ in range(timeout_ms // 500):
+        if check():
+            return True
+        c.run_for(500)
+    return check()
+
+
+def _disk_ids(c, topic: str) -> dict[int, uuid.UUID | None]:
+    """broker -> the id in its ``<topic>-0/partition.metadata``."""
+    return {
+        b: PartitionMetadataFile(c.dir / f"broker-{b}" / f"{topic}-0").read()
+        for b in c.brokers
+        if (c.dir / f"broker-{b}" / f"{topic}-0").is_dir()
+    }
+
+
+def test_kraft_metadata_answers_the_controllers_id_on_every_broker_and_on_disk() -> None:
+    c = KRaftCluster(brokers=3, controllers=3, seed=3)
+    try:
+        c.create_topic("a", partitions=1, replication_factor=3)
+        c.create_topic("b", partitions=1, replication_factor=2)
+        img = c.image()
+        want = {"a": img.topic("a").id, "b": img.topic("b").id}
+        assert _eventually(c, lambda: all(_ids(c, b, "a", "b") == want for b in c.brokers), 10_000), [
+            _ids(c, b, "a", "b") for b in c.brokers
+        ]
+        assert _disk_ids(c, "a") == {1: want["a"], 2: want["a"], 3: want["a"]}
+        assert set(_disk_ids(c, "b").values()) == {want["b"]}
+        # by id as well as by name (Metadata v12 asks with ids)
+        resp = c.request(2, MetadataRequest(topics=[], topic_ids=(want["b"],)))
+        assert [(t.name, t.topic_id) for t in resp.topics] == [("b", want["b"])]
+        # stable over a broker restart and an active controller failover
+        c.crash(1)
+        c.net.crash(c.controller())
+        c.restart(1)
+        assert _eventually(c, lambda: all(_ids(c, b, "a", "b") == want for b in c.brokers), 30_000)
+        assert c.image().topic("a").id == want["a"]
+    finally:
+        c.close()
+
+
+def test_kraft_a_topic_recreated_while_a_broker_was_down_has_its_old_log_removed_by_id() -> None:
+    # Broker 3 misses the deletion and the re-creation of "t" and comes back to a snapshot that shows
+    # only the new "t". The name matches its old log; the id in partition.metadata does not.
+    c = KRaftCluster(brokers=3, controllers=3, seed=2, log_config=SMALL_SNAPSHOTS)
+    try:
+        c.create_topic("t", partitions=1, replication_factor=3)
+        producer = c.producer(acks="all", linger_ms=0)
+        sent = [producer.send("t", f"old{i}".encode()) for i in range(20)]
+        assert c.run_until(lambda: all(f.done() for f in sent), 10_000)
+        old_id = c.image().topic("t").id
+        assert c.run_until(lambda: _disk_ids(c, "t").get(3) == old_id, 10_000)
+        c.crash(3)
+        c.delete_topic("t")
+        c.create_topic("t", partitions=1, replica_assignment={0: (1, 2, 3)})
+        new_id = c.image().topic("t").id
+        assert new_id != old_id
+        for i in range(10):  # enough metadata for the controllers to snapshot past the deletion
+            c.create_topic(f"pad{i}", partitions=1, replica_assignment={0: (1, 2)})
+        act = c.active_controller()
+        assert c.run_until(lambda: act.client.log.start_offset > 0, 10_000)
+        c.restart(3)
+        b3 = c.brokers[3]
+        assert c.run_until(lambda: b3.loader is not None and b3.loader.image == c.image(), 20_000)
+        assert b3.raft.stats.snapshots_loaded == 1
+        assert c.run_until(lambda: _disk_ids(c, "t").get(3) == new_id, 30_000), _disk_ids(c, "t")
+        b3_log = b"".join(f.read_bytes() for f in (c.dir / "broker-3" / "t-0").glob("*.log"))
+        assert b"old1" not in b3_log, "broker 3 still holds the deleted topic's records"
+        stray = [e for e in c.events("stray_replica") if e.fields["tp"] == "t-0"]
+        assert stray and stray[0].fields["broker"] == 3, "the old log was found stray by its id"
+        assert _eventually(c, lambda: _ids(c, 3, "t") == {"t": new_id}, 10_000)
+    finally:
+        c.close()
