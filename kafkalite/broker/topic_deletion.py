@@ -99,6 +99,7 @@ class TopicDeletionManager:
                 return
             d.started = True
             ctx.topics.pop(topic, None)
+            ctx.topic_ids.pop(topic, None)
             ctx.topic_configs.pop(topic, None)
             self.c._log("topic_deletion_started", topic=topic, partitions=sorted(d.partitions))
             self._send_metadata_removal(topic, d)

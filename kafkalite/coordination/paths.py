@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from kafkalite.coordination.store import BadArguments, CoordinationClient, NodeExists
+from kafkalite.storage.partition_metadata import uuid_from_str, uuid_to_str
 
 # --------------------------------------------------------------------------------------------- paths
 
@@ -233,24 +235,27 @@ class BrokerRegistration:
 
 @dataclass(frozen=True)
 class TopicAssignment:
-    """``/brokers/topics/<topic>``: partition -> replica list (format version 2)."""
+    """``/brokers/topics/<topic>``: partition -> replica list, and since Kafka 2.8 (format version 3) the
+    topic's id (KIP-516), in Kafka's ``Uuid`` string form. A znode of an older version has no id."""
 
     partitions: Mapping[int, tuple[int, ...]]
     adding_replicas: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
     removing_replicas: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+    topic_id: uuid.UUID | None = None
 
     def encode(self) -> bytes:
         def enc(m: Mapping[int, Iterable[int]]) -> dict[str, list[int]]:
             return {str(p): list(r) for p, r in sorted(m.items())}
 
-        return _dumps(
-            {
-                "version": 2,
-                "partitions": enc(self.partitions),
-                "adding_replicas": enc(self.adding_replicas),
-                "removing_replicas": enc(self.removing_replicas),
-            }
-        )
+        obj: dict[str, Any] = {
+            "version": 3,
+            "partitions": enc(self.partitions),
+            "adding_replicas": enc(self.adding_replicas),
+            "removing_replicas": enc(self.removing_replicas),
+        }
+        if self.topic_id is not None:
+            obj["topic_id"] = uuid_to_str(self.topic_id)
+        return _dumps(obj)
 
     @classmethod
     def decode(cls, data: bytes) -> TopicAssignment:
@@ -259,7 +264,13 @@ class TopicAssignment:
         def dec(key: str) -> dict[int, tuple[int, ...]]:
             return {int(p): tuple(int(b) for b in r) for p, r in (obj.get(key) or {}).items()}
 
-        return cls(dec("partitions"), dec("adding_replicas"), dec("removing_replicas"))
+        tid = obj.get("topic_id")
+        if tid is not None:
+            try:
+                tid = uuid_from_str(str(tid))
+            except ValueError as e:
+                raise BadArguments(f"topic assignment znode has a bad topic_id: {e}") from None
+        return cls(dec("partitions"), dec("adding_replicas"), dec("removing_replicas"), tid)
 
 
 @dataclass(frozen=True)

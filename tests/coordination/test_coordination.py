@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 
 import pytest
 from hypothesis import given, settings
@@ -564,11 +565,19 @@ def test_kafka_json_formats_match_what_kafka_writes() -> None:
     assert state == {"controller_epoch": 3, "leader": 2, "version": 1, "leader_epoch": 4, "isr": [2, 1]}
     topic = json.loads(zk.TopicAssignment({1: (2, 3), 0: (1, 2)}).encode())
     assert topic == {
-        "version": 2,
+        "version": 3,
         "partitions": {"0": [1, 2], "1": [2, 3]},
         "adding_replicas": {},
         "removing_replicas": {},
     }
+    # Kafka 2.8+ adds the topic id, as Uuid.toString prints it (URL-safe base64, no padding)
+    tid = uuid.UUID("8f5c1c2e-4a3b-4c1d-9e2f-0a1b2c3d4e5f")
+    with_id = zk.TopicAssignment({0: (1,)}, topic_id=tid)
+    assert json.loads(with_id.encode())["topic_id"] == "j1wcLko7TB2eLwobLD1OXw"
+    assert zk.TopicAssignment.decode(with_id.encode()) == with_id
+    assert zk.TopicAssignment.decode(b'{"version":2,"partitions":{"0":[1]}}').topic_id is None
+    with pytest.raises(BadArguments, match="bad topic_id"):
+        zk.TopicAssignment.decode(b'{"version":3,"partitions":{},"topic_id":"nope"}')
     assert zk.TopicAssignment.decode(b'{"version":1,"partitions":{"0":[1]}}').partitions == {0: (1,)}
     broker = json.loads(
         zk.BrokerRegistration(

@@ -4,11 +4,14 @@ failover, and each replica's directory carries it in ``partition.metadata``."""
 
 from __future__ import annotations
 
+import json
 import uuid
 
+from kafkalite.host.cluster import Cluster
 from kafkalite.host.kraft_cluster import KRaftCluster
 from kafkalite.protocol import MetadataRequest
-from kafkalite.storage.partition_metadata import PartitionMetadataFile
+from kafkalite.protocol.metadata import NO_TOPIC_ID
+from kafkalite.storage.partition_metadata import PartitionMetadataFile, uuid_from_str
 from tests.metadata.kraft_harness import SMALL_SNAPSHOTS
 
 
@@ -90,5 +93,44 @@ def test_kraft_a_topic_recreated_while_a_broker_was_down_has_its_old_log_removed
         stray = [e for e in c.events("stray_replica") if e.fields["tp"] == "t-0"]
         assert stray and stray[0].fields["broker"] == 3, "the old log was found stray by its id"
         assert _eventually(c, lambda: _ids(c, 3, "t") == {"t": new_id}, 10_000)
+    finally:
+        c.close()
+
+
+def test_zookeeper_mode_ids_live_in_the_topic_znode_and_survive_failover() -> None:
+    c = Cluster(brokers=3, seed=4)
+    try:
+        c.create_topic("z", partitions=1, replication_factor=3)
+        data, _ = c.store.get("/brokers/topics/z")
+        znode = json.loads(data)
+        assert znode["version"] == 3, znode
+        tid = uuid_from_str(znode["topic_id"])
+        assert tid != NO_TOPIC_ID
+        assert _eventually(c, lambda: all(_ids(c, b, "z") == {"z": tid} for b in c.brokers), 10_000)
+        assert c.run_until(lambda: set(_disk_ids(c, "z").values()) == {tid}, 10_000), _disk_ids(c, "z")
+        controller = c.controller()
+        c.crash(controller)
+        c.restart(controller)
+        assert c.run_until(lambda: c.controller() not in (None, -1), 30_000)
+        assert _eventually(c, lambda: all(_ids(c, b, "z") == {"z": tid} for b in c.brokers), 30_000)
+        assert json.loads(c.store.get("/brokers/topics/z")[0])["topic_id"] == znode["topic_id"]
+    finally:
+        c.close()
+
+
+def test_zookeeper_mode_gives_a_topic_without_an_id_one_at_failover() -> None:
+    # A znode written before Kafka 2.8 has no topic_id; the controller adds one when it loads the topic.
+    c = Cluster(brokers=1, seed=5)
+    try:
+        c.create_topic("old", partitions=1, replication_factor=1)
+        obj = json.loads(c.store.get("/brokers/topics/old")[0])
+        obj.pop("topic_id")
+        obj["version"] = 2
+        c.store.set("/brokers/topics/old", json.dumps(obj).encode())
+        c.crash(1)
+        c.restart(1)
+        assert c.run_until(lambda: "topic_id" in json.loads(c.store.get("/brokers/topics/old")[0]), 30_000)
+        tid = uuid_from_str(json.loads(c.store.get("/brokers/topics/old")[0])["topic_id"])
+        assert _eventually(c, lambda: _ids(c, 1, "old") == {"old": tid}, 30_000)
     finally:
         c.close()

@@ -64,6 +64,7 @@ class ControllerBrokerRequestBatch:
             adding_replicas=info.adding,
             removing_replicas=info.removing,
             is_new=is_new,
+            topic_id=info.topic_id,
         )
 
     def add_stop_replica(
@@ -189,6 +190,7 @@ class ControllerChannelManager:
             offline_replicas=tuple(
                 r for r in info.replicas if r not in live or tp in ctx.offline_replicas.get(r, ())
             ),
+            topic_id=info.topic_id,
         )
 
     # ------------------------------------------------------------------------------ requests

@@ -3,11 +3,15 @@ machines."""
 
 from __future__ import annotations
 
+import random
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 from kafkalite.coordination import paths
 from kafkalite.protocol import BrokerEndpoint, TopicPartition
+from kafkalite.protocol.metadata import NO_TOPIC_ID
+from kafkalite.storage.partition_metadata import uuid_to_str
 
 
 @dataclass
@@ -20,6 +24,7 @@ class PartitionInfo:
     state: paths.PartitionState | None = None
     zk_version: int = -1
     mzxid: int = -1  # zxid of the state znode's last write, as loaded or written by this controller
+    topic_id: uuid.UUID = NO_TOPIC_ID  # the topic's, from /brokers/topics/<t>; sent with every state
 
 
 @dataclass
@@ -32,6 +37,9 @@ class ControllerContext:
     endpoints: dict[int, BrokerEndpoint] = field(default_factory=dict)
     topics: dict[str, dict[int, PartitionInfo]] = field(default_factory=dict)
     topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
+    topic_id_rng: random.Random = field(default_factory=random.Random)
+    """Draws new topic ids; seeded per controllership so a simulated run is repeatable."""
     reassigning: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
     deletion: Any = None  # the TopicDeletionManager of this controllership
     shutting_down: set[int] = field(default_factory=set)  # brokers in controlled shutdown
@@ -57,8 +65,21 @@ class ControllerContext:
             for p, info in sorted(self.topics[t].items())
         ]
 
+    def new_topic_id(self) -> uuid.UUID:
+        return new_topic_id(self.topic_id_rng, set(self.topic_ids.values()))
+
     def info(self, tp: TopicPartition) -> PartitionInfo | None:
         return self.topics.get(tp.topic, {}).get(tp.partition)
+
+
+def new_topic_id(rng: random.Random, taken: Any = ()) -> uuid.UUID:
+    """A fresh topic id, drawn as Kafka's ``Uuid.randomUuid`` draws one: never the zero id nor the id
+    reserved for ``__cluster_metadata`` (``Uuid(0, 1)``), never one whose string starts with ``-`` (it
+    would read as an option on a command line), and here never one in ``taken``."""
+    while True:
+        tid = uuid.UUID(int=rng.getrandbits(128))
+        if tid.int > 1 and not uuid_to_str(tid).startswith("-") and tid not in taken:
+            return tid
 
 
 def config_flag(value: Any) -> bool:

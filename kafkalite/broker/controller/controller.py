@@ -43,6 +43,7 @@ from the timers. Every decision is logged with ``log(kind, **fields)``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import random
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
@@ -107,6 +108,7 @@ from kafkalite.protocol import (
     StopReplicaRequest,
     TopicPartition,
 )
+from kafkalite.storage.partition_metadata import uuid_to_str
 
 PREFERRED, UNCLEAN = 0, 1  # ElectLeaders election types
 
@@ -307,7 +309,10 @@ class Controller:
                 zk.delete(paths.CONTROLLER)
             return
         self.active_controller_id = self.broker_id
-        self.ctx = ControllerContext(epoch=epoch, epoch_zk_version=version)
+        # A seed of its own (not ``self.rng``, whose draws place replicas): ids differ between
+        # controllerships yet repeat in a re-run of the same simulation.
+        ids = random.Random(f"kafkalite-topic-ids:{self.broker_id}:{epoch}")
+        self.ctx = ControllerContext(epoch=epoch, epoch_zk_version=version, topic_id_rng=ids)
         self._log("controller_elected", broker=self.broker_id, epoch=epoch)
         self._failover_done = False
         self._on_failover()
@@ -355,6 +360,7 @@ class Controller:
             {p: i.replicas for p, i in parts.items()},
             {p: i.adding for p, i in parts.items() if i.adding},
             {p: i.removing for p, i in parts.items() if i.removing},
+            self.ctx.topic_ids.get(topic),
         )
         self._write([SetData(paths.topic_path(topic), ta.encode())])
 
@@ -424,6 +430,14 @@ class Controller:
         except NoNode:
             return False
         ta = paths.TopicAssignment.decode(data)
+        tid = ta.topic_id
+        if tid is None:
+            # A znode from before Kafka 2.8: the controller gives the topic its id (Kafka's
+            # ``setTopicIds`` at failover), written back so every later controller reads the same one.
+            tid = ctx.new_topic_id()
+            self._write([SetData(paths.topic_path(topic), dataclasses.replace(ta, topic_id=tid).encode())])
+            self._log("topic_id_assigned", topic=topic, topic_id=uuid_to_str(tid))
+        ctx.topic_ids[topic] = tid
         try:
             cdata, _ = self.zk.get(f"{paths.CONFIG_TOPICS}/{topic}")
             ctx.topic_configs[topic] = decode_topic_config(cdata)
@@ -432,7 +446,7 @@ class Controller:
         parts: dict[int, PartitionInfo] = {}
         for p, replicas in sorted(ta.partitions.items()):
             info = PartitionInfo(
-                tuple(replicas), ta.adding_replicas.get(p, ()), ta.removing_replicas.get(p, ())
+                tuple(replicas), ta.adding_replicas.get(p, ()), ta.removing_replicas.get(p, ()), topic_id=tid
             )
             self.partition_state_machine.load_state(TopicPartition(topic, p), info)
             parts[p] = info

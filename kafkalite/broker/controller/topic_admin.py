@@ -50,6 +50,7 @@ from kafkalite.protocol import (
     RequestEnvelope,
     TopicPartition,
 )
+from kafkalite.protocol.metadata import NO_TOPIC_ID
 
 #: KRaft's most metadata records one operation may write (QuorumController.MAX_RECORDS_PER_USER_OP).
 MAX_RECORDS_PER_USER_OP = 10_000
@@ -169,7 +170,8 @@ class TopicAdmin:
             )
             if req.validate_only:
                 continue
-            ta = paths.TopicAssignment({p: tuple(r) for p, r in assignment.items()})
+            tid = ctx.new_topic_id()
+            ta = paths.TopicAssignment({p: tuple(r) for p, r in assignment.items()}, topic_id=tid)
             self.c._write(
                 [
                     Create(f"{paths.CONFIG_TOPICS}/{t.name}", encode_topic_config(dict(t.configs)), make_parents=True),
@@ -180,7 +182,8 @@ class TopicAdmin:
                 "topic_created", topic=t.name, assignment={p: tuple(r) for p, r in assignment.items()}
             )
             ctx.topic_configs[t.name] = dict(t.configs)
-            ctx.topics[t.name] = {p: PartitionInfo(tuple(r)) for p, r in assignment.items()}
+            ctx.topic_ids[t.name] = tid
+            ctx.topics[t.name] = {p: PartitionInfo(tuple(r), topic_id=tid) for p, r in assignment.items()}
             for p, info in sorted(ctx.topics[t.name].items()):
                 self.c.partition_state_machine.initialize(TopicPartition(t.name, p), info, batch)
         self.c.channel.send_batch(batch)
@@ -290,7 +293,7 @@ class TopicAdmin:
                 continue
             parts = ctx.topics[t.name]
             for p, replicas in added.items():
-                parts[p] = PartitionInfo(tuple(replicas))
+                parts[p] = PartitionInfo(tuple(replicas), topic_id=ctx.topic_ids.get(t.name, NO_TOPIC_ID))
             self.c._write_assignment(t.name)
             self.c._log(
                 "partitions_created", topic=t.name, assignment={p: tuple(r) for p, r in added.items()}
