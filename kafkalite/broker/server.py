@@ -228,6 +228,7 @@ class KafkaBroker(BaseNode):
             self.config,
             member_id_seed=seed,
             topics=lambda: self.cache.partition_counts(),
+            topic_ids=lambda name: self.cache.topic_id(name),
         )
         self.group_manager = GroupMetadataManager(
             self.broker_id,

@@ -40,6 +40,7 @@ Events in the network log: ``consumer_heartbeat`` (epoch changes), ``consumer_ta
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -64,7 +65,6 @@ from kafkalite.protocol.consumer_group import (
     ConsumerGroupHeartbeatResponse,
     ConsumerGroupTopicPartitions,
 )
-from kafkalite.protocol.metadata import topic_id
 
 if TYPE_CHECKING:
     import uuid
@@ -231,7 +231,8 @@ class ConsumerMembershipManager(ConsumerCoordinator):
         return err
 
     def _take_target(self, assignment: tuple[ConsumerGroupTopicPartitions, ...]) -> None:
-        names = {topic_id(t): t for t in (*self.c.metadata.topics, *self.topics)}
+        meta = self.c.metadata
+        names = {meta.topic_id(t): t for t in (*meta.topics, *self.topics)}
         missing = [tp.topic_id for tp in assignment if tp.topic_id not in names]
         if missing:
             # Kafka's member waits until the metadata names every assigned topic id.
@@ -402,7 +403,7 @@ class ConsumerMembershipManager(ConsumerCoordinator):
             fields["server_assignor"] = self.server_assignor
         owned = () if joining else tuple(sorted(self.c._subscriptions.assigned))
         if joining or sent.get("owned") != owned:
-            fields["topic_partitions"] = _by_topic_id(owned)
+            fields["topic_partitions"] = _by_topic_id(owned, self.c.metadata.topic_id)
         req = ConsumerGroupHeartbeatRequest(
             group_id=self.group_id,
             member_id=self.member_id,
@@ -481,7 +482,9 @@ class ConsumerMembershipManager(ConsumerCoordinator):
         self.c._kick()
 
 
-def _by_topic_id(partitions: tuple[TopicPartition, ...]) -> tuple[ConsumerGroupTopicPartitions, ...]:
+def _by_topic_id(
+    partitions: tuple[TopicPartition, ...], topic_id: Callable[[str], uuid.UUID]
+) -> tuple[ConsumerGroupTopicPartitions, ...]:
     by_topic: dict[uuid.UUID, list[int]] = {}
     for tp in partitions:
         by_topic.setdefault(topic_id(tp.topic), []).append(tp.partition)

@@ -8,10 +8,13 @@ is ignored (KIP-320): a lagging broker must not move the producer back to a depo
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 
 from kafkalite.errors import error_name
 from kafkalite.protocol import NO_LEADER, MetadataResponse, TopicPartition
+from kafkalite.protocol.metadata import NO_TOPIC_ID
+from kafkalite.protocol.metadata import topic_id as derived_topic_id
 
 __all__ = ["ClusterMetadata", "PartitionInfo", "TopicInfo"]
 
@@ -35,6 +38,8 @@ class TopicInfo:
     name: str
     partitions: list[PartitionInfo]
     available: list[int]
+    topic_id: uuid.UUID = NO_TOPIC_ID
+    """The id the broker answered with (KIP-516); the zero id from a broker that gave none."""
 
     @property
     def num_partitions(self) -> int:
@@ -115,9 +120,19 @@ class ClusterMetadata:
             for p in parts:
                 if p.leader < 0 and tm.name in self.wanted:
                     self.need_update = True  # an election is under way: look again after the backoff
-            self.topics[tm.name] = TopicInfo(tm.name, parts, [p.partition for p in parts if p.leader >= 0])
+            self.topics[tm.name] = TopicInfo(
+                tm.name, parts, [p.partition for p in parts if p.leader >= 0], tm.topic_id
+            )
             for p in parts:
                 self._leaders[TopicPartition(tm.name, p.partition)] = p.leader
+
+    def topic_id(self, name: str) -> uuid.UUID:
+        """The topic's id as the brokers gave it; for a topic they gave none, or one not known yet, the
+        id kafkalite derives from the name (``protocol.metadata.topic_id``)."""
+        info = self.topics.get(name)
+        if info is None or info.topic_id == NO_TOPIC_ID:
+            return derived_topic_id(name)
+        return info.topic_id
 
     def _drop_topic(self, name: str) -> None:
         info = self.topics.pop(name, None)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalite.broker.group.consumer_protocol import topic_id
 from kafkalite.errors import (
     InvalidRequestError,
     NotCoordinatorError,
@@ -14,7 +13,7 @@ from kafkalite.errors import (
     UnknownMemberIdError,
 )
 from kafkalite.host.cluster import Cluster
-from kafkalite.protocol import TopicPartition
+from kafkalite.protocol import MetadataRequest, TopicPartition
 from kafkalite.protocol.consumer_group import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupTopicPartitions,
@@ -38,8 +37,14 @@ def join(c: Cluster, broker: int, group: str = "g", topics: tuple[str, ...] = ("
     return c.request(broker, req)
 
 
-def owned(resp) -> set[TopicPartition]:
-    names = {topic_id(n): n for n in ("orders",)}
+def topic_id(c: Cluster, name: str):
+    """The topic's id as the brokers' metadata has it (KIP-516: drawn by the controller)."""
+    [t] = c.request(1, MetadataRequest(topics=[name])).topics
+    return t.topic_id
+
+
+def owned(resp, c: Cluster) -> set[TopicPartition]:
+    names = {topic_id(c, n): n for n in ("orders",)}
     return {
         TopicPartition(names[tp.topic_id], p)
         for tp in resp.assignment.topic_partitions
@@ -52,7 +57,7 @@ def beat(c: Cluster, broker: int, member_id: str, epoch: int, parts: set[TopicPa
     for tp in parts:
         by_topic.setdefault(tp.topic, []).append(tp.partition)
     tps = tuple(
-        ConsumerGroupTopicPartitions(topic_id=topic_id(t), partitions=tuple(sorted(ps)))
+        ConsumerGroupTopicPartitions(topic_id=topic_id(c, t), partitions=tuple(sorted(ps)))
         for t, ps in sorted(by_topic.items())
     )
     req = ConsumerGroupHeartbeatRequest(
@@ -66,7 +71,7 @@ def test_the_coordinator_answers_and_assigns_every_partition(cluster: Cluster) -
     r = join(cluster, coord)
     assert r.error_code == 0, r
     assert r.member_id and r.member_epoch == 1 and r.heartbeat_interval_ms == 5_000
-    assert owned(r) == {TopicPartition("orders", p) for p in range(6)}
+    assert owned(r, cluster) == {TopicPartition("orders", p) for p in range(6)}
 
 
 def test_other_brokers_answer_not_coordinator(cluster: Cluster) -> None:
@@ -85,7 +90,7 @@ def test_an_empty_group_id_is_an_invalid_request(cluster: Cluster) -> None:
 def test_two_members_split_the_partitions_over_the_broker(cluster: Cluster) -> None:
     coord = cluster.coordinator("g")
     a = join(cluster, coord)
-    a_parts = owned(a)
+    a_parts = owned(a, cluster)
     b = join(cluster, coord)
     assert b.error_code == 0 and b.member_epoch >= 1
     # a revokes what the new target moves to b; b gets those once a has released them
@@ -93,11 +98,11 @@ def test_two_members_split_the_partitions_over_the_broker(cluster: Cluster) -> N
         ra = beat(cluster, coord, a.member_id, a.member_epoch, a_parts)
         a = ra if ra.member_epoch else a
         if ra.assignment is not None:
-            a_parts = owned(ra)
-        rb = beat(cluster, coord, b.member_id, b.member_epoch, owned(b) if b.assignment else set())
+            a_parts = owned(ra, cluster)
+        rb = beat(cluster, coord, b.member_id, b.member_epoch, owned(b, cluster) if b.assignment else set())
         if rb.assignment is not None:
             b = rb
-    b_parts = owned(b)
+    b_parts = owned(b, cluster)
     assert len(a_parts) == len(b_parts) == 3 and not a_parts & b_parts
 
 
@@ -107,9 +112,9 @@ def test_more_partitions_bump_the_group_epoch_and_are_assigned(cluster: Cluster)
     epoch = r.member_epoch
     cluster.create_partitions("orders", 8)
     cluster.run_for(100)  # UpdateMetadata reaches every broker
-    r2 = beat(cluster, coord, r.member_id, epoch, owned(r))
+    r2 = beat(cluster, coord, r.member_id, epoch, owned(r, cluster))
     assert r2.error_code == 0 and r2.member_epoch > epoch
-    assert owned(r2) == {TopicPartition("orders", p) for p in range(8)}
+    assert owned(r2, cluster) == {TopicPartition("orders", p) for p in range(8)}
 
 
 def test_offset_commit_checks_the_member_epoch(cluster: Cluster) -> None:

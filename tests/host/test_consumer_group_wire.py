@@ -11,7 +11,7 @@ import pytest
 
 from kafkalite.host.server import BackgroundServer
 from kafkalite.protocol.codec.messages import SPECS
-from kafkalite.protocol.metadata import topic_id
+from kafkalite.protocol.metadata import NO_TOPIC_ID, topic_id
 from tests import hostile
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -56,7 +56,12 @@ def test_a_raw_heartbeat_joins_and_metadata_names_the_assigned_topic_ids(server)
         r = hostile.call(s, 68, 1, join)
         assert r["error_code"] == 0 and r["member_epoch"] >= 1, r
         [entry] = r["assignment"]["topic_partitions"]
-        assert entry["topic_id"] == topic_id(TOPIC) and sorted(entry["partitions"]) == list(range(6))
+        named = {"topics": [{"topic_id": NO_TOPIC_ID, "name": TOPIC}], "allow_auto_topic_creation": False,
+                 "include_topic_authorized_operations": False}  # fmt: skip
+        [by_name] = hostile.call(s, 3, 12, named)["topics"]
+        # the id the coordinator assigns by is the broker's own (KIP-516), not one derived from the name
+        assert entry["topic_id"] == by_name["topic_id"] != topic_id(TOPIC)
+        assert sorted(entry["partitions"]) == list(range(6))
         missing = topic_id("no-such-topic")
         body = {
             "topics": [{"topic_id": entry["topic_id"], "name": None}, {"topic_id": missing, "name": None}],

@@ -26,8 +26,9 @@ non-empty group does not convert: a heartbeat to a classic group with members is
 JoinGroup to a consumer group with members INCONSISTENT_GROUP_PROTOCOL (Kafka's online upgrade and
 downgrade under ``group.consumer.migration.policy`` are not implemented).
 
-kafkalite has no topic ids: a topic's id here is a UUID derived from its name (``topic_id``), so a topic
-deleted and re-created keeps its id, which Kafka's would not. Consumer groups' membership is not written to
+Topics are named by their ids (KIP-516) as the broker's metadata cache has them (``topic_ids``), the ones
+its Metadata answers carry; without a cache (unit tests) an id derived from the name stands in
+(``topic_id``). Consumer groups' membership is not written to
 ``__consumer_offsets`` yet (their committed offsets are): a coordinator failover loses the members, who
 rejoin with FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID.
 """
@@ -77,7 +78,7 @@ from kafkalite.protocol.consumer_group import (
     DescribedAssignment,
     DescribedTopicPartitions,
 )
-from kafkalite.protocol.metadata import topic_id
+from kafkalite.protocol.metadata import NO_TOPIC_ID, topic_id
 
 if TYPE_CHECKING:
     from kafkalite.broker.group.coordinator import GroupCoordinator
@@ -129,11 +130,14 @@ class ConsumerGroupProtocol:
         coordinator: GroupCoordinator,
         config: Any = None,
         topics: Callable[[], Mapping[str, int]] | None = None,
+        topic_ids: Callable[[str], uuid.UUID] | None = None,
     ) -> None:
         self.coordinator = coordinator
         self.config = ConsumerGroupConfig.coerce(config)
         self.topics = topics or (lambda: {})
         """Partition count by topic name: the metadata the assignors see."""
+        self.topic_id = topic_ids or topic_id
+        """A topic's id by name (the zero id for one the metadata does not know)."""
         self.groups: dict[str, ConsumerGroup] = {}
         self._session_timers: dict[tuple[str, str], int] = {}
         self._rebalance_timers: dict[tuple[str, str], int] = {}
@@ -326,10 +330,12 @@ class ConsumerGroupProtocol:
     def _owned(self, req: ConsumerGroupHeartbeatRequest) -> frozenset[GroupPartition] | None:
         if req.topic_partitions is None:
             return None
-        names = {topic_id(t): t for t in self.topics()}
+        tid = self.topic_id
+        names = {tid(t): t for t in self.topics()}
         group = self.groups.get(req.group_id)
         if group is not None:
-            names.update({topic_id(t): t for t, _ in group.partition_owners})
+            names.update({tid(t): t for t, _ in group.partition_owners})
+        names.pop(NO_TOPIC_ID, None)
         return frozenset(
             (names[tp.topic_id], p)
             for tp in req.topic_partitions
@@ -340,7 +346,7 @@ class ConsumerGroupProtocol:
     def _assignment(self, assigned: frozenset[GroupPartition]) -> ConsumerGroupAssignment:
         return ConsumerGroupAssignment(
             topic_partitions=tuple(
-                ConsumerGroupTopicPartitions(topic_id=topic_id(t), partitions=tuple(sorted(ps)))
+                ConsumerGroupTopicPartitions(topic_id=self.topic_id(t), partitions=tuple(sorted(ps)))
                 for t, ps in sorted(nest(assigned).items())
             )
         )
@@ -413,8 +419,8 @@ class ConsumerGroupProtocol:
                     client_host=m.client_host,
                     subscribed_topic_names=tuple(sorted(m.subscribed_topic_names)),
                     subscribed_topic_regex=m.subscribed_topic_regex,
-                    assignment=_described(m.assigned),
-                    target_assignment=_described(group.target.get(m.member_id, frozenset())),
+                    assignment=_described(m.assigned, self.topic_id),
+                    target_assignment=_described(group.target.get(m.member_id, frozenset()), self.topic_id),
                 )
                 for m in group.members.values()
             )
@@ -544,7 +550,9 @@ class ConsumerGroupProtocol:
         self.groups.clear()
 
 
-def _described(partitions: frozenset[GroupPartition]) -> DescribedAssignment:
+def _described(
+    partitions: frozenset[GroupPartition], topic_id: Callable[[str], uuid.UUID]
+) -> DescribedAssignment:
     return DescribedAssignment(
         topic_partitions=tuple(
             DescribedTopicPartitions(topic_id=topic_id(t), topic_name=t, partitions=tuple(sorted(ps)))

@@ -153,6 +153,7 @@ class GroupCoordinator:
         member_id_seed: int = 0,
         store: GroupStore | None = None,
         topics: Callable[[], Mapping[str, int]] | None = None,
+        topic_ids: Callable[[str], uuid.UUID] | None = None,
     ) -> None:
         self.clock = clock
         self._set_timer_fn = set_timer
@@ -168,9 +169,9 @@ class GroupCoordinator:
         self._pending_timers: dict[tuple[str, str], int] = {}
         """(group, member id) -> expiry timer of a member id handed out with MEMBER_ID_REQUIRED."""
         self._rng = random.Random(member_id_seed)
-        self.consumer = ConsumerGroupProtocol(self, config, topics)
+        self.consumer = ConsumerGroupProtocol(self, config, topics, topic_ids)
         """The consumer groups of KIP-848's protocol (ConsumerGroupHeartbeat); ``topics`` gives them the
-        partition count of each topic."""
+        partition count of each topic, ``topic_ids`` each topic's id."""
 
     # ============================================================================= plumbing
     @property
