@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import uuid
 
+import pytest
+
 from kafkalite.host.cluster import Cluster
 from kafkalite.host.kraft_cluster import KRaftCluster
 from kafkalite.protocol import MetadataRequest
 from kafkalite.protocol.metadata import NO_TOPIC_ID
-from kafkalite.storage.partition_metadata import PartitionMetadataFile, uuid_from_str
+from kafkalite.storage.partition_metadata import PartitionMetadataFile, uuid_from_str, uuid_to_str
 from tests.metadata.kraft_harness import SMALL_SNAPSHOTS
 
 
@@ -134,3 +136,22 @@ def test_zookeeper_mode_gives_a_topic_without_an_id_one_at_failover() -> None:
         assert _eventually(c, lambda: _ids(c, 1, "old") == {"old": tid}, 30_000)
     finally:
         c.close()
+
+
+def test_confluent_kafka_describe_topics_sees_the_brokers_id_and_the_one_on_disk() -> None:
+    # librdkafka's DescribeTopics reads Metadata v12 and prints the id in Kafka's Uuid form.
+    confluent = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import AdminClient
+
+    from kafkalite.host.server import BackgroundServer
+
+    with BackgroundServer(1) as srv:
+        srv.create_topic("described", 2, 1)
+        admin = AdminClient({"bootstrap.servers": srv.bootstrap_servers})
+        got = admin.describe_topics(confluent.TopicCollection(["described"]))["described"].result(30)
+        cluster = srv.server.cluster
+        tid = srv.call(lambda: cluster.brokers[1].cache.topic_id("described"))
+        assert tid != NO_TOPIC_ID
+        assert str(got.topic_id) == uuid_to_str(tid)
+        on_disk = PartitionMetadataFile(cluster.dir / "broker-1" / "described-1").read()
+        assert on_disk == tid
