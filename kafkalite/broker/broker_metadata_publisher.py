@@ -17,6 +17,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from kafkalite.broker.topic_deletion import LEADER_DURING_DELETE
+from kafkalite.common.kafka_uuid import uuid_to_str
 from kafkalite.errors import KafkaStorageError
 from kafkalite.metadata.delta import TOPIC_RESOURCE, MetadataDelta
 from kafkalite.metadata.image import MetadataImage, TopicImage
@@ -30,7 +31,7 @@ from kafkalite.protocol import (
     UpdateMetadataRequest,
 )
 from kafkalite.protocol.metadata import BrokerEndpoint
-from kafkalite.storage.partition_metadata import PartitionMetadataFile, uuid_to_str
+from kafkalite.storage.partition_metadata import PartitionMetadataFile
 
 if TYPE_CHECKING:
     from kafkalite.broker.broker_server import BrokerServer

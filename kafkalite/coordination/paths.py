@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkalite.common.kafka_uuid import uuid_from_str, uuid_to_str
 from kafkalite.coordination.store import BadArguments, CoordinationClient, NodeExists
-from kafkalite.storage.partition_metadata import uuid_from_str, uuid_to_str
 
 # --------------------------------------------------------------------------------------------- paths
 

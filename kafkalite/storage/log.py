@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalite.clock import Clock, SystemClock
+from kafkalite.common.kafka_uuid import uuid_to_str
 from kafkalite.config.topic import LONG_MAX, LogConfig
 from kafkalite.errors import (
     InconsistentTopicIdError,
@@ -54,7 +55,7 @@ from kafkalite.storage.local_log import LocalLog
 from kafkalite.storage.log_dir_failure_channel import LogDirFailureChannel
 from kafkalite.storage.log_loader import LogLoader, RecoveryReport, rebuild_producer_state
 from kafkalite.storage.log_validator import validate_records
-from kafkalite.storage.partition_metadata import PartitionMetadataFile, uuid_to_str
+from kafkalite.storage.partition_metadata import PartitionMetadataFile
 from kafkalite.storage.producer_state import (
     ProducerBatchInfo,
     ProducerStateManager,

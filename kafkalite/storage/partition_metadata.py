@@ -10,32 +10,17 @@ the way Kafka's checkpoints are: ``partition.metadata.tmp``, fsync, rename, fsyn
 
 from __future__ import annotations
 
-import base64
 import re
 import uuid
 from pathlib import Path
 
+from kafkalite.common.kafka_uuid import uuid_from_str, uuid_to_str
 from kafkalite.errors import KafkaStorageError
 from kafkalite.storage.file_ops import OS_FILE_OPS, FileOps
 
 PARTITION_METADATA_FILE = "partition.metadata"
 PARTITION_METADATA_VERSION = 0
 _SEPARATOR = re.compile(r":\s+")
-
-
-def uuid_to_str(u: uuid.UUID) -> str:
-    """Kafka's ``Uuid.toString``: URL-safe base64 of the 16 bytes, no padding."""
-    return base64.urlsafe_b64encode(u.bytes).rstrip(b"=").decode("ascii")
-
-
-def uuid_from_str(text: str) -> uuid.UUID:
-    """Kafka's ``Uuid.fromString``; ``ValueError`` unless ``text`` is 22 URL-safe base64 characters."""
-    if len(text) != 22 or not re.fullmatch(r"[A-Za-z0-9_-]{22}", text):
-        raise ValueError(f"{text!r} is not a Kafka Uuid (22 URL-safe base64 characters)")
-    raw = base64.urlsafe_b64decode(text + "==")
-    if uuid_to_str(uuid.UUID(bytes=raw)) != text:  # the last character carries 2 unused bits
-        raise ValueError(f"{text!r} is not a Kafka Uuid (its unused low bits are set)")
-    return uuid.UUID(bytes=raw)
 
 
 def encode(topic_id: uuid.UUID) -> bytes:
@@ -101,6 +86,4 @@ __all__ = [
     "PartitionMetadataFile",
     "decode",
     "encode",
-    "uuid_from_str",
-    "uuid_to_str",
 ]

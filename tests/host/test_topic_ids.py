@@ -9,11 +9,12 @@ import uuid
 
 import pytest
 
+from kafkalite.common.kafka_uuid import uuid_from_str, uuid_to_str
 from kafkalite.host.cluster import Cluster
 from kafkalite.host.kraft_cluster import KRaftCluster
 from kafkalite.protocol import MetadataRequest
 from kafkalite.protocol.metadata import NO_TOPIC_ID
-from kafkalite.storage.partition_metadata import PartitionMetadataFile, uuid_from_str, uuid_to_str
+from kafkalite.storage.partition_metadata import PartitionMetadataFile
 from tests.metadata.kraft_harness import SMALL_SNAPSHOTS
 
 

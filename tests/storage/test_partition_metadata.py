@@ -10,14 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kafkalite.common.kafka_uuid import uuid_from_str, uuid_to_str
 from kafkalite.errors import KafkaStorageError
 from kafkalite.storage.partition_metadata import (
     PARTITION_METADATA_FILE,
     PartitionMetadataFile,
     decode,
     encode,
-    uuid_from_str,
-    uuid_to_str,
 )
 
 ids = st.builds(lambda b: uuid.UUID(bytes=b), st.binary(min_size=16, max_size=16)).filter(lambda u: u.int)

@@ -8,10 +8,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkalite.common.kafka_uuid import random_uuid
 from kafkalite.coordination import paths
 from kafkalite.protocol import BrokerEndpoint, TopicPartition
 from kafkalite.protocol.metadata import NO_TOPIC_ID
-from kafkalite.storage.partition_metadata import uuid_to_str
 
 
 @dataclass
@@ -66,20 +66,11 @@ class ControllerContext:
         ]
 
     def new_topic_id(self) -> uuid.UUID:
-        return new_topic_id(self.topic_id_rng, set(self.topic_ids.values()))
+        """A fresh id (Kafka's ``Uuid.randomUuid``), none of the live topics' ids."""
+        return random_uuid(self.topic_id_rng, set(self.topic_ids.values()))
 
     def info(self, tp: TopicPartition) -> PartitionInfo | None:
         return self.topics.get(tp.topic, {}).get(tp.partition)
-
-
-def new_topic_id(rng: random.Random, taken: Any = ()) -> uuid.UUID:
-    """A fresh topic id, drawn as Kafka's ``Uuid.randomUuid`` draws one: never the zero id nor the id
-    reserved for ``__cluster_metadata`` (``Uuid(0, 1)``), never one whose string starts with ``-`` (it
-    would read as an option on a command line), and here never one in ``taken``."""
-    while True:
-        tid = uuid.UUID(int=rng.getrandbits(128))
-        if tid.int > 1 and not uuid_to_str(tid).startswith("-") and tid not in taken:
-            return tid
 
 
 def config_flag(value: Any) -> bool:

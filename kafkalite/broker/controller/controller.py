@@ -62,6 +62,7 @@ from kafkalite.broker.controller.reassignment import ReassignmentManager
 from kafkalite.broker.controller.replica_state_machine import ReplicaStateMachine
 from kafkalite.broker.controller.topic_admin import TopicAdmin, decode_topic_config
 from kafkalite.broker.topic_deletion import TopicDeletionManager
+from kafkalite.common.kafka_uuid import uuid_to_str
 from kafkalite.coordination import paths
 from kafkalite.coordination.store import (
     BadVersion,
@@ -108,7 +109,6 @@ from kafkalite.protocol import (
     StopReplicaRequest,
     TopicPartition,
 )
-from kafkalite.storage.partition_metadata import uuid_to_str
 
 PREFERRED, UNCLEAN = 0, 1  # ElectLeaders election types
 

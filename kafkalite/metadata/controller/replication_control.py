@@ -10,9 +10,9 @@ default) enables it.
 from __future__ import annotations
 
 import random
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 
+from kafkalite.common.kafka_uuid import random_uuid
 from kafkalite.errors import (
     FencedLeaderEpochError,
     IneligibleReplicaError,
@@ -102,7 +102,7 @@ class ReplicationControlManager:
             extra = {"broker_racks": racks} if all(r is not None for r in racks.values()) else {}
             placed = self.placer(usable, n, rf, rng=self.rng, **extra)
             assignment = {p: tuple(r) for p, r in placed.items()}
-        tid = uuid.UUID(int=self.rng.getrandbits(128))
+        tid = random_uuid(self.rng, image.topics)
         records: list[MetadataRecord] = [TopicRecord(name=t.name, topic_id=tid)]
         for p, replicas in sorted(assignment.items()):
             records.append(
