@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from kafkalite.common.kafka_uuid import ZERO_UUID, uuid_to_str
 from kafkalite.errors import KafkaError, error_for_code
 from kafkalite.protocol import ConfigSource
 
@@ -25,8 +26,12 @@ def format_describe(admin: Any, names: Sequence[str]) -> str:
             for k, (v, source) in sorted(admin.topic_configs(name).items())
             if source != ConfigSource.DEFAULT_CONFIG
         )
+        # Kafka 2.8+ prints the id after the name, when the broker gave one (Metadata v10+)
+        tid = t.get("topic_id")
+        id_text = f"\tTopicId: {uuid_to_str(tid)}" if tid is not None and tid != ZERO_UUID else ""
         lines.append(
-            f"Topic: {name}\tPartitionCount: {len(parts)}\tReplicationFactor: {rf}\tConfigs: {overrides}"
+            f"Topic: {name}{id_text}\tPartitionCount: {len(parts)}\tReplicationFactor: {rf}\t"
+            f"Configs: {overrides}"
         )
         for p in parts:
             leader = p["leader_id"] if p["leader_id"] >= 0 else "none"

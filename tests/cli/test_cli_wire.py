@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalite.cli import kafkalite
+from kafkalite.common.kafka_uuid import uuid_to_str
 from kafkalite.host.server import BackgroundServer
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -33,7 +34,11 @@ def test_topics_create_list_describe_delete(srv) -> None:
     assert out == "Created topic orders.\n"
     assert "orders" in cli("topics", *boot, "--list").split()
     lines = cli("topics", *boot, "--describe", "--topic", "orders").splitlines()
-    assert lines[0] == "Topic: orders\tPartitionCount: 3\tReplicationFactor: 2\tConfigs: retention.ms=1000"
+    tid = srv.call(lambda: srv.server.cluster.brokers[1].cache.topic_id("orders"))
+    assert lines[0] == (
+        f"Topic: orders\tTopicId: {uuid_to_str(tid)}\tPartitionCount: 3\tReplicationFactor: 2\t"
+        "Configs: retention.ms=1000"
+    )
     assert [line.split("\t")[2] for line in lines[1:]] == ["Partition: 0", "Partition: 1", "Partition: 2"]
     assert all(len(line.split("\t")[4].split(",")) == 2 for line in lines[1:])  # two replicas each
     again = cli("topics", *boot, "--create", "--topic", "orders", "--partitions", "1", ok=False)
