@@ -14,7 +14,7 @@ from kafkalite.host.cluster import Cluster
 from kafkalite.host.kraft_cluster import KRaftCluster
 from kafkalite.protocol import MetadataRequest
 from kafkalite.protocol.metadata import NO_TOPIC_ID
-from kafkalite.storage.partition_metadata import PartitionMetadataFile
+from kafkalite.storage.partition_metadata import PARTITION_METADATA_FILE, PartitionMetadataFile
 from tests.metadata.kraft_harness import SMALL_SNAPSHOTS
 
 
@@ -156,3 +156,58 @@ def test_confluent_kafka_describe_topics_sees_the_brokers_id_and_the_one_on_disk
         assert str(got.topic_id) == uuid_to_str(tid)
         on_disk = PartitionMetadataFile(cluster.dir / "broker-1" / "described-1").read()
         assert on_disk == tid
+
+
+def test_kraft_a_log_without_partition_metadata_keeps_its_records_and_gets_the_file() -> None:
+    # A log written before kafkalite kept ids has no partition.metadata: matched by name, it is kept,
+    # and the file is written when its replica starts.
+    c = KRaftCluster(brokers=3, controllers=3, seed=6)
+    try:
+        c.create_topic("t", partitions=1, replication_factor=3)
+        producer = c.producer(acks="all", linger_ms=0)
+        sent = [producer.send("t", f"v{i}".encode()) for i in range(10)]
+        assert c.run_until(lambda: all(f.done() for f in sent), 10_000)
+        tid = c.image().topic("t").id
+        assert c.run_until(lambda: _disk_ids(c, "t").get(2) == tid, 10_000)
+        c.crash(2)
+        (c.dir / "broker-2" / "t-0" / PARTITION_METADATA_FILE).unlink()
+        c.restart(2)
+        assert c.run_until(lambda: _disk_ids(c, "t").get(2) == tid, 30_000), _disk_ids(c, "t")
+        assert not [e for e in c.events("stray_replica") if e.fields["tp"] == "t-0"]
+        assert c.run_until(lambda: c.log_end_offsets("t", 0).get(2) == 10, 30_000), c.log_end_offsets("t", 0)
+    finally:
+        c.close()
+
+
+def test_a_replica_refuses_a_leader_and_isr_with_another_topic_id() -> None:
+    # ZooKeeper mode: the controller's LeaderAndIsr names the topic's id; a log holding another one
+    # answers INCONSISTENT_TOPIC_ID and stays as it was.
+    from kafkalite.errors import InconsistentTopicIdError
+    from kafkalite.protocol import LeaderAndIsrPartitionState, LeaderAndIsrRequest, TopicPartition
+
+    c = Cluster(brokers=1, seed=7)
+    try:
+        c.create_topic("z", partitions=1, replication_factor=1)
+        rm = c.brokers[1].rm
+        p = rm.partition(TopicPartition("z", 0))
+        tid = p.log.topic_id
+        assert tid is not None
+        st = LeaderAndIsrPartitionState(
+            tp=TopicPartition("z", 0),
+            controller_epoch=c.controller_epoch(),
+            leader=1,
+            leader_epoch=p.leader_epoch + 1,
+            isr=(1,),
+            partition_epoch=p.partition_epoch + 1,
+            replicas=(1,),
+            topic_id=uuid.uuid4(),
+        )
+        resp = rm.handle_leader_and_isr(
+            LeaderAndIsrRequest(
+                controller_id=1, controller_epoch=c.controller_epoch(), partition_states=(st,)
+            )
+        )
+        assert [e.error_code for e in resp.partition_errors] == [InconsistentTopicIdError.code]
+        assert PartitionMetadataFile(p.log.dir).read() == tid
+    finally:
+        c.close()

@@ -75,3 +75,28 @@ def test_garbage_never_escapes_as_another_error(data: bytes) -> None:
         decode(data, "p/partition.metadata")
     except KafkaStorageError as e:
         assert "p/partition.metadata" in str(e)
+
+
+def test_a_log_takes_its_topic_id_once_and_refuses_another(tmp_path) -> None:
+    from kafkalite.clock import ManualClock
+    from kafkalite.errors import InconsistentTopicIdError
+    from kafkalite.records import build_batch
+    from kafkalite.storage import Log
+
+    first, other = uuid.uuid4(), uuid.uuid4()
+    d = tmp_path / "orders-0"
+    with Log.open(d, clock=ManualClock(0)) as log:
+        assert log.topic_id is None
+        log.append(build_batch([(b"k", b"v")]))
+        log.assign_topic_id(first)
+        log.assign_topic_id(first)  # the same id again: nothing to do
+        with pytest.raises(InconsistentTopicIdError, match=str(d)):
+            log.assign_topic_id(other)
+    assert PartitionMetadataFile(d).read() == first
+    with Log.open(d, clock=ManualClock(0)) as log:
+        assert log.topic_id == first, "read back after a restart"
+        assert log.log_end_offset == 1, "the records stay"
+    with Log.open(d, clock=ManualClock(0), read_only=True) as log:
+        (d / PARTITION_METADATA_FILE).unlink()
+        with pytest.raises(KafkaStorageError, match="read-only"):
+            log.assign_topic_id(first)
