@@ -25,8 +25,9 @@ _TOPIC_ID_NAMESPACE = uuid.UUID("6b61666b-616c-6974-652d-746f70696373")
 
 
 def topic_id(name: str) -> uuid.UUID:
-    """kafkalite's stand-in for Kafka's topic id: a UUID derived from the name, so the same for the same
-    name on every broker (a topic deleted and re-created keeps its id, which Kafka's would not)."""
+    """An id derived from the name: only a fallback where no broker's id is known (unit tests of the group
+    protocol without a metadata cache, a broker that answered none). Brokers answer with the topic's real
+    id (KIP-516), which the controller draws when it creates the topic."""
     return uuid.uuid5(_TOPIC_ID_NAMESPACE, name)
 
 
