@@ -115,7 +115,8 @@ class BrokerServer(KafkaBroker):
             self,
             net.node_rng(f"{self.node_id!r}/raft/{net.now_ms()}"),
             net.clock,
-            listener=self.loader,
+            listener=self._metadata_listener(),
+            on_transition=self._raft_transition,
             log_config=self.log_config,
         )
         raft = self.raft
@@ -181,6 +182,13 @@ class BrokerServer(KafkaBroker):
         self.raft = self.lifecycle = self.loader = self.publisher = self.pids = self.forwarding = None
         self._raft_timer, self._raft_at = None, NEVER
         super().on_crash()
+
+    def _metadata_listener(self) -> Any:
+        """What replays the committed metadata log: the loader (a combined node adds its controller)."""
+        return self.loader
+
+    _raft_transition: Any = None
+    """Called with (node id, Raft state) on each transition; only a combined node's controller asks."""
 
     # ----------------------------------------------------------------------------------- state
     def controller_id(self) -> int | None:

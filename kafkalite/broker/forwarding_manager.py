@@ -31,6 +31,9 @@ FORWARDED = (
     DeleteAclsRequest,
     AlterUserScramCredentialsRequest,
 )
+FORWARDING_CLIENT_SUFFIX = "-forwarding"
+"""How a forwarded request's client id ends (``broker-1-forwarding``): a combined node's controller takes
+those, its broker the clients' own."""
 REQUEST_TIMEOUT_MS = 2000
 RETRY_BACKOFF_MS = 100
 
@@ -67,7 +70,9 @@ class ForwardingManager:
         self._cid += 1
         cid = self._cid
         self._pending[cid] = (src, env, deadline)
-        self._send(dst, RequestEnvelope(cid, f"broker-{self.broker_id}-forwarding", env.request))
+        self._send(
+            dst, RequestEnvelope(cid, f"broker-{self.broker_id}{FORWARDING_CLIENT_SUFFIX}", env.request)
+        )
         self._set_timer(REQUEST_TIMEOUT_MS, lambda _now: self._timed_out(cid))
 
     def _timed_out(self, cid: int) -> None:

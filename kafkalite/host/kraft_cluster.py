@@ -8,6 +8,9 @@ instead of ZooKeeper. Timeouts are Kafka's defaults unless ``quorum`` / the ``br
 otherwise, the metadata log's and its snapshots' by ``log_config``. ``on_transition`` (controller id, Raft state) and ``on_image`` (node id, image after each
 committed batch, controllers and brokers alike) let a checker watch every node; ``racks`` gives broker
 ``i`` the ``broker.rack`` ``racks[i - 1]``, which it registers, and placement is then rack-aware.
+``combined=True`` runs the controllers on brokers ``1..controllers`` instead, each a ``KafkaRaftServer``
+(``process.roles=broker,controller``: one node id, one Raft client and log for both roles); the rest of
+the brokers are broker-only.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalite.broker.broker_server import BrokerServer
+from kafkalite.broker.kafka_raft_server import KafkaRaftServer
 from kafkalite.broker.placement import assign_replicas
 from kafkalite.config.broker import BrokerConfig
 from kafkalite.errors import KafkaError, NotControllerError, RequestTimedOutError, error_for_code
@@ -67,13 +71,18 @@ class KRaftCluster(Cluster):
         on_image: Callable[[int, MetadataImage], None] | None = None,
         racks: Sequence[str | None] | None = None,
         log_config: MetadataLogConfig | None = None,
+        combined: bool = False,
     ) -> None:
+        if combined and not 0 < controllers <= brokers:
+            raise ValueError(f"combined mode runs the {controllers} controllers on brokers: 1..{brokers}")
+        self.combined = combined
         self.net = SimNetwork(seed, latency_ms=latency_ms, log_messages=log_messages)
         self._tmp = tempfile.TemporaryDirectory(prefix="kafkalite-kraft-") if dir is None else None
         self.dir = Path(self._tmp.name if self._tmp is not None else dir)  # type: ignore[arg-type]
         self.topic_defaults = dict(topic_defaults or {})
         self.cluster_id = cluster_id
-        voters = tuple(CONTROLLER_BASE + i for i in range(1, controllers + 1))
+        base = 0 if combined else CONTROLLER_BASE
+        voters = tuple(base + i for i in range(1, controllers + 1))
         self.quorum_config = QuorumConfig(voters=voters, **dict(quorum or {}))
         bcfg = BrokerConfig.coerce(dict(config or {}))
         settings = ControllerSettings(
@@ -84,12 +93,14 @@ class KRaftCluster(Cluster):
             unclean_leader_election_enable=bcfg.unclean_leader_election_enable,
         )
         # kafkalite storage format, for every node, before any starts
-        for c in voters:
+        for c in () if combined else voters:
             format_dirs([self.dir / f"controller-{c}"], cluster_id, c, ignore_formatted=True)
         for b in range(1, brokers + 1):
             dirs = [self.dir / f"broker-{b}", self.dir / f"broker-{b}-metadata"]
             format_dirs(dirs, cluster_id, b, ignore_formatted=True)
-        self.controllers: dict[int, ControllerServer] = {
+        self.controllers: dict[int, Any] = {}
+        """Each voter's controller side: a ``ControllerServer``, or a ``ControllerRole`` of a combined node."""
+        self.controllers = {
             c: self.net.add_node(
                 c,
                 ControllerServer(
@@ -102,24 +113,29 @@ class KRaftCluster(Cluster):
                     log_config=log_config,
                 ),
             )
-            for c in voters
+            for c in (() if combined else voters)
         }
         self.brokers: dict[int, BrokerServer] = {}  # type: ignore[assignment]
         for b in range(1, brokers + 1):
             props = dict(config or {})
             if racks is not None:
                 props["broker.rack"] = racks[b - 1]
-            node = BrokerServer(
-                b,
-                [self.dir / f"broker-{b}"],
-                props,
-                quorum=self.quorum_config,
-                cluster_id=cluster_id,
-                metadata_log_dir=self.dir / f"broker-{b}-metadata",
-                heartbeat_interval_ms=heartbeat_interval_ms,
-                on_image=on_image,
-                log_config=log_config,
-            )
+            common: dict[str, Any] = {
+                "quorum": self.quorum_config,
+                "cluster_id": cluster_id,
+                "metadata_log_dir": self.dir / f"broker-{b}-metadata",
+                "heartbeat_interval_ms": heartbeat_interval_ms,
+                "on_image": on_image,
+                "log_config": log_config,
+            }
+            if b in voters and combined:
+                node = KafkaRaftServer(
+                    b, [self.dir / f"broker-{b}"], props, settings=settings, placer=assign_replicas,
+                    on_transition=on_transition, **common,
+                )  # fmt: skip
+                self.controllers[b] = ControllerRole(node)
+            else:
+                node = BrokerServer(b, [self.dir / f"broker-{b}"], props, **common)
             self.brokers[b] = self.net.add_node(b, node, tick_ms=BROKER_TICK_MS)
         self._admin: _Admin = self.net.add_node("admin", _Admin())
         self._clients = 0
@@ -127,7 +143,7 @@ class KRaftCluster(Cluster):
             raise RuntimeError("the KRaft cluster did not elect a controller and unfence its brokers")
 
     # ------------------------------------------------------------------------------ controllers
-    def active_controller(self) -> ControllerServer | None:
+    def active_controller(self) -> Any:
         live = [
             c
             for cid, c in self.controllers.items()
@@ -299,9 +315,30 @@ class KRaftCluster(Cluster):
 
     def close(self) -> None:
         for cid, c in self.controllers.items():
-            if self.net.is_up(cid) and c.client is not None:
+            # a combined node's Raft client closes with its broker, in Cluster.close
+            if self.net.is_up(cid) and c.client is not None and cid not in self.brokers:
                 c.client.close()
         super().close()
 
 
-__all__ = ["CONTROLLER_BASE", "KRaftCluster", "TopicPartition"]
+class ControllerRole:
+    """The controller side of a combined node (``KafkaRaftServer``), read as a ``ControllerServer`` is:
+    ``node_id``, ``client`` (the Raft client both roles share) and ``controller``; None while it is down."""
+
+    def __init__(self, node: KafkaRaftServer) -> None:
+        self.node = node
+
+    @property
+    def node_id(self) -> int:
+        return self.node.broker_id
+
+    @property
+    def client(self) -> Any:
+        return self.node.raft
+
+    @property
+    def controller(self) -> Any:
+        return self.node.quorum_controller
+
+
+__all__ = ["CONTROLLER_BASE", "ControllerRole", "KRaftCluster", "TopicPartition"]
