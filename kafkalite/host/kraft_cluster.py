@@ -2,7 +2,8 @@
 
 Controllers ``CONTROLLER_BASE + 1 ..`` form the metadata quorum (``ControllerServer``: a Raft voter
 running the ``QuorumController``); brokers ``1..N`` are ``BrokerServer``s, observers of the quorum. The
-same facade as ``Cluster`` (``create_topic``, ``producer``, ``consumer``, ``crash``, readers of leaders,
+same facade as ``Cluster`` (``create_topic``, ``producer``, ``consumer``, ``crash`` and ``restart`` of a
+broker or a controller, readers of leaders,
 ISRs and replicas), with the readers looking at the active controller's committed ``MetadataImage``
 instead of ZooKeeper. Timeouts are Kafka's defaults unless ``quorum`` / the ``broker.*`` keys say
 otherwise, the metadata log's and its snapshots' by ``log_config``. ``on_transition`` (controller id, Raft state) and ``on_image`` (node id, image after each
@@ -174,6 +175,27 @@ class KRaftCluster(Cluster):
             if c.client is not None and self.net.is_up(c.node_id) and c.client.quorum.is_leader():
                 return c.client.describe_quorum().partitions[0]
         return None
+
+    # ----------------------------------------------------------------------------------- faults
+    def crash(self, node: int, lose_unflushed: bool = False) -> None:  # type: ignore[override]
+        """Crash broker or controller ``node``; a combined node loses both roles. ``lose_unflushed`` is for
+        a broker's partition logs: a controller's metadata log always loses what was never fsynced, which
+        is nothing it acknowledged (the Raft client fsyncs before it answers)."""
+        if node in self.brokers:
+            super().crash(node, lose_unflushed)
+        elif node in self.controllers:
+            self.net.crash(node)
+        else:
+            raise KeyError(f"no broker or controller {node}: {self._node_ids()}")
+
+    def restart(self, node: int) -> None:  # type: ignore[override]
+        """Start crashed broker or controller ``node`` again over its own directories."""
+        if node not in self.brokers and node not in self.controllers:
+            raise KeyError(f"no broker or controller {node}: {self._node_ids()}")
+        self.net.restart(node)
+
+    def _node_ids(self) -> str:
+        return f"brokers {sorted(self.brokers)}, controllers {sorted(self.controllers)}"
 
     def _all_brokers_unfenced(self) -> bool:
         img = self.image() if self.active_controller() else None

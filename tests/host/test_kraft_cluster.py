@@ -225,3 +225,25 @@ def test_rack_aware_placement_from_the_registered_racks() -> None:
             assert len({racks[b] for b in replicas}) == 3, f"partition {p}: {replicas} shares a rack"
     finally:
         c.close()
+
+
+def test_crash_and_restart_take_controller_ids(cluster: KRaftCluster) -> None:
+    c = cluster
+    c.create_topic("t", partitions=1, replication_factor=3)
+    old = c.controller()
+    assert old in c.controllers and old not in c.brokers
+    old_epoch = c.controller_epoch()
+    c.crash(old)
+    assert not c.net.is_up(old) and c.controllers[old].controller is None, "the controller process died"
+    assert c.run_until(lambda: c.controller() not in (None, old), 30_000), "another voter took over"
+    assert c.controller_epoch() > old_epoch
+    c.create_topic("u", partitions=1, replication_factor=3)  # the new active controller serves
+    c.restart(old)
+    assert c.run_until(lambda: c.controllers[old].client is not None, 5_000)
+    assert c.run_until(lambda: c.controllers[old].controller.committed == c.image(), 30_000), (
+        "the restarted controller replayed the log up to the leader's"
+    )
+    with pytest.raises(KeyError, match="no broker or controller 77"):
+        c.crash(77)
+    with pytest.raises(KeyError, match="no broker or controller 77"):
+        c.restart(77)
