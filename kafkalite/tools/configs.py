@@ -12,6 +12,7 @@ from typing import Any
 from kafkalite.config.base import ConfigKey, describe_keys
 from kafkalite.config.broker import TOPIC_KEY_SYNONYMS, BrokerConfig
 from kafkalite.config.consumer import ConsumerConfig
+from kafkalite.config.kraft import KRaftConfig
 from kafkalite.config.producer import ProducerConfig
 from kafkalite.config.topic import TOPIC_KEYS
 from kafkalite.errors import InvalidConfigError
@@ -71,12 +72,15 @@ def config_table(keys: Mapping[str, ConfigKey]) -> str:
 
 # ------------------------------------------------------------------------------- a chapter's settings
 
-#: The components whose keys kafkalite declares, as Kafka's documentation groups them.
+#: The components whose keys kafkalite declares, as Kafka's documentation groups them. The broker's include
+#: the KRaft keys (``process.roles``, ``node.id``, ``controller.quorum.voters``, ...), which kafkalite
+#: declares apart (``KRaftConfig``) and Kafka's documentation lists among the broker configs.
 COMPONENTS = ("topic", "broker", "producer", "consumer")
 
 
 def component_keys(component: str) -> dict[str, ConfigKey]:
-    """Every key ``component`` declares, by Kafka name. A broker also takes the broker-level default of a
+    """Every key ``component`` declares, by Kafka name; the broker's are ``BrokerConfig``'s and
+    ``KRaftConfig``'s. A broker also takes the broker-level default of a
     topic key under Kafka's broker name (``log.flush.interval.messages`` for ``flush.messages``): that name
     is the topic key's declaration, renamed, unless the broker declares the key itself."""
     if component == "topic":
@@ -86,7 +90,7 @@ def component_keys(component: str) -> dict[str, ConfigKey]:
     if component == "consumer":
         return dict(ConsumerConfig.config_keys())
     if component == "broker":
-        keys = dict(BrokerConfig.config_keys())
+        keys = {**BrokerConfig.config_keys(), **KRaftConfig.config_keys()}
         for topic_key, broker_key in TOPIC_KEY_SYNONYMS.items():
             if broker_key not in keys:
                 spec = TOPIC_KEYS[topic_key]

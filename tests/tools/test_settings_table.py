@@ -31,6 +31,15 @@ def test_a_bare_name_one_component_declares_needs_no_component() -> None:
     assert declared_setting("isolation.level")[0] == "consumer"
     assert declared_setting("segment.bytes")[0] == "topic"
     assert declared_setting("zookeeper.session.timeout.ms")[0] == "broker"
+    assert declared_setting("process.roles")[0] == "broker"
+
+
+def test_the_broker_declares_the_kraft_keys_as_kafkas_broker_configs_list_them() -> None:
+    keys = component_keys("broker")
+    assert {"process.roles", "node.id", "controller.quorum.voters", "controller.listener.names"} <= set(keys)
+    assert keys["broker.session.timeout.ms"].default == 9000 and keys["node.id"].default == -1
+    row = settings_table("broker:broker.heartbeat.interval.ms").splitlines()[2]
+    assert row.startswith("| broker | `broker.heartbeat.interval.ms` | INT | `2000` |"), row
 
 
 def test_a_bare_name_several_components_declare_must_say_which() -> None:
