@@ -396,11 +396,11 @@ def server_start(
 
 
 def _run_kraft_node(config: dict[str, str], inter_broker_port: int, peers: str) -> None:
-    """One KRaft node (process.roles controller or broker) as its own process, until SIGINT/SIGTERM."""
+    """One KRaft node (process.roles controller, broker, or both) as its own process, until SIGINT/SIGTERM."""
     import asyncio  # deferred: keeps `kafkalite --help` fast
 
     from kafkalite.config.base import InvalidConfigError
-    from kafkalite.host.kraft_processes import ControllerProcess, KRaftBrokerProcess
+    from kafkalite.host.kraft_processes import ControllerProcess, KRaftBrokerProcess, KRaftCombinedProcess
     from kafkalite.host.processes import parse_peers, run_until_signalled
     from kafkalite.security.listeners import parse_listeners
     from kafkalite.storage.log_dir_lock import LogDirInUseError
@@ -425,10 +425,22 @@ def _run_kraft_node(config: dict[str, str], inter_broker_port: int, peers: str) 
             click.echo(
                 f"kafkalite: KRaft broker {config.get('node.id')} on {first.host}:{first.port}", err=True
             )
+        elif sorted(roles) == ["broker", "controller"]:
+            # combined mode: the bridge listens on the node's controller.quorum.voters address
+            if inter_broker_port:
+                raise click.UsageError(
+                    "a combined node (process.roles=broker,controller) takes no --inter-broker-port: the "
+                    "other nodes reach it on its controller.quorum.voters address"
+                )
+            node = KRaftCombinedProcess(config, peers=parse_peers(peers))
+            click.echo(
+                f"kafkalite: KRaft combined node {config.get('node.id')} (broker and controller) on "
+                f"{node.host}:{node.ports[node.broker_id]}",
+                err=True,
+            )
         else:
             raise click.UsageError(
-                f"process.roles={config['process.roles']}: run a controller or a broker per process (combined "
-                "mode is not supported)"
+                f"process.roles={config['process.roles']}: give broker, controller, or broker,controller"
             )
         asyncio.run(run_until_signalled(node))
     except (InvalidConfigError, ValueError, LogDirInUseError, MetaPropertiesError) as e:
@@ -588,6 +600,12 @@ def cluster() -> None:
 @click.option("--kraft", is_flag=True, help="KRaft mode: a controller quorum instead of the store.")
 @click.option("--controllers", default=3, show_default=True, help="Controllers (voters), with --kraft.")
 @click.option(
+    "--combined", is_flag=True,
+    help="With --kraft, Kafka's combined mode: the controllers run inside brokers 1..CONTROLLERS, each node "
+    "process.roles=broker,controller with one node.id (--brokers 3 --controllers 3: three nodes, each both); "
+    "the other brokers are broker-only. A combined node's controller listener is not advertised to clients.",
+)  # fmt: skip
+@click.option(
     "--listener", "listeners", multiple=True, type=click.Choice(["SSL", "SASL_PLAINTEXT", "SASL_SSL"]),
     help="Another listener per broker besides PLAINTEXT, on free ports (repeatable); its TLS and SASL "
     "settings come from --override (ssl.keystore.location, sasl.jaas.config, ...).",
@@ -599,12 +617,13 @@ def cluster() -> None:
 )  # fmt: skip
 def cluster_start(
     brokers: int, directory: str, host: str, base_port: int, overrides: tuple[str, ...], zookeeper: str | None,
-    kraft: bool, controllers: int, listeners: tuple[str, ...], add_scram: tuple[str, ...],
+    kraft: bool, controllers: int, combined: bool, listeners: tuple[str, ...], add_scram: tuple[str, ...],
 ) -> None:  # fmt: skip
     """Start the processes, wait until a controller is elected, print the bootstrap servers (of PLAINTEXT;
     cluster.json has every listener's). With --kraft: format every node's directories with one new cluster
     id (as kafka-storage format, with the --add-scram users in the controllers' bootstrap file), start the
-    controllers and brokers, and wait until every broker is registered and unfenced."""
+    controllers and brokers, and wait until every broker is registered and unfenced; with --combined, the
+    controllers are brokers 1..CONTROLLERS (process.roles=broker,controller)."""
     from kafkalite.host.processes import start_cluster  # deferred: keeps `kafkalite --help` fast
 
     if kraft:
@@ -613,10 +632,15 @@ def cluster_start(
 
         if zookeeper or base_port:
             raise click.UsageError("--kraft takes neither --zookeeper nor --base-port")
+        if combined and not 0 < controllers <= brokers:
+            raise click.UsageError(
+                f"--combined runs the controllers on brokers: --controllers {controllers} needs 1 to "
+                f"--brokers {brokers}"
+            )
         try:
             state = start_kraft_cluster(
                 directory, brokers, controllers, host=host, config=_properties(None, overrides),
-                extra_listeners=listeners, add_scram=add_scram,
+                extra_listeners=listeners, add_scram=add_scram, combined=combined,
             )  # fmt: skip
         except BootstrapError as e:
             raise click.UsageError(str(e)) from e
@@ -624,6 +648,10 @@ def cluster_start(
             raise click.ClickException(str(e)) from e
         click.echo(state["bootstrap_servers"])
         return
+    if combined:
+        raise click.UsageError(
+            "--combined goes with --kraft: ZooKeeper mode has no controller role to combine"
+        )
     if add_scram:
         raise click.UsageError(
             "--add-scram goes with --kraft; in ZooKeeper mode add users with kafkalite configs --alter "

@@ -124,6 +124,8 @@ class BrokerProcess(WireServer):
         self.bridge_port = bridge_port
         self.peers = dict(peers)
         self.node: Any = None
+        self.controlled_shutdown_timeout_s: float | None = None
+        """How long ``stop`` waits for the controller to approve a controlled shutdown (None: no limit)."""
 
     async def start(self) -> None:
         # before any port opens: a broker refused its log dir must not be reachable for a moment
@@ -184,7 +186,11 @@ class BrokerProcess(WireServer):
                 done = asyncio.Event()
                 self.node.controlled_shutdown(done.set)
                 self.wake()
-                await done.wait()
+                try:
+                    await asyncio.wait_for(done.wait(), self.controlled_shutdown_timeout_s)
+                except TimeoutError:  # as Kafka's: no controller approved in time; shut down anyway
+                    self.node.log("controlled_shutdown_timed_out", broker=self.broker_id)
+                    self.node.shutdown()
             else:
                 self.node.shutdown()
         self._running = False
