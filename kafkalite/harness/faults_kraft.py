@@ -58,11 +58,17 @@ SESSION_MS = 1500
 
 
 def build_kraft_schedule(
-    seed: int, brokers: int, controllers: int, duration_ms: int, kinds: tuple[str, ...]
+    seed: int,
+    brokers: int,
+    controllers: int,
+    duration_ms: int,
+    kinds: tuple[str, ...],
+    combined: bool = False,
 ) -> FaultSchedule:
-    """Crashes/pauses over brokers, crashes over controllers, cuts over every link, merged."""
+    """Crashes/pauses over brokers, crashes over controllers, cuts over every link, merged. ``combined``:
+    the controllers are brokers ``1..controllers``, so a controller crash takes a broker down too."""
     bids = list(range(1, brokers + 1))
-    cids = [CONTROLLER_BASE + i for i in range(1, controllers + 1)]
+    cids = [(0 if combined else CONTROLLER_BASE) + i for i in range(1, controllers + 1)]
     faults: list[Fault] = []
     node_kinds = tuple(k for k in kinds if k in ("crash", "pause"))
     if node_kinds:
@@ -70,7 +76,8 @@ def build_kraft_schedule(
     if "crash" in kinds:
         faults += FaultSchedule.random(seed * 31 + 7, cids, duration_ms, kinds=("crash",)).faults
     if "cut" in kinds:
-        faults += FaultSchedule.random(seed * 7919 + 1, [*bids, *cids], duration_ms, kinds=("cut",)).faults
+        nodes = sorted({*bids, *cids})
+        faults += FaultSchedule.random(seed * 7919 + 1, nodes, duration_ms, kinds=("cut",)).faults
     faults.sort(key=lambda f: f.time_ms)
     return FaultSchedule(tuple(faults), seed)
 
@@ -141,9 +148,12 @@ def run_kraft_schedule(
     lose_unflushed: float = 1.0,
     converge_ms: int = 60_000,
     log_config: MetadataLogConfig | None = None,
+    combined: bool = False,
 ) -> KRaftFaultRunResult:
     """One seeded run; see the module docstring for what the schedule may do. ``log_config``: the
-    metadata log's snapshot and retention settings (a small threshold snapshots under the faults)."""
+    metadata log's snapshot and retention settings (a small threshold snapshots under the faults).
+    ``combined``: Kafka's combined mode, the controllers on brokers ``1..controllers``; a crash of one of
+    those is a broker crash as well, so at most one of them is down at a time."""
     # tmpfs when there is one: every metadata append is fsynced, and a run makes hundreds.
     shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
     tmp = tempfile.TemporaryDirectory(prefix="kafkalite-kraft-faults-", dir=shm)
@@ -160,11 +170,12 @@ def run_kraft_schedule(
         heartbeat_interval_ms=HEARTBEAT_MS,
         session_timeout_ms=SESSION_MS,
         log_config=log_config,
+        combined=combined,
     )
     try:
         c.create_topic(TOPIC, partitions, min(3, brokers), config={"min.insync.replicas": min_insync})
         producer = c.producer("producer-1", config={**PRODUCER_CONFIG, "acks": "all"})
-        sched = build_kraft_schedule(seed, brokers, controllers, duration_ms, kinds)
+        sched = build_kraft_schedule(seed, brokers, controllers, duration_ms, kinds, combined)
         coin = random.Random(seed ^ 0x5EED)
         start = c.net.now_ms()
         lossy_crashes: list[int] = []
@@ -240,7 +251,7 @@ def run_kraft_schedule(
             c.run_for(step)
         c.run_for(max(0, start + duration_ms - c.net.now_ms()) + 1)
         c.net.heal_all()
-        for n in [*c.controllers, *c.brokers]:
+        for n in sorted({*c.controllers, *c.brokers}):
             if c.net.is_paused(n):
                 c.net.resume(n)
             if not c.net.is_up(n):
@@ -259,14 +270,13 @@ def run_kraft_schedule(
         replicas = {(TOPIC, p): c.replica_logs(TOPIC, p) for p in range(partitions)}
         hws = {(TOPIC, p): hw for p in range(partitions) if (hw := c.high_watermark(TOPIC, p)) is not None}
         report = check_history(producer.history, reads, replicas=replicas, high_watermarks=hws)
+        # a combined node's one Raft client is both its controller's and its broker's: count it once
+        rafts = [*(x.client for x in c.controllers.values()), *(b.raft for b in c.brokers.values())]
+        unique = {id(r): r for r in rafts if r is not None}
         return KRaftFaultRunResult(
             metadata_violations=list(checker.violations),
             epochs=len(checker.leaders),
-            snapshot_loads=sum(
-                r.stats.snapshots_loaded
-                for r in [*(x.client for x in c.controllers.values()), *(b.raft for b in c.brokers.values())]
-                if r is not None
-            ),
+            snapshot_loads=sum(r.stats.snapshots_loaded for r in unique.values()),
             seed=seed,
             report=report,
             schedule="\n".join([str(sched), *notes]),

@@ -105,3 +105,34 @@ def test_combined_with_broker_only_nodes() -> None:
 def test_combined_needs_a_broker_per_controller() -> None:
     with pytest.raises(ValueError, match="combined mode"):
         KRaftCluster(brokers=2, controllers=3, combined=True)
+
+
+def test_a_combined_node_back_from_a_crash_loads_the_snapshot_into_both_roles() -> None:
+    from tests.metadata.kraft_harness import SMALL_SNAPSHOTS
+
+    with KRaftCluster(brokers=3, controllers=3, combined=True, seed=4, log_config=SMALL_SNAPSHOTS) as c:
+        c.create_topic("kept", partitions=1, replication_factor=3)
+        leader = c.controller()
+        victim = next(n for n in (1, 2, 3) if n != leader)
+        c.crash(victim)
+        for i in range(12):
+            c.create_topic(
+                f"new{i}", partitions=1, replica_assignment={0: tuple(n for n in (1, 2, 3) if n != victim)}
+            )
+        act = c.active_controller()
+        assert c.run_until(lambda: act.client.log.start_offset > 0, 20_000), (
+            "the leader never cleaned its log"
+        )
+        c.restart(victim)
+        node = c.brokers[victim]
+        assert c.run_until(
+            lambda: (
+                node.loader is not None
+                and node.loader.image == c.image()
+                and node.quorum_controller.committed == c.image()
+            ),
+            30_000,
+        ), "the broker and the controller of the node replay the same state"
+        assert node.raft.stats.snapshots_loaded == 1 and node.raft.stats.snapshot_fetches >= 1
+        assert c.image().topic("new11") is not None and node.loader.image.topic("new11") is not None
+        assert c.run_until(lambda: node.registered, 30_000)
