@@ -315,7 +315,9 @@ def server_start(
     """Run kafkalite behind Kafka's wire protocol until SIGINT/SIGTERM: BROKERS brokers in this process,
     or, with --broker-id, one broker of a multi-process cluster (SIGTERM: controlled shutdown) whose
     metadata lives in kafkalite's store (--store) or in a real ZooKeeper (--zookeeper, or
-    zookeeper.connect in the config file).
+    zookeeper.connect in the config file). With process.roles in the config file, one KRaft node:
+    a controller, a broker, or a combined node (process.roles=broker,controller), which the other nodes
+    reach on its controller.quorum.voters address, so it takes no --inter-broker-port.
 
     Internal topics get as many replicas as there are brokers, up to Kafka's 3, so that consumer groups
     and transactions work on a small cluster too (Kafka will not create them with fewer live brokers

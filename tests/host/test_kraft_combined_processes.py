@@ -127,6 +127,10 @@ def test_a_combined_node_needs_its_controller_listener(tmp_path) -> None:
     )
     res = CliRunner().invoke(kafkalite, ["server", "start", "--config-file", str(cfg)])
     assert res.exit_code != 0 and "controller.listener.names CONTROLLER must be in listeners" in res.output
+    res = CliRunner().invoke(
+        kafkalite, ["server", "start", "--config-file", str(cfg), "--inter-broker-port", "5"]
+    )
+    assert res.exit_code != 0 and "takes no --inter-broker-port" in res.output
 
 
 def test_combined_needs_kraft_and_enough_brokers(tmp_path) -> None:
