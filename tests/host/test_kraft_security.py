@@ -1,6 +1,6 @@
 """SASL_SSL and ACLs on a KRaft cluster of processes (``kafkalite cluster start --kraft --listener SASL_SSL
---add-scram ...``): the SCRAM users formatted into the controllers' bootstrap file authenticate on every
-broker; ACLs and new SCRAM users made through the admin API are records the active controller writes and
+--add-scram ...``), with separate controllers and in combined mode (``--combined``): the SCRAM users
+formatted into the controllers' bootstrap file authenticate on every broker; ACLs and new SCRAM users made through the admin API are records the active controller writes and
 every broker applies; transactions commit over SASL_SSL; a wrong password fails authentication."""
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 QUIET = {"log_level": 0}
 
 
-@pytest.fixture(scope="module")
-def secure(tmp_path_factory):
+@pytest.fixture(scope="module", params=["isolated", "combined"])
+def secure(request, tmp_path_factory):
     from kafkalite.security.certs import make_certificates
 
     certs = make_certificates(tmp_path_factory.mktemp("certs"))
@@ -40,6 +40,8 @@ def secure(tmp_path_factory):
             "--listener", "SASL_SSL",
             "--add-scram", "SCRAM-SHA-256=[name=admin,password=admin-secret]",
             "--add-scram", "SCRAM-SHA-512=[name=alice,password=alice-secret,iterations=8192]"]  # fmt: skip
+    if request.param == "combined":  # the bootstrap users go into each combined node's metadata.log.dir
+        args.append("--combined")
     for k, v in overrides.items():
         args += ["--override", f"{k}={v}"]
     res = CliRunner().invoke(kafkalite, args)
