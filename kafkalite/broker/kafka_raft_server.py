@@ -103,6 +103,10 @@ class KafkaRaftServer(BrokerServer):
         self._drive(self.now_ms())
 
     def shutdown(self) -> None:
+        """Clean shutdown of both roles: a Raft leader first resigns (EndQuorumEpoch), so the other voters
+        elect a successor at once instead of after the fetch timeout, as Kafka's client does."""
+        if self.raft is not None:
+            self.raft.resign(self.now_ms())
         self._drop_controller()
         super().shutdown()
 

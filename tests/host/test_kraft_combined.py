@@ -136,3 +136,19 @@ def test_a_combined_node_back_from_a_crash_loads_the_snapshot_into_both_roles() 
         assert node.raft.stats.snapshots_loaded == 1 and node.raft.stats.snapshot_fetches >= 1
         assert c.image().topic("new11") is not None and node.loader.image.topic("new11") is not None
         assert c.run_until(lambda: node.registered, 30_000)
+
+
+def test_controlled_shutdown_of_the_active_controllers_node_resigns_first(cluster: KRaftCluster) -> None:
+    c = cluster
+    c.create_topic("t", partitions=3, replication_factor=3)
+    node = c.controller()
+    fetch_timeout = c.quorum_config.fetch_timeout_ms
+    c.shutdown(node, controlled=True)  # its leaderships move, then it resigns: EndQuorumEpoch
+    start = c.net.now_ms()
+    assert c.run_until(lambda: c.controller() not in (None, node), fetch_timeout), "no successor"
+    # the others did not wait for their fetch timeout to notice the leader was gone
+    assert c.net.now_ms() - start < fetch_timeout // 2, c.net.now_ms() - start
+    assert all(c.leader("t", p) not in (None, node) for p in range(3))
+    c.restart(node)
+    assert c.run_until(lambda: c.image().unfenced_brokers() == [1, 2, 3], 30_000)
+    assert c.run_until(lambda: all(len(c.isr("t", p)) == 3 for p in range(3)), 30_000)
