@@ -188,6 +188,21 @@ class KRaftCluster(Cluster):
         else:
             raise KeyError(f"no broker or controller {node}: {self._node_ids()}")
 
+    def shutdown(self, node: int, *, controlled: bool = True, timeout_ms: int = 60_000) -> None:  # type: ignore[override]
+        """Stop broker or controller ``node`` cleanly. A broker (a combined node too) as ``Cluster.shutdown``
+        does; a controller resigns its Raft leadership if it has it (EndQuorumEpoch, so the other voters
+        elect at once) and closes its log. ``restart`` brings it back."""
+        if node in self.brokers:
+            super().shutdown(node, controlled=controlled, timeout_ms=timeout_ms)
+            return
+        if node not in self.controllers:
+            raise KeyError(f"no broker or controller {node}: {self._node_ids()}")
+        client = self.controllers[node].client
+        if client is not None and self.net.is_up(node):
+            client.resign(self.net.now_ms())
+            client.close()
+        self.net.crash(node)
+
     def restart(self, node: int) -> None:  # type: ignore[override]
         """Start crashed broker or controller ``node`` again over its own directories."""
         if node not in self.brokers and node not in self.controllers:

@@ -247,3 +247,19 @@ def test_crash_and_restart_take_controller_ids(cluster: KRaftCluster) -> None:
         c.crash(77)
     with pytest.raises(KeyError, match="no broker or controller 77"):
         c.restart(77)
+
+
+def test_shutdown_of_the_active_controller_resigns_and_it_restarts(cluster: KRaftCluster) -> None:
+    c = cluster
+    c.create_topic("t", partitions=1, replication_factor=3)
+    old = c.controller()
+    c.shutdown(old)  # a clean stop: EndQuorumEpoch to the other voters, then its log closed
+    start = c.net.now_ms()
+    assert c.run_until(lambda: c.controller() not in (None, old), 2_000), "no successor"
+    assert c.net.now_ms() - start < c.quorum_config.fetch_timeout_ms // 2, "the voters waited for a timeout"
+    c.create_topic("u", partitions=1, replication_factor=3)
+    c.restart(old)
+    assert c.run_until(lambda: c.controllers[old].controller is not None, 5_000)
+    assert c.run_until(lambda: c.controllers[old].controller.committed == c.image(), 30_000)
+    with pytest.raises(KeyError, match="no broker or controller 77"):
+        c.shutdown(77)
