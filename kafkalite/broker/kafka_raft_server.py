@@ -107,16 +107,16 @@ class KafkaRaftServer(BrokerServer):
         elect a successor at once instead of after the fetch timeout, as Kafka's client does."""
         if self.raft is not None:
             self.raft.resign(self.now_ms())
+        if self.quorum_controller is not None and self.quorum_controller.is_active:
+            self.quorum_controller.renounce()  # its waiting requests get NOT_CONTROLLER and go elsewhere
         self._drop_controller()
         super().shutdown()
 
     def on_crash(self) -> None:
-        self._drop_controller()
+        self._drop_controller()  # a dead process answers nothing: its waiting requests time out
         super().on_crash()
 
     def _drop_controller(self) -> None:
-        if self.quorum_controller is not None and self.quorum_controller.is_active:
-            self.quorum_controller.renounce()
         self.quorum_controller = None
         if self._ctl_timer is not None and self.net.is_up(self.node_id):
             self.cancel_timer(self._ctl_timer)

@@ -10,7 +10,8 @@ import pytest
 from kafkalite.broker.kafka_raft_server import KafkaRaftServer
 from kafkalite.harness.checker import check_history
 from kafkalite.host.kraft_cluster import ControllerRole, KRaftCluster
-from kafkalite.protocol import TopicPartition
+from kafkalite.protocol import CreatableTopic, CreateTopicsRequest, TopicPartition
+from kafkalite.protocol.envelope import RequestEnvelope
 
 
 @pytest.fixture
@@ -152,3 +153,28 @@ def test_controlled_shutdown_of_the_active_controllers_node_resigns_first(cluste
     c.restart(node)
     assert c.run_until(lambda: c.image().unfenced_brokers() == [1, 2, 3], 30_000)
     assert c.run_until(lambda: all(len(c.isr("t", p)) == 3 for p in range(3)), 30_000)
+
+
+def test_a_crashed_combined_node_sends_nothing() -> None:
+    # A crash is the process dying: its controller does not answer the requests it was holding (they time
+    # out at their senders, who go to the next controller), and neither role sends anything until restart.
+    with KRaftCluster(brokers=3, controllers=3, combined=True, seed=6, log_messages="all") as c:
+        c.create_topic("t", partitions=3, replication_factor=3)
+        node = c.controller()
+        producer = c.producer(acks="all", linger_ms=0)
+        futures = [producer.send("t", b"x", partition=p) for p in range(3)]
+        # a CreateTopics a broker forwards: the controller holds it until its records are committed
+        create = CreateTopicsRequest(
+            topics=(CreatableTopic(name="u", num_partitions=1, replication_factor=3),)
+        )
+        c.net.send("admin", node, RequestEnvelope(7, "broker-1-forwarding", create))
+        c.run_for(1)
+        assert c.controllers[node].controller._waiting, "the request is not held yet"
+        c.crash(node)
+        c.run_for(15_000)
+        log = c.events(("crash", "send"), node)
+        crashed = next(i for i, e in enumerate(log) if e.kind == "crash")
+        assert not log[crashed + 1 :], log[crashed + 1 : crashed + 4]
+        assert c.run_until(lambda: all(f.done() for f in futures), 30_000)
+        c.restart(node)
+        assert c.run_until(lambda: c.image().unfenced_brokers() == [1, 2, 3], 30_000)
