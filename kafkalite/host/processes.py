@@ -297,10 +297,13 @@ def start_cluster(
 
 def stop_cluster(directory: str | Path, *, timeout_s: float = 60.0) -> list[int]:
     """SIGTERM every broker (controlled shutdown), then the store or (KRaft) the controllers; returns the
-    pids stopped."""
+    pids stopped. KRaft combined nodes stop after the broker-only ones, as controllers do."""
     state = _state(directory)
     stopped = []
-    pids = [b["pid"] for _, b in sorted(state["brokers"].items())]
+    # KRaft combined nodes (a "roles" entry) after the broker-only ones: they are the quorum, which the
+    # broker-only nodes need for their controlled shutdown
+    order = sorted(state["brokers"].items(), key=lambda kv: ("roles" in kv[1], int(kv[0])))
+    pids = [b["pid"] for _, b in order]
     for pid in pids:
         if _signal(pid, signal.SIGTERM):
             stopped.append(pid)

@@ -142,3 +142,15 @@ def test_combined_needs_kraft_and_enough_brokers(tmp_path) -> None:
          str(tmp_path)],
     )  # fmt: skip
     assert res.exit_code != 0 and "needs 1 to --brokers 1" in res.output
+
+
+def test_cluster_stop_stops_broker_only_nodes_before_the_combined_ones(tmp_path) -> None:
+    from kafkalite.host.kraft_processes import start_kraft_cluster
+    from kafkalite.host.processes import stop_cluster
+
+    state = start_kraft_cluster(tmp_path, brokers=2, controllers=1, combined=True)
+    assert state["brokers"]["1"]["roles"] == "broker,controller" and "roles" not in state["brokers"]["2"]
+    stopped = stop_cluster(tmp_path)
+    # the broker-only node first, while the quorum can still approve its controlled shutdown
+    assert stopped == [state["brokers"]["2"]["pid"], state["brokers"]["1"]["pid"]]
+    assert all(_reap(b["pid"]) for b in state["brokers"].values())
