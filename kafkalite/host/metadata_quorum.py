@@ -17,9 +17,10 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from kafkalite.protocol.codec.binding import from_wire, schema_of, to_wire
+from kafkalite.protocol.codec.binding import from_wire, to_wire
 from kafkalite.protocol.codec.header import API_VERSIONS_KEY, encode_response, spec_for
-from kafkalite.protocol.codec.schema import MessageSpec, decode, encode
+from kafkalite.protocol.codec.messages import DESCRIBE_QUORUM
+from kafkalite.protocol.codec.schema import decode, encode
 from kafkalite.protocol.codec.types import Reader, Writer
 from kafkalite.protocol.metadata import DescribeClusterRequest, DescribeClusterResponse
 from kafkalite.protocol.raft import (
@@ -30,9 +31,6 @@ from kafkalite.protocol.raft import (
 from kafkalite.raft.kafka_raft_client import METADATA_TP
 
 _SIZE = struct.Struct(">i")
-DESCRIBE_QUORUM = MessageSpec(
-    55, "DescribeQuorum", 0, 1, 0, schema_of(DescribeQuorumRequest), schema_of(DescribeQuorumResponse)
-)
 DESCRIBE_CLUSTER_KEY = 60
 NOT_LEADER_OR_FOLLOWER = 6
 _ADVERTISED = ((API_VERSIONS_KEY, 0, 3), (DESCRIBE_CLUSTER_KEY, 0, 1), (55, 0, 1))

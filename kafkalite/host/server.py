@@ -44,6 +44,7 @@ from kafkalite.protocol.codec.header import (
     encode_response,
     encode_response_parts,
 )
+from kafkalite.protocol.codec.messages import KRAFT_ONLY_APIS
 from kafkalite.protocol.codec.types import WireFormatError
 from kafkalite.protocol.error_response import UNKNOWN_SERVER_ERROR, error_response
 from kafkalite.security import admin as security_admin
@@ -203,6 +204,9 @@ class ClientConnection(BaseNode):
         stats = self.server.stats
         try:
             header, body = decode_request(frame)
+            if header.api_key in KRAFT_ONLY_APIS and not self._kraft():
+                # Kafka's ZooKeeper-mode listener does not enable these APIs: it closes the connection
+                raise UnsupportedVersion(header, f"api key {header.api_key} is served only in KRaft mode")
         except UnsupportedVersion as e:
             h = e.header
             if h.api_key == API_VERSIONS_KEY:
@@ -212,7 +216,10 @@ class ClientConnection(BaseNode):
                 self._finish(
                     slot,
                     encode_response(
-                        API_VERSIONS_KEY, 0, h.correlation_id, api_versions_body(UNSUPPORTED_VERSION)
+                        API_VERSIONS_KEY,
+                        0,
+                        h.correlation_id,
+                        api_versions_body(UNSUPPORTED_VERSION, kraft=self._kraft()),
                     ),
                 )
                 return
@@ -234,12 +241,16 @@ class ClientConnection(BaseNode):
         except Exception as exc:  # noqa: BLE001 - fails this request, not the connection or the server
             self._request_failed(slot, key, version, corr, body, exc)
 
+    def _kraft(self) -> bool:
+        """The broker behind this listener runs in KRaft mode (its ApiVersions lists KRaft-only APIs)."""
+        return bool(getattr(self.server.broker_node(self.broker_id), "kraft", False))
+
     def _handle(
         self, slot: int, key: int, version: int, corr: int, client_id: str | None, body: dict
     ) -> None:
         stats = self.server.stats
         if key == API_VERSIONS_KEY:
-            self._finish(slot, encode_response(key, version, corr, api_versions_body()))
+            self._finish(slot, encode_response(key, version, corr, api_versions_body(kraft=self._kraft())))
             return
         if key in (SASL_HANDSHAKE_KEY, SASL_AUTHENTICATE_KEY):
             self._sasl_step(slot, key, version, corr, body)

@@ -186,6 +186,7 @@ from kafkalite.protocol.produce import (
     ProduceResponse,
     RecordError,
 )
+from kafkalite.protocol.raft import DescribeQuorumRequest, DescribeQuorumResponse
 from kafkalite.protocol.txn import (
     AddOffsetsToTxnRequest,
     AddOffsetsToTxnResponse,
@@ -223,6 +224,7 @@ REQUESTS: tuple[type[Request], ...] = (
     AlterPartitionReassignmentsRequest,
     ListPartitionReassignmentsRequest,
     DescribeClusterRequest,
+    DescribeQuorumRequest,
     DescribeConfigsRequest,
     AlterConfigsRequest,
     IncrementalAlterConfigsRequest,
@@ -280,6 +282,8 @@ __all__ = [
     "SetConfigsResource",
     "DescribeClusterResponse",
     "DescribeClusterRequest",
+    "DescribeQuorumRequest",
+    "DescribeQuorumResponse",
     "DescribeClusterBroker",
     "OngoingReassignment",
     "ListPartitionReassignmentsResponse",

@@ -214,6 +214,8 @@ class DescribeQuorumResponse(Response):
 class DescribeQuorumRequest(Request):
     api_key = ApiKey.DESCRIBE_QUORUM
     response_type = DescribeQuorumResponse
+    versions = (0, 1)
+    """v2 adds directory ids and endpoints (KIP-853), which kafkalite's static quorum does not have."""
     flexible_from = 0
     partitions: tuple[DescribeQuorumPartition, ...] = wire_by_topic(
         "topics", DescribeQuorumPartition, topic="topic_name"
@@ -287,4 +289,5 @@ RAFT_REQUESTS: tuple[type[Request], ...] = (
     DescribeQuorumRequest,
     FetchSnapshotRequest,
 )
-"""The quorum's requests; not in ``kafkalite.protocol.REQUESTS`` until a listener serves them."""
+"""The quorum's requests. Only DescribeQuorum is also in ``kafkalite.protocol.REQUESTS``: a KRaft broker's
+listener takes it from clients and forwards it to the active controller."""

@@ -19,6 +19,7 @@ InitProducerId              WRITE on the transactional id; without one IDEMPOTEN
                             WRITE on some topic (Kafka 3)
 Transactions                WRITE on the transactional id, WRITE on topics, READ on the group
 Cluster administration      ALTER on the cluster (elect, reassign, ACLs, SCRAM users), DESCRIBE to list
+DescribeQuorum              DESCRIBE on the cluster (a KRaft broker forwards it to the active controller)
 ==========================  ==============================================================================
 """
 
@@ -374,6 +375,7 @@ _RULES: dict[int, Callable[[dict, Authorize, Any], Verdict]] = {
     44: _configs(Op.ALTER_CONFIGS, "responses"),
     45: _cluster(Op.ALTER, _err(responses=[])),
     46: _cluster(Op.DESCRIBE, _err(topics=[])),
+    55: _cluster(Op.DESCRIBE, _err(topics=[])),
     60: _cluster(Op.DESCRIBE, _err(brokers=[], controller_id=-1)),
 }
 

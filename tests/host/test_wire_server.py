@@ -10,7 +10,7 @@ import time
 import pytest
 
 from kafkalite.host.server import BackgroundServer
-from kafkalite.protocol.codec.header import decode_response, encode_request
+from kafkalite.protocol.codec.header import decode_response, encode_request, spec_for
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -108,6 +108,23 @@ def test_api_versions_of_an_unknown_version_answers_v0_with_the_served_versions(
     s.close()
     assert corr == 9 and resp["error_code"] == 35
     assert {a["api_key"] for a in resp["api_keys"]} >= {0, 1, 3, 18}
+
+
+def test_a_zookeeper_mode_broker_neither_lists_nor_reads_describe_quorum(one_broker):
+    # As Kafka's: DescribeQuorum's listeners are broker (KRaft) and controller, not zkBroker, so a
+    # ZooKeeper-mode broker leaves it out of ApiVersions and closes a connection that sends it, though
+    # the codec reads it (for KRaft brokers): the refusal is the ZooKeeper-mode listener's
+    assert spec_for(55, 1) is not None
+    s = _raw(one_broker)
+    s.sendall(encode_request(18, 3, 1, "t", {"client_software_name": "t", "client_software_version": "1"}))
+    _, resp = decode_response(18, 3, _recv_frame(s))
+    keys = {a["api_key"] for a in resp["api_keys"]}
+    assert 60 in keys and 55 not in keys
+    topics = [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]
+    s.sendall(encode_request(55, 1, 2, "t", {"topics": topics}))
+    with pytest.raises(ConnectionError):
+        _recv_frame(s)
+    s.close()
 
 
 def test_pipelined_requests_are_answered_in_order_and_acks0_not_at_all(one_broker):

@@ -165,8 +165,14 @@ def test_unknown_api_or_version_is_reported_with_the_header():
 
 
 def test_advertised_versions_cover_every_spec():
-    assert {k for k, _, _ in supported_versions()} == set(SPECS)
-    assert all(lo <= hi for _, lo, hi in supported_versions())
+    assert {k for k, _, _ in supported_versions(kraft=True)} == set(SPECS)
+    assert all(lo <= hi for _, lo, hi in supported_versions(kraft=True))
+
+
+def test_a_zookeeper_mode_broker_does_not_list_describe_quorum():
+    # DescribeQuorumRequest.json's listeners are broker and controller, not zkBroker
+    assert 55 in SPECS and (55, 0, 1) in supported_versions(kraft=True)
+    assert {k for k, _, _ in supported_versions()} == set(SPECS) - {55}
 
 
 @settings(max_examples=400, deadline=None)

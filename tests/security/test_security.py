@@ -554,3 +554,22 @@ def test_each_listener_advertises_its_own_addresses_for_every_broker() -> None:
         assert srv.server.listeners[0].name == "INTERNAL"
         node = srv.server.broker_node(2)
         assert node.cache.live_brokers[3].listeners == srv.server.registered_endpoints(3)
+
+
+def test_describe_quorum_needs_describe_on_the_cluster() -> None:
+    # Kafka's controller authorizes DescribeQuorum as DESCRIBE on the cluster; the listener refuses it
+    # with a top-level CLUSTER_AUTHORIZATION_FAILED before forwarding it
+    from kafkalite.security import gate
+    from kafkalite.security.acl import Operation, ResourceType
+
+    body = {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]}
+    asked: list[tuple[Operation, ResourceType]] = []
+
+    def deny(op: Operation, kind: ResourceType, _name: str) -> bool:
+        asked.append((op, kind))
+        return False
+
+    fwd, _, whole = gate.check(55, body, deny, lambda: False)
+    assert fwd is None and whole is not None and whole["error_code"] == 31 and whole["topics"] == []
+    assert asked == [(Operation.DESCRIBE, ResourceType.CLUSTER)]
+    assert gate.check(55, body, lambda *_: True, lambda: False) == (body, None, None)

@@ -23,11 +23,12 @@ def to_body(response: Response, version: int) -> dict:
     return to_wire(response, version)
 
 
-def api_versions_body(error_code: int = 0) -> dict:
+def api_versions_body(error_code: int = 0, *, kraft: bool = False) -> dict:
+    """A broker's ApiVersions answer; ``kraft``: a KRaft-mode broker's (see ``supported_versions``)."""
     return {
         "error_code": error_code,
         "api_keys": [
-            {"api_key": k, "min_version": lo, "max_version": hi} for k, lo, hi in supported_versions()
+            {"api_key": k, "min_version": lo, "max_version": hi} for k, lo, hi in supported_versions(kraft)
         ],
         "throttle_time_ms": 0,
     }

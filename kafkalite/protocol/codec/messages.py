@@ -286,6 +286,19 @@ SPECS: dict[int, MessageSpec] = {
 }  # fmt: skip
 
 
-def supported_versions() -> list[tuple[int, int, int]]:
-    """``(api_key, min_version, max_version)`` of every API served, for the ApiVersions answer."""
-    return [(k, s.min_version, s.max_version) for k, s in sorted(SPECS.items())]
+DESCRIBE_QUORUM = SPECS[55]
+"""DescribeQuorum, which a controller's listener serves and a KRaft broker's forwards to the controller."""
+
+KRAFT_ONLY_APIS = frozenset({55})
+"""APIs a ZooKeeper-mode broker neither lists in ApiVersions nor reads: Kafka scopes each API to listener
+types, and DescribeQuorum's are only ``broker`` (KRaft) and ``controller``, not ``zkBroker``."""
+
+
+def supported_versions(kraft: bool = False) -> list[tuple[int, int, int]]:
+    """``(api_key, min_version, max_version)`` of every API a broker serves, for the ApiVersions answer;
+    ``kraft``: a KRaft broker's, which adds ``KRAFT_ONLY_APIS``."""
+    return [
+        (k, s.min_version, s.max_version)
+        for k, s in sorted(SPECS.items())
+        if kraft or k not in KRAFT_ONLY_APIS
+    ]
