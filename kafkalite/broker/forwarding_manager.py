@@ -1,11 +1,13 @@
 """``ForwardingManager``: a KRaft broker passes the admin requests only the controller can carry out
 (CreateTopics, DeleteTopics, IncrementalAlterConfigs, CreateAcls, DeleteAcls, AlterUserScramCredentials)
 on to the active controller and relays the answer
-(Kafka's ``ForwardingManager``, KIP-590), so a client never needs to reach a controller.
+(Kafka's ``ForwardingManager``, KIP-590), so a client never needs to reach a controller. DescribeQuorum
+goes the same way: only the quorum's leader can answer it (Kafka's brokers forward it too, which is what
+``kafka-metadata-quorum --bootstrap-server`` relies on).
 
-An answer of NOT_CONTROLLER, or none within ``REQUEST_TIMEOUT_MS``, sends the request again to the
-controller the broker now knows, until the request's own timeout; then the client gets
-REQUEST_TIMED_OUT.
+An answer of NOT_CONTROLLER (for DescribeQuorum: NOT_LEADER_OR_FOLLOWER, the Raft client's word for it),
+or none within ``REQUEST_TIMEOUT_MS``, sends the request again to the controller the broker now knows,
+until the request's own timeout; then the client gets REQUEST_TIMED_OUT.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kafkalite.errors import NotControllerError, RequestTimedOutError
+from kafkalite.errors import NotControllerError, NotLeaderOrFollowerError, RequestTimedOutError
 from kafkalite.protocol import CreateTopicsRequest, DeleteTopicsRequest, IncrementalAlterConfigsRequest
 from kafkalite.protocol.envelope import RequestEnvelope, ResponseEnvelope
 from kafkalite.protocol.error_response import error_response
+from kafkalite.protocol.raft import DescribeQuorumRequest, DescribeQuorumResponse
 from kafkalite.protocol.security_admin import (
     AlterUserScramCredentialsRequest,
     CreateAclsRequest,
@@ -30,6 +33,7 @@ FORWARDED = (
     CreateAclsRequest,
     DeleteAclsRequest,
     AlterUserScramCredentialsRequest,
+    DescribeQuorumRequest,
 )
 FORWARDING_CLIENT_SUFFIX = "-forwarding"
 """How a forwarded request's client id ends (``broker-1-forwarding``): a combined node's controller takes
@@ -98,6 +102,9 @@ _RESPONSES = tuple(r.response_type for r in FORWARDED)
 
 
 def _not_controller(resp: Any) -> bool:
+    if isinstance(resp, DescribeQuorumResponse):
+        parts = resp.partitions
+        return bool(parts) and all(p.error_code == NotLeaderOrFollowerError.code for p in parts)
     code = NotControllerError.code
     if getattr(resp, "error_code", 0) == code:
         return True

@@ -40,6 +40,7 @@ from kafkalite.errors import (
     PositionOutOfRangeError,
     SnapshotNotFoundError,
     UnknownLeaderEpochError,
+    UnknownTopicOrPartitionError,
 )
 from kafkalite.protocol.api import NO_ERROR, TopicPartition
 from kafkalite.protocol.fetch import (
@@ -57,6 +58,7 @@ from kafkalite.protocol.raft import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
     DescribeQuorumPartitionResponse,
+    DescribeQuorumRequest,
     DescribeQuorumResponse,
     EndQuorumEpochPartition,
     EndQuorumEpochRequest,
@@ -282,9 +284,17 @@ class KafkaRaftClient:
             self._resign(st, now_ms)
             self._arm()
 
-    def describe_quorum(self) -> DescribeQuorumResponse:
+    def describe_quorum(self, request: DescribeQuorumRequest | None = None) -> DescribeQuorumResponse:
         """DescribeQuorum as the leader answers it: epoch, high watermark, each voter's and observer's
-        fetch offset and times."""
+        fetch offset and times. A ``request`` that names anything but the metadata partition alone gets
+        UNKNOWN_TOPIC_OR_PARTITION for each partition it named, as Kafka's."""
+        if request is not None and tuple(p.tp for p in request.partitions) != (METADATA_TP,):
+            return DescribeQuorumResponse(
+                partitions=tuple(
+                    DescribeQuorumPartitionResponse(tp=p.tp, error_code=UnknownTopicOrPartitionError.code)
+                    for p in request.partitions
+                )
+            )
         st = self.quorum.state
         if not isinstance(st, LeaderState):
             part = DescribeQuorumPartitionResponse(tp=METADATA_TP, error_code=_NOT_LEADER)

@@ -4,6 +4,8 @@ and nothing of the ZooKeeper path on the wire."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from kafkalite.errors import KafkaError
@@ -18,6 +20,8 @@ from kafkalite.protocol import (
     TopicPartition,
     UpdateMetadataRequest,
 )
+from kafkalite.protocol.raft import DescribeQuorumPartition, DescribeQuorumRequest
+from kafkalite.raft.kafka_raft_client import METADATA_TP
 
 
 @pytest.fixture
@@ -263,3 +267,37 @@ def test_shutdown_of_the_active_controller_resigns_and_it_restarts(cluster: KRaf
     assert c.run_until(lambda: c.controllers[old].controller.committed == c.image(), 30_000)
     with pytest.raises(KeyError, match="no broker or controller 77"):
         c.shutdown(77)
+
+
+def _describe_at_broker(c: KRaftCluster, broker: int) -> Any:
+    resp = c.request(broker, DescribeQuorumRequest(partitions=(DescribeQuorumPartition(tp=METADATA_TP),)))
+    assert resp.error_code == 0 and len(resp.partitions) == 1, resp
+    return resp.partitions[0]
+
+
+def test_a_broker_forwards_describe_quorum_to_the_active_controller(cluster: KRaftCluster) -> None:
+    # kafka-metadata-quorum --bootstrap-server: the broker relays the leader's own answer
+    c = cluster
+    c.create_topic("q", partitions=1, replication_factor=3)
+    c.run_for(1000)
+    first = c.controller()
+    for b in c.brokers:
+        q = _describe_at_broker(c, b)
+        assert q.error_code == 0 and q.leader_id == first and q.leader_epoch == c.controller_epoch()
+        assert q.high_watermark > 0
+        assert [v.replica_id for v in q.current_voters] == sorted(c.controllers)
+        assert [o.replica_id for o in q.observers] == sorted(c.brokers)
+    c.net.crash(first)  # the forwarder follows the quorum to its new leader
+    assert c.run_until(lambda: c.controller() not in (None, first), 10_000)
+    q = _describe_at_broker(c, min(c.brokers))
+    assert q.error_code == 0 and q.leader_id == c.controller() != first
+    assert q.leader_epoch == c.controller_epoch() and q.leader_epoch > 1
+    assert [v.replica_id for v in q.current_voters] == sorted(c.controllers)
+
+
+def test_describe_quorum_of_another_partition_is_unknown(cluster: KRaftCluster) -> None:
+    c = cluster
+    c.run_for(1000)
+    other = TopicPartition("q", 0)
+    resp = c.request(min(c.brokers), DescribeQuorumRequest(partitions=(DescribeQuorumPartition(tp=other),)))
+    assert [(p.tp, p.error_code) for p in resp.partitions] == [(other, 3)], "UNKNOWN_TOPIC_OR_PARTITION"

@@ -4,7 +4,8 @@ a ``QuorumController``.
 Raft traffic goes to the Raft client; the brokers' controller requests (a ``RequestEnvelope`` holding a
 BrokerRegistration, BrokerHeartbeat, AlterPartition or AllocateProducerIds request, or an admin request a
 broker forwards: CreateTopics, DeleteTopics, IncrementalAlterConfigs, CreateAcls, DeleteAcls,
-AlterUserScramCredentials) go to the controller, which answers with a ``ResponseEnvelope`` once its records are committed.
+AlterUserScramCredentials) go to the controller, which answers with a ``ResponseEnvelope`` once its records are committed;
+a forwarded DescribeQuorum is answered at once by the Raft client.
 A crash loses the controller with the process; a restart replays the log into a new one. Each start
 checks the log dir's ``meta.properties`` first (``kafkalite storage format``) and reads the records its
 ``bootstrap.checkpoint`` holds for the first active controller to write (``--add-scram``).
@@ -18,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from kafkalite.errors import NotLeaderOrFollowerError
 from kafkalite.metadata.bootstrap import read_bootstrap
 from kafkalite.metadata.controller.quorum_controller import (
     CONTROLLER_REQUESTS,
@@ -28,12 +30,23 @@ from kafkalite.metadata.controller.replication_control import ReplicaPlacer
 from kafkalite.metadata.image import MetadataImage
 from kafkalite.metadata.snapshot_generator import SnapshotGenerator
 from kafkalite.protocol.envelope import RequestEnvelope
+from kafkalite.protocol.raft import (
+    DescribeQuorumPartitionResponse,
+    DescribeQuorumRequest,
+    DescribeQuorumResponse,
+)
 from kafkalite.raft import EpochState, QuorumConfig, RaftNode
 from kafkalite.raft.epoch_state import NEVER
+from kafkalite.raft.kafka_raft_client import METADATA_TP
 from kafkalite.raft.metadata_log import MetadataLogConfig
 from kafkalite.storage.meta_properties import verify_dirs
 
 _TICK = "controller"
+
+
+def _not_leader() -> DescribeQuorumResponse:
+    part = DescribeQuorumPartitionResponse(tp=METADATA_TP, error_code=NotLeaderOrFollowerError.code)
+    return DescribeQuorumResponse(partitions=(part,))
 
 
 class ControllerServer(RaftNode):
@@ -100,7 +113,12 @@ class ControllerServer(RaftNode):
     # ------------------------------------------------------------------------------ simulator
     def on_message(self, src: Any, msg: Any, now_ms: int) -> None:
         if isinstance(msg, RequestEnvelope):
-            if self.controller is not None and isinstance(msg.request, CONTROLLER_REQUESTS):
+            if isinstance(msg.request, DescribeQuorumRequest):
+                # a broker forwards it (kafka-metadata-quorum --bootstrap-server); only the leader answers
+                # it with the quorum, the others with NOT_LEADER_OR_FOLLOWER, so the broker tries again
+                c = self.client
+                self.send(src, msg.reply(c.describe_quorum(msg.request) if c is not None else _not_leader()))
+            elif self.controller is not None and isinstance(msg.request, CONTROLLER_REQUESTS):
                 self.controller.handle_request(
                     msg.request, now_ms, lambda resp, src=src, env=msg: self.send(src, env.reply(resp))
                 )
