@@ -91,7 +91,7 @@ class BrokerServer(KafkaBroker):
         )
         if self.locks_log_dirs:
             self.lock_log_dirs()
-        self.cache = MetadataCache()
+        self.cache = MetadataCache(self.cluster_id)
         self.apis = KafkaApis(self)
         self._configured_topics: set[str] = set()
         self._config_change_seq = None

@@ -41,7 +41,9 @@ CLUSTER_ID = "kafkalite"
 class MetadataCache:
     """Partition states, live brokers, the controller's id and epoch, as the last UpdateMetadata set them."""
 
-    def __init__(self) -> None:
+    def __init__(self, cluster_id: str = CLUSTER_ID) -> None:
+        self.cluster_id = cluster_id
+        """What Metadata and DescribeCluster answer: a KRaft broker's formatted cluster id."""
         self.partitions: dict[TopicPartition, UpdateMetadataPartitionState] = {}
         self.live_brokers: dict[int, BrokerEndpoint] = {}
         self.controller_id: int = -1
@@ -163,14 +165,14 @@ class MetadataCache:
             )
         return MetadataResponse(
             brokers=tuple(self.live_brokers[b] for b in sorted(self.live_brokers)),
-            cluster_id=CLUSTER_ID,
+            cluster_id=self.cluster_id,
             controller_id=self.controller_id,
             topics=tuple(topics),
         )
 
     def describe_cluster(self) -> DescribeClusterResponse:
         return DescribeClusterResponse(
-            cluster_id=CLUSTER_ID,
+            cluster_id=self.cluster_id,
             controller_id=self.controller_id,
             brokers=tuple(self.live_brokers[b] for b in sorted(self.live_brokers)),
         )

@@ -14,6 +14,7 @@ from kafkalite.host.kraft_cluster import KRaftCluster
 from kafkalite.protocol import (
     CreatableTopic,
     CreateTopicsRequest,
+    DescribeClusterRequest,
     LeaderAndIsrRequest,
     MetadataRequest,
     StopReplicaRequest,
@@ -301,3 +302,12 @@ def test_describe_quorum_of_another_partition_is_unknown(cluster: KRaftCluster) 
     other = TopicPartition("q", 0)
     resp = c.request(min(c.brokers), DescribeQuorumRequest(partitions=(DescribeQuorumPartition(tp=other),)))
     assert [(p.tp, p.error_code) for p in resp.partitions] == [(other, 3)], "UNKNOWN_TOPIC_OR_PARTITION"
+
+
+def test_metadata_and_describe_cluster_carry_the_formatted_cluster_id(cluster: KRaftCluster) -> None:
+    # as Kafka's KRaft brokers: the id kafka-storage format wrote, not a fixed name
+    c = cluster
+    c.run_for(1000)
+    meta = c.request(1, MetadataRequest(topics=None))
+    desc = c.request(2, DescribeClusterRequest())
+    assert meta.cluster_id == desc.cluster_id == c.cluster_id != "kafkalite"
