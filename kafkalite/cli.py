@@ -684,17 +684,18 @@ def cluster_stop(directory: str) -> None:
 
 @kafkalite.group("metadata-quorum")
 @click.option("--bootstrap-controller", help="Controllers' listeners, HOST:PORT[,...] (KIP-919).")
-@click.option("--bootstrap-server", help="Not served: kafkalite's brokers do not forward DescribeQuorum.")
+@click.option(
+    "--bootstrap-server",
+    help="KRaft brokers' listeners, HOST:PORT[,...]: a broker forwards the request to the active controller.",
+)
 @click.pass_context
 def metadata_quorum(
     ctx: click.Context, bootstrap_controller: str | None, bootstrap_server: str | None
 ) -> None:
     """The KRaft metadata quorum, as kafka-metadata-quorum shows it."""
-    if bootstrap_server and not bootstrap_controller:
-        raise click.UsageError("give --bootstrap-controller: kafkalite's brokers do not serve DescribeQuorum")
-    if not bootstrap_controller:
-        raise click.UsageError("give --bootstrap-controller HOST:PORT[,...]")
-    ctx.obj = bootstrap_controller
+    if bool(bootstrap_server) == bool(bootstrap_controller):  # as Kafka's tool: one, and only one
+        raise click.UsageError("give exactly one of --bootstrap-server and --bootstrap-controller")
+    ctx.obj = bootstrap_server or bootstrap_controller
 
 
 @metadata_quorum.command("describe")
@@ -702,15 +703,22 @@ def metadata_quorum(
 @click.option("--replication", is_flag=True, help="Each voter's and observer's log end offset and lag.")
 @click.pass_obj
 def metadata_quorum_describe(bootstrap: str, status: bool, replication: bool) -> None:
-    """DescribeQuorum at the quorum's leader (each bootstrap controller in turn until the leader answers)."""
+    """DescribeQuorum at the quorum's leader (each bootstrap address in turn until one gives the leader's
+    answer: a controller that leads, or a broker, which forwards it there)."""
     import time  # deferred: keeps `kafkalite --help` fast
 
-    from kafkalite.host.metadata_quorum import describe_quorum, replication_rows, status_lines
+    from kafkalite.errors import error_name
+    from kafkalite.host.metadata_quorum import (
+        NOT_LEADER_OR_FOLLOWER,
+        describe_quorum,
+        replication_rows,
+        status_lines,
+    )
     from kafkalite.host.processes import parse_address
 
     if status == replication:
         raise click.UsageError("give exactly one of --status and --replication")
-    last = "no controller answered"
+    last = "no node answered"
     for addr in (a.strip() for a in bootstrap.split(",") if a.strip()):
         try:
             cluster_id, part = describe_quorum(parse_address(addr))
@@ -718,7 +726,8 @@ def metadata_quorum_describe(bootstrap: str, status: bool, replication: bool) ->
             last = f"{addr}: {e}"
             continue
         if part.error_code:
-            last = f"{addr}: error {part.error_code} (not the quorum's leader)"
+            why = " (not the quorum's leader)" if part.error_code == NOT_LEADER_OR_FOLLOWER else ""
+            last = f"{addr}: {error_name(part.error_code)}{why}"
             continue
         break
     else:

@@ -6,6 +6,9 @@ cluster id and the active controller, as Kafka's controllers do for ``--bootstra
 KIP-919) and DescribeQuorum, which only the quorum's leader answers; the others say
 NOT_LEADER_OR_FOLLOWER, so the tool tries each bootstrap controller in turn. DescribeQuorum v0-v1 are served
 (v2 adds directory ids and endpoints, KIP-853, which kafkalite's static quorum does not have).
+
+With ``--bootstrap-server`` the tool asks a KRaft broker instead, which forwards the request to the active
+controller (``ForwardingManager``) and relays the leader's answer, as Kafka's brokers do.
 """
 
 from __future__ import annotations
@@ -18,13 +21,20 @@ from collections.abc import Callable
 from typing import Any
 
 from kafkalite.protocol.codec.binding import from_wire, to_wire
-from kafkalite.protocol.codec.header import API_VERSIONS_KEY, encode_response, spec_for
+from kafkalite.protocol.codec.header import (
+    API_VERSIONS_KEY,
+    decode_response,
+    encode_request,
+    encode_response,
+    spec_for,
+)
 from kafkalite.protocol.codec.messages import DESCRIBE_QUORUM
-from kafkalite.protocol.codec.schema import decode, encode
-from kafkalite.protocol.codec.types import Reader, Writer
+from kafkalite.protocol.codec.types import Reader
+from kafkalite.protocol.error_response import UNKNOWN_SERVER_ERROR
 from kafkalite.protocol.metadata import DescribeClusterRequest, DescribeClusterResponse
 from kafkalite.protocol.raft import (
     DescribeQuorumPartition,
+    DescribeQuorumPartitionResponse,
     DescribeQuorumRequest,
     DescribeQuorumResponse,
 )
@@ -33,7 +43,11 @@ from kafkalite.raft.kafka_raft_client import METADATA_TP
 _SIZE = struct.Struct(">i")
 DESCRIBE_CLUSTER_KEY = 60
 NOT_LEADER_OR_FOLLOWER = 6
-_ADVERTISED = ((API_VERSIONS_KEY, 0, 3), (DESCRIBE_CLUSTER_KEY, 0, 1), (55, 0, 1))
+_ADVERTISED = (
+    (API_VERSIONS_KEY, 0, 3),
+    (DESCRIBE_CLUSTER_KEY, 0, 1),
+    (DESCRIBE_QUORUM.api_key, DESCRIBE_QUORUM.min_version, DESCRIBE_QUORUM.max_version),
+)
 
 
 class ControllerListener:
@@ -86,32 +100,18 @@ class ControllerListener:
             cluster_id, controller = self.cluster()
             resp = DescribeClusterResponse(cluster_id=cluster_id, controller_id=controller)
             return encode_response(api_key, version, corr, to_wire(resp, version))
-        if api_key == 55 and DESCRIBE_QUORUM.min_version <= version <= DESCRIBE_QUORUM.max_version:
-            r.skip_tagged_fields()  # flexible from v0
-            body = to_wire(self.describe(), version)
-            w = Writer()
-            w.int32(corr)
-            w.empty_tagged_fields()
-            payload = bytes(w.buf) + encode(DESCRIBE_QUORUM.response, body, version, True)
-            return _SIZE.pack(len(payload)) + payload
+        if api_key == DESCRIBE_QUORUM.api_key and spec_for(api_key, version) is not None:
+            return encode_response(api_key, version, corr, to_wire(self.describe(), version))
         return None
 
 
 # ------------------------------------------------------------------------------------- the client side
 
 
-def _call(sock: socket.socket, api_key: int, version: int, corr: int, body: bytes, flexible: bool) -> bytes:
-    w = Writer()
-    w.int16(api_key)
-    w.int16(version)
-    w.int32(corr)
-    w.string("kafkalite-metadata-quorum")
-    if flexible:
-        w.empty_tagged_fields()
-    payload = bytes(w.buf) + body
-    sock.sendall(_SIZE.pack(len(payload)) + payload)
+def _exchange(sock: socket.socket, api_key: int, version: int, corr: int, body: dict) -> dict:
+    sock.sendall(encode_request(api_key, version, corr, "kafkalite-metadata-quorum", body))
     (size,) = _SIZE.unpack(_read(sock, 4))
-    return _read(sock, size)
+    return decode_response(api_key, version, _read(sock, size))[1]
 
 
 def _read(sock: socket.socket, n: int) -> bytes:
@@ -119,30 +119,31 @@ def _read(sock: socket.socket, n: int) -> bytes:
     while len(buf) < n:
         chunk = sock.recv(n - len(buf))
         if not chunk:
-            raise ConnectionError("the controller closed the connection")
+            raise ConnectionError("the node closed the connection")
         buf += chunk
     return bytes(buf)
 
 
 def describe_quorum(address: tuple[str, int], timeout_s: float = 10.0) -> tuple[str, Any]:
-    """(cluster id, the quorum's ``DescribeQuorumPartitionResponse``) as the controller at ``address``
-    answers; its ``error_code`` is NOT_LEADER_OR_FOLLOWER when that controller does not lead."""
-    from kafkalite.protocol.codec.header import decode_response, encode_request
-
+    """(cluster id, the quorum's ``DescribeQuorumPartitionResponse``) as the node at ``address`` answers:
+    a controller (``error_code`` NOT_LEADER_OR_FOLLOWER when it does not lead) or a KRaft broker, which
+    forwards the request to the active controller. A top-level error (a broker's REQUEST_TIMED_OUT,
+    CLUSTER_AUTHORIZATION_FAILED) comes back as the partition's. A node whose ApiVersions does not list
+    DescribeQuorum v1 (a ZooKeeper-mode broker) raises ``ValueError``, as Kafka's admin client refuses to
+    send a request the node does not support."""
     with socket.create_connection(address, timeout=timeout_s) as sock:
-        sock.sendall(encode_request(DESCRIBE_CLUSTER_KEY, 0, 1, "kafkalite-metadata-quorum",
-                                    to_wire(DescribeClusterRequest(), 0)))  # fmt: skip
-        (size,) = _SIZE.unpack(_read(sock, 4))
-        _, cluster = decode_response(DESCRIBE_CLUSTER_KEY, 0, _read(sock, size))
+        hello = {"client_software_name": "kafkalite-metadata-quorum", "client_software_version": "1"}
+        apis = {a["api_key"]: a for a in _exchange(sock, API_VERSIONS_KEY, 3, 0, hello)["api_keys"]}
+        dq = apis.get(DESCRIBE_QUORUM.api_key)
+        if dq is None or not dq["min_version"] <= 1 <= dq["max_version"]:
+            raise ValueError("it does not serve DescribeQuorum (API 55): not a KRaft broker or controller")
+        cluster = _exchange(sock, DESCRIBE_CLUSTER_KEY, 0, 1, to_wire(DescribeClusterRequest(), 0))
         req = DescribeQuorumRequest(partitions=(DescribeQuorumPartition(tp=METADATA_TP),))
-        body = encode(DESCRIBE_QUORUM.request, to_wire(req, 1), 1, True)
-        frame = _call(sock, 55, 1, 2, body, True)
-    r = Reader(frame)
-    r.int32()
-    r.skip_tagged_fields()
-    resp = from_wire(
-        DescribeQuorumResponse, decode(DESCRIBE_QUORUM.response, memoryview(frame)[r.pos :], 1, True), 1
-    )
+        body = _exchange(sock, DESCRIBE_QUORUM.api_key, 1, 2, to_wire(req, 1))
+    resp = from_wire(DescribeQuorumResponse, body, 1)
+    if resp.error_code or not resp.partitions:
+        code = resp.error_code or UNKNOWN_SERVER_ERROR
+        return cluster["cluster_id"], DescribeQuorumPartitionResponse(tp=METADATA_TP, error_code=code)
     return cluster["cluster_id"], resp.partitions[0]
 
 

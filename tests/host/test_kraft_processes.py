@@ -164,6 +164,15 @@ def quorum_leader(bootstrap_controllers: str) -> int | None:
     return int(dict(line.split(":", 1) for line in res.output.splitlines())["LeaderId"])
 
 
+def quorum_leader_via(bootstrap_servers: str) -> int | None:
+    res = CliRunner().invoke(
+        kafkalite, ["metadata-quorum", "--bootstrap-server", bootstrap_servers, "describe", "--status"]
+    )
+    if res.exit_code != 0:
+        return None
+    return int(dict(line.split(":", 1) for line in res.output.splitlines())["LeaderId"])
+
+
 def test_sigkilled_active_controller_is_replaced_and_rejoins(cluster) -> None:
     d, state = cluster
     old = quorum_leader(state["bootstrap_controllers"])
@@ -171,6 +180,11 @@ def test_sigkilled_active_controller_is_replaced_and_rejoins(cluster) -> None:
     signal_controller(d, old, signal.SIGKILL)
     others = ",".join(c["listener"] for cid, c in state["controllers"].items() if int(cid) != old)
     wait_for(lambda: quorum_leader(others) not in (None, old), 30, "the other voters to elect a leader")
+    # a broker's forwarding follows the quorum to its new leader
+    wait_for(
+        lambda: quorum_leader_via(state["bootstrap_servers"]) == quorum_leader(others),
+        30, "a broker to relay the new leader's DescribeQuorum",
+    )  # fmt: skip
     create_topic(state["bootstrap_servers"], "after-failover")  # forwarded to the new active controller
     restart_controller(d, old)
     wait_for(
@@ -259,11 +273,37 @@ def test_metadata_quorum_describe_shows_three_voters_and_three_observers(cluster
     assert all(int(r[1]) > 0 and int(r[2]) >= 0 for r in rows)
 
 
-def test_metadata_quorum_needs_a_controller_address() -> None:
-    res = CliRunner().invoke(
-        kafkalite, ["metadata-quorum", "--bootstrap-server", "127.0.0.1:9092", "describe", "--status"]
-    )
-    assert res.exit_code != 0 and "--bootstrap-controller" in res.output
+def _status(option: str, bootstrap: str) -> dict[str, str]:
+    res = CliRunner().invoke(kafkalite, ["metadata-quorum", option, bootstrap, "describe", "--status"])
+    assert res.exit_code == 0, res.output
+    return {k: v.strip() for k, v in (line.split(":", 1) for line in res.output.splitlines())}
+
+
+def test_metadata_quorum_through_a_broker_shows_what_the_controllers_do(cluster) -> None:
+    # kafka-metadata-quorum --bootstrap-server: the broker forwards DescribeQuorum to the active controller
+    _, state = cluster
+    broker = state["bootstrap_servers"].split(",")[1]  # broker 2 alone
+    direct = _status("--bootstrap-controller", state["bootstrap_controllers"])
+    via = _status("--bootstrap-server", broker)
+    assert list(via) == list(direct)
+    same = ("ClusterId", "LeaderId", "LeaderEpoch", "CurrentVoters", "CurrentObservers")
+    assert {k: via[k] for k in same} == {k: direct[k] for k in same}
+    assert via["CurrentObservers"] == "[1,2,3]" and int(via["HighWatermark"]) > 0
+    rep = CliRunner().invoke(kafkalite, ["metadata-quorum", "--bootstrap-server", broker, "describe",
+                                         "--replication"])  # fmt: skip
+    assert rep.exit_code == 0, rep.output
+    rows = [line.split() for line in rep.output.splitlines()[1:]]
+    assert rows[0][0] == via["LeaderId"] and rows[0][5] == "Leader"
+    assert sorted(int(r[0]) for r in rows) == [1, 2, 3, 3001, 3002, 3003]
+
+
+def test_metadata_quorum_needs_exactly_one_bootstrap_option() -> None:
+    for opts in ([], ["--bootstrap-server", "127.0.0.1:1", "--bootstrap-controller", "127.0.0.1:1"]):
+        res = CliRunner().invoke(kafkalite, ["metadata-quorum", *opts, "describe", "--status"])
+        assert (
+            res.exit_code == 2
+            and "exactly one of --bootstrap-server and --bootstrap-controller" in res.output
+        )
 
 
 def test_controller_listener_closes_on_an_api_it_does_not_serve() -> None:

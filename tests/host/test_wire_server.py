@@ -127,6 +127,18 @@ def test_a_zookeeper_mode_broker_neither_lists_nor_reads_describe_quorum(one_bro
     s.close()
 
 
+def test_metadata_quorum_at_a_zookeeper_mode_broker_says_it_is_not_served(one_broker):
+    from click.testing import CliRunner
+
+    from kafkalite.cli import kafkalite
+
+    host, port = next(iter(one_broker.server.addresses.values()))
+    res = CliRunner().invoke(
+        kafkalite, ["metadata-quorum", "--bootstrap-server", f"{host}:{port}", "describe", "--status"]
+    )
+    assert res.exit_code == 1 and "does not serve DescribeQuorum (API 55)" in res.output, res.output
+
+
 def test_pipelined_requests_are_answered_in_order_and_acks0_not_at_all(one_broker):
     from kafkalite.records import build_batch
 
