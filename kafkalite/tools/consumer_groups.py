@@ -16,14 +16,20 @@ is no server to connect to from a shell. So the tool has two entry points over t
   describing and dry-run resets work; ``--execute`` is refused, because a commit needs a live coordinator
   to append it (writing replicas behind a stopped cluster's back would make them diverge).
 
-Resets follow Kafka's rules: dry run unless ``execute``; with ``execute`` the group must have no active
-members (state Empty or Dead); new offsets are clamped to ``[log start, high watermark]``.
+Resets follow Kafka's rules: one reset spec (``--to-earliest``, ``--to-latest``, ``--to-offset``,
+``--to-current``, ``--to-datetime``, ``--by-duration``, ``--shift-by``, ``--from-file``); one scope
+(``--all-topics``, or ``--topic T`` / ``--topic T:0,2``, repeatable) unless the plan comes from a file; a
+dry run unless ``--execute`` (with a warning when neither ``--dry-run`` nor ``--execute`` is given);
+``--export`` prints the plan as the CSV ``--from-file`` reads back. With ``execute`` the group must have no
+active members (state Empty or Dead); offsets a spec asks for are clamped to ``[log start, high watermark]``.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import re
 import shlex
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,15 +56,25 @@ __all__ = [
     "format_describe",
     "format_list",
     "format_reset",
+    "format_export",
     "list_groups",
     "parse_datetime",
+    "parse_duration",
+    "parse_reset_plan",
+    "parse_topic_scope",
     "plan_reset",
     "reset_offsets",
     "run",
 ]
 
 OFFSETS_TOPIC = "__consumer_offsets"
-RESET_MODES = ("to_earliest", "to_latest", "to_datetime", "shift_by")
+RESET_MODES = (
+    "to_earliest", "to_latest", "to_offset", "to_current", "to_datetime", "by_duration", "shift_by", "from_file"
+)  # fmt: skip
+NO_DRY_RUN_WARNING = (
+    "WARN: No action will be performed as the --execute option is missing. Add --dry-run to say a dry run is "
+    "what you mean, or --execute to commit the new offsets."
+)
 
 
 class GroupNotEmptyError(Exception):
@@ -170,10 +186,13 @@ def plan_reset(
     value: Any = None,
     by_time: Mapping[TopicPartition, int | None] | None = None,
 ) -> list[ResetRow]:
-    """New offsets for ``mode`` (``to_earliest``, ``to_latest``, ``to_datetime``, ``shift_by``), clamped to each
-    partition's ``(log start, high watermark)``. ``by_time`` holds the offsets found for a datetime."""
+    """New offsets for ``mode`` (one of ``RESET_MODES``), clamped to each partition's ``(log start, high
+    watermark)``. ``value``: the offset for ``to_offset``, the shift for ``shift_by``, ``{tp: offset}`` for
+    ``from_file``. ``by_time`` holds the offsets found for ``to_datetime`` / ``by_duration``."""
     if mode not in RESET_MODES:
         raise ValueError(f"reset mode must be one of {RESET_MODES}, got {mode!r}")
+    if mode in ("to_offset", "shift_by") and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ValueError(f"{mode} needs an integer, got {value!r}")
     rows = []
     for tp in sorted(bounds):
         start, end = bounds[tp]
@@ -182,12 +201,16 @@ def plan_reset(
             new = start
         elif mode == "to_latest":
             new = end
-        elif mode == "to_datetime":
+        elif mode == "to_offset":
+            new = value
+        elif mode == "to_current":
+            new = end if cur is None else cur  # nothing committed: the log end, as Kafka does
+        elif mode in ("to_datetime", "by_duration"):
             found = (by_time or {}).get(tp)
             new = end if found is None else found  # no record that late: the end, as Kafka does
+        elif mode == "from_file":
+            new = value[tp]
         else:
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f"shift_by needs an integer, got {value!r}")
             new = (start if cur is None else cur) + value
         rows.append(ResetRow(group, tp.topic, tp.partition, cur, min(max(new, start), end)))
     return rows
@@ -205,8 +228,75 @@ def parse_datetime(text: str) -> int:
     return int(t.timestamp() * 1000)
 
 
-def _topic_partitions(cluster: Any, topics: Sequence[str]) -> list[TopicPartition]:
-    return [TopicPartition(t, p) for t in topics for p in cluster.partitions_for(t)]
+# ISO-8601 durations as java.time.Duration reads them (Kafka's --by-duration): days, hours, minutes and
+# (fractional) seconds, each part optionally signed, the whole optionally negated; no years or months.
+_DURATION = re.compile(
+    r"([-+]?)P(?:([-+]?\d+)D)?(?:T(?=[-+]?\d)(?:([-+]?\d+)H)?(?:([-+]?\d+)M)?(?:([-+]?\d+)(?:[.,](\d{1,9}))?S)?)?",
+    re.IGNORECASE,
+)
+
+
+def parse_duration(text: str) -> int:
+    """Kafka's ``--by-duration`` format ``PnDTnHnMn.nS`` (ISO-8601, as ``java.time.Duration.parse``) to
+    milliseconds, e.g. ``P1DT2H`` -> 93_600_000."""
+    m = _DURATION.fullmatch(text.strip())
+    if m is None or not any(m.group(i) for i in range(2, 6)):
+        raise ValueError(f"--by-duration must be an ISO-8601 duration like PT1H30M or P2DT3H, got {text!r}")
+    sign, days, hours, minutes, seconds, fraction = m.groups()
+    secs = int(seconds or 0)
+    ms = (int(days or 0) * 86_400 + int(hours or 0) * 3_600 + int(minutes or 0) * 60 + secs) * 1000
+    if fraction:
+        frac_ms = int(fraction.ljust(9, "0")) // 1_000_000
+        ms += -frac_ms if seconds.startswith("-") else frac_ms  # "-1.5S" is minus 1.5 s, as Java reads it
+    return -ms if sign == "-" else ms
+
+
+def parse_reset_plan(text: str, groups: Sequence[str]) -> dict[str, dict[TopicPartition, int]]:
+    """A ``--from-file`` CSV: ``topic,partition,offset`` lines for a single ``--group``, or
+    ``group,topic,partition,offset`` lines (what ``--export`` prints for several groups)."""
+    plan: dict[str, dict[TopicPartition, int]] = {}
+    lines = [(n, line.strip()) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    with_group = not (len(groups) == 1 and lines and len(lines[0][1].split(",")) == 3)
+    for n, line in lines:
+        fields = [f.strip() for f in line.split(",")]
+        want = 4 if with_group else 3
+        try:
+            if len(fields) != want:
+                raise ValueError
+            group = fields[0] if with_group else groups[0]
+            topic, partition, offset = fields[-3], int(fields[-2]), int(fields[-1])
+            if not topic or partition < 0:
+                raise ValueError
+        except ValueError:
+            shape = "group,topic,partition,offset" if with_group else "topic,partition,offset"
+            raise ValueError(f"--from-file line {n}: expected {shape}, got {line!r}") from None
+        plan.setdefault(group, {})[TopicPartition(topic, partition)] = offset
+    return plan
+
+
+def parse_topic_scope(args: Sequence[str], partitions_for: Any) -> list[TopicPartition]:
+    """``--topic`` values: ``T`` (every partition of T, from ``partitions_for(T)``) or ``T:0,2`` (those)."""
+    out: list[TopicPartition] = []
+    for arg in args:
+        if ":" not in arg:
+            out.extend(TopicPartition(arg, p) for p in partitions_for(arg))
+            continue
+        topic, _, parts = arg.partition(":")
+        if not topic or not parts or ":" in parts:
+            raise ValueError(
+                f"Invalid topic arg '{arg}' for --topic, expected topic name and partitions (t:0,1)"
+            )
+        for p in parts.split(","):
+            if not p.strip().isdigit():
+                raise ValueError(f"Invalid partition '{p}' in --topic '{arg}'")
+            out.append(TopicPartition(topic, int(p)))
+    return sorted(set(out))
+
+
+def _now_ms(cluster: Any) -> int:
+    """The cluster's clock (a simulated cluster's is virtual), else the wall clock."""
+    net = getattr(cluster, "net", None)
+    return net.now_ms() if net is not None else int(time.time() * 1000)
 
 
 def reset_offsets(
@@ -218,17 +308,24 @@ def reset_offsets(
     *,
     execute: bool = False,
 ) -> list[ResetRow]:
-    """Plan (and with ``execute`` commit) new offsets for ``group`` on ``topics`` (default: the topics it
-    has committed). ``value``: the shift for ``shift_by``, a datetime string or epoch ms for ``to_datetime``."""
-
+    """Plan (and with ``execute`` commit) new offsets for ``group`` on ``topics`` (``T`` or ``T:0,1``;
+    None: the partitions it has committed, Kafka's ``--all-topics``). ``value``: the offset for
+    ``to_offset``, the shift for ``shift_by``, a datetime string or epoch ms for ``to_datetime``, an ISO
+    duration for ``by_duration``, ``{tp: offset}`` for ``from_file`` (whose keys are then the scope)."""
     committed = cluster.group_offsets(group)
-    tps = _topic_partitions(cluster, topics) if topics else sorted(committed)
+    if mode == "from_file":
+        tps = sorted(value)
+    else:
+        tps = parse_topic_scope(topics, cluster.partitions_for) if topics else sorted(committed)
     if not tps:
         raise ValueError(f"group {group!r} has no committed offsets: name the topics with --topic")
     bounds = cluster.offset_bounds(tps)
     by_time = None
-    if mode == "to_datetime":
-        ts = parse_datetime(value) if isinstance(value, str) else int(value)
+    if mode in ("to_datetime", "by_duration"):
+        if mode == "by_duration":
+            ts = max(0, _now_ms(cluster) - parse_duration(value))  # -1, -2 would mean latest, earliest
+        else:
+            ts = parse_datetime(value) if isinstance(value, str) else int(value)
         by_time = cluster.list_offsets(tps, ts)
     rows = plan_reset(group, {tp: committed.get(tp) for tp in tps}, bounds, mode, value, by_time)
     if execute:
@@ -247,7 +344,7 @@ def run(cluster: Any, args: str | Sequence[str]) -> str:
     what it prints; a usage or Kafka error raises ``click.ClickException`` with the tool's message."""
     argv = shlex.split(args) if isinstance(args, str) else list(args)
     result = CliRunner().invoke(command, argv, obj=cluster, catch_exceptions=False, standalone_mode=False)
-    return result.output
+    return result.stdout  # warnings go to stderr, as the tool's do; --export's CSV stays clean
 
 
 # ----------------------------------------------------------------------------------- text output
@@ -275,6 +372,13 @@ def format_describe(state: str, rows: Sequence[PartitionRow]) -> str:
     elif state in ("PreparingRebalance", "CompletingRebalance"):
         lines.append(f"Consumer group is rebalancing ({state}).\n")
     return "\n".join([*lines, _table(header, body)])
+
+
+def format_export(rows: Sequence[ResetRow], with_group: bool = False) -> str:
+    """``--export``: the plan as the CSV ``--from-file`` reads (``group,`` first when several groups)."""
+    return "".join(
+        (f"{r.group}," if with_group else "") + f"{r.topic},{r.partition},{r.new_offset}\n" for r in rows
+    )
 
 
 def format_reset(rows: Sequence[ResetRow], executed: bool) -> str:
@@ -370,17 +474,23 @@ class OffsetsDirectory:
     def plan_reset(
         self, group: str, topics: Sequence[str] | None, mode: str, value: Any = None
     ) -> list[ResetRow]:
+        """The live ``reset_offsets`` plan, read from disk (``by_duration`` counts back from the wall clock)."""
         committed = self.offsets.get(group, {})
-        if topics:
-            tps = [TopicPartition(t, p) for (t, p) in self.partitions if t in set(topics)]
+        if mode == "from_file":
+            tps = sorted(value)
+        elif topics:
+            tps = parse_topic_scope(topics, self.partitions_for)
         else:
             tps = sorted(committed)
         if not tps:
             raise ValueError(f"group {group!r} has no committed offsets here: name the topics with --topic")
         bounds = {tp: self.bounds(tp) for tp in tps}
         by_time = None
-        if mode == "to_datetime":
-            ts = parse_datetime(value) if isinstance(value, str) else int(value)
+        if mode in ("to_datetime", "by_duration"):
+            if mode == "by_duration":
+                ts = max(0, int(time.time() * 1000) - parse_duration(value))
+            else:
+                ts = parse_datetime(value) if isinstance(value, str) else int(value)
             by_time = {}
             for tp in tps:
                 log = Log.open(self.partitions[(tp.topic, tp.partition)].dir, read_only=True)
@@ -391,8 +501,21 @@ class OffsetsDirectory:
                 by_time[tp] = None if hit is None or hit[0] >= bounds[tp][1] else hit[0]
         return plan_reset(group, {tp: committed.get(tp) for tp in tps}, bounds, mode, value, by_time)
 
+    def partitions_for(self, topic: str) -> list[int]:
+        parts = sorted(p for (t, p) in self.partitions if t == topic)
+        if not parts:
+            raise ValueError(f"topic {topic!r} does not exist under {self.path}")
+        return parts
+
 
 # ----------------------------------------------------------------------------------- the command line
+
+# The reset specs, as the command line names them; --reset-offsets takes exactly one.
+RESET_SPECS = {
+    "to_earliest": "--to-earliest", "to_latest": "--to-latest", "to_offset": "--to-offset",
+    "to_current": "--to-current", "to_datetime": "--to-datetime", "by_duration": "--by-duration",
+    "shift_by": "--shift-by", "from_file": "--from-file",
+}  # fmt: skip
 
 
 @click.command("consumer-groups")
@@ -417,18 +540,30 @@ class OffsetsDirectory:
     "--reset-offsets",
     "do_reset",
     is_flag=True,
-    help="Plan new committed offsets (a dry run from a directory).",
+    help="Plan (with --execute, commit) new offsets for an inactive group: one reset spec and one scope.",
 )
 @click.option("--delete", is_flag=True, help="Delete an Empty group and its committed offsets.")
 @click.option("--group", help="The group to describe, reset or delete.")
+@click.option("--all-groups", is_flag=True, help="With --reset-offsets: every group.")
 @click.option(
-    "--topic", "topics", multiple=True, help="Topics to reset (default: those the group committed)."
-)
+    "--topic", "topics", multiple=True,
+    help="Reset scope: a topic (all its partitions) or topic:0,1,2 (those partitions); repeatable.",
+)  # fmt: skip
+@click.option("--all-topics", is_flag=True, help="Reset scope: every partition the group has committed.")
 @click.option("--to-earliest", is_flag=True, help="Reset to the log start offset.")
 @click.option("--to-latest", is_flag=True, help="Reset to the high watermark.")
+@click.option("--to-offset", type=int, help="Reset to offset N (clamped to [log start, high watermark]).")
+@click.option("--to-current", is_flag=True, help="Reset to the committed offset (the log end if none).")
 @click.option("--to-datetime", help="Reset to the first offset at or after YYYY-MM-DDTHH:mm:SS.sss (UTC).")
+@click.option("--by-duration", help="Reset to the first offset at or after now minus PnDTnHnMnS (ISO-8601).")
 @click.option("--shift-by", type=int, help="Move the committed offset by N (may be negative).")
-@click.option("--execute", is_flag=True, help="Apply the reset (needs a live cluster; see below).")
+@click.option(
+    "--from-file", type=click.Path(exists=True, dir_okay=False),
+    help="Reset to the offsets in a CSV of topic,partition,offset lines (as --export prints).",
+)  # fmt: skip
+@click.option("--dry-run", is_flag=True, help="Only show the new offsets (the default).")
+@click.option("--execute", is_flag=True, help="Commit the new offsets (needs a live cluster).")
+@click.option("--export", "do_export", is_flag=True, help="Print the plan as CSV for --from-file.")
 @click.pass_context
 def command(
     ctx: click.Context,
@@ -441,12 +576,20 @@ def command(
     do_reset: bool,
     delete: bool,
     group: str | None,
+    all_groups: bool,
     topics: tuple[str, ...],
+    all_topics: bool,
     to_earliest: bool,
     to_latest: bool,
+    to_offset: int | None,
+    to_current: bool,
     to_datetime: str | None,
+    by_duration: str | None,
     shift_by: int | None,
+    from_file: str | None,
+    dry_run: bool,
     execute: bool,
+    do_export: bool,
 ) -> None:
     """Kafka's kafka-consumer-groups: --list, --describe, --reset-offsets, --delete.
 
@@ -454,7 +597,8 @@ def command(
     what a stopped simulated cluster left on disk (__consumer_offsets replayed, high watermarks from the
     checkpoints); resets are dry runs there. The same command line runs against a live in-process Cluster,
     --execute included, with
-    kafkalite.tools.consumer_groups.run(cluster, "--reset-offsets --group G --to-earliest --execute").
+    kafkalite.tools.consumer_groups.run(cluster, "--reset-offsets --group G --all-topics --to-earliest
+    --execute").
     """
     live = ctx.obj  # a running Cluster when called through run()
     if sum(x is not None for x in (live, cluster_dir, bootstrap_server)) != 1:
@@ -466,8 +610,15 @@ def command(
     actions = [do_list, describe, do_reset, delete]
     if sum(actions) != 1:
         raise click.UsageError("give exactly one of --list, --describe, --reset-offsets, --delete")
-    if (describe or do_reset or delete) and not group:
-        raise click.UsageError("--describe, --reset-offsets and --delete need --group")
+    if group and all_groups:
+        raise click.UsageError("--group can't be used with --all-groups")
+    if all_groups and not do_reset:
+        raise click.UsageError("--all-groups goes with --reset-offsets only")
+    if (describe or do_reset or delete) and not (group or all_groups):
+        raise click.UsageError(
+            "--reset-offsets takes one of --group, --all-groups" if do_reset
+            else "--describe, --reset-offsets and --delete need --group"
+        )  # fmt: skip
     if delete and cluster_dir is not None:
         raise click.UsageError("--delete needs a running cluster (--bootstrap-server)")
     if (group_types is not None or group_states is not None) and not do_list:
@@ -476,26 +627,47 @@ def command(
         raise click.UsageError(
             "--type and --state need a running cluster: a directory keeps offsets, not groups"
         )
-    modes = {"to_earliest": to_earliest, "to_latest": to_latest, "to_datetime": to_datetime is not None,
-             "shift_by": shift_by is not None}  # fmt: skip
-    chosen = [m for m, on in modes.items() if on]
-    if do_reset and len(chosen) != 1:
+    given = {"to_earliest": to_earliest, "to_latest": to_latest, "to_offset": to_offset is not None,
+             "to_current": to_current, "to_datetime": to_datetime is not None,
+             "by_duration": by_duration is not None, "shift_by": shift_by is not None,
+             "from_file": from_file is not None}  # fmt: skip
+    chosen = [m for m, on in given.items() if on]
+    every_spec = ", ".join(RESET_SPECS.values())
+    if do_reset and not chosen:
+        raise click.UsageError(f"--reset-offsets needs one of these reset specs: {every_spec}")
+    if do_reset and len(chosen) > 1:
+        first, second = (RESET_SPECS[m] for m in chosen[:2])
         raise click.UsageError(
-            "--reset-offsets needs one of --to-earliest, --to-latest, --to-datetime, --shift-by"
+            f"{first} can't be used with {second}: --reset-offsets takes exactly one of {every_spec}"
         )
-    if not do_reset and (chosen or execute):
-        raise click.UsageError("--to-*, --shift-by and --execute only go with --reset-offsets")
+    reset_only = chosen or execute or dry_run or do_export or all_topics
+    if not do_reset and reset_only:
+        raise click.UsageError(
+            "--to-*, --by-duration, --shift-by, --from-file, --all-topics, --dry-run, --execute and --export "
+            "only go with --reset-offsets"
+        )
+    if execute and dry_run:
+        raise click.UsageError("--reset-offsets only accepts one of --execute and --dry-run")
+    if do_reset and from_file is None and not (all_topics or topics):
+        raise click.UsageError("One of the reset scopes should be defined: --all-topics, --topic.")
+    if all_topics and topics:
+        raise click.UsageError("--all-topics can't be used with --topic")
     if execute and cluster_dir is not None:
         raise click.UsageError(
             "--execute needs a running cluster's group coordinator; a directory can only be read. In Python: "
             'kafkalite.tools.consumer_groups.run(cluster, "--reset-offsets ... --execute")'
         )
+    if do_reset and not (execute or dry_run):
+        click.echo(NO_DRY_RUN_WARNING, err=True)
     try:
-        mode = chosen[0] if chosen else ""
-        value = {"to_datetime": to_datetime, "shift_by": shift_by}.get(mode)
         if bootstrap_server is not None:
             live = AdminClient(bootstrap_server)
-        if live is not None:
+        found = OffsetsDirectory(cluster_dir) if live is None else None  # type: ignore[arg-type]
+        if do_reset:
+            _reset(live, found, group, all_groups, list(topics), chosen[0], execute, do_export,
+                   {"to_offset": to_offset, "to_datetime": to_datetime, "by_duration": by_duration,
+                    "shift_by": shift_by, "from_file": from_file}.get(chosen[0]))  # fmt: skip
+        elif live is not None:
             if do_list and (group_types is not None or group_states is not None):
                 click.echo(format_list(live, _split(group_types), _split(group_states)))
             elif do_list:
@@ -503,24 +675,56 @@ def command(
             elif delete:
                 live.delete_group(group)
                 click.echo(f"Deletion of requested consumer groups ('{group}') was successful.")
-            elif describe:
-                click.echo(format_describe(*describe_group(live, group)))  # type: ignore[arg-type]
             else:
-                rows = reset_offsets(live, group, list(topics) or None, mode, value, execute=execute)  # type: ignore[arg-type]
-                click.echo(format_reset(rows, executed=execute))
-            return
-        found = OffsetsDirectory(cluster_dir)  # type: ignore[arg-type]
-        if do_list:
-            for g in found.groups():
+                click.echo(format_describe(*describe_group(live, group)))  # type: ignore[arg-type]
+        elif do_list:
+            for g in found.groups():  # type: ignore[union-attr]
                 click.echo(g)
-        elif describe:
-            state, rows = found.describe(group)  # type: ignore[arg-type]
-            click.echo(format_describe(state, rows))
         else:
-            rows = found.plan_reset(group, list(topics) or None, mode, value)  # type: ignore[arg-type]
-            click.echo(format_reset(rows, executed=False))
+            state, rows = found.describe(group)  # type: ignore[union-attr, arg-type]
+            click.echo(format_describe(state, rows))
     except (KafkaError, ValueError, OSError, GroupNotEmptyError) as e:
         raise click.ClickException(str(e) or type(e).__name__) from e
     finally:
         if bootstrap_server is not None and live is not None:
             live.close()
+
+
+def _reset(
+    live: Any,
+    found: OffsetsDirectory | None,
+    group: str | None,
+    all_groups: bool,
+    topics: list[str],
+    mode: str,
+    execute: bool,
+    export: bool,
+    value: Any,
+) -> None:
+    """--reset-offsets for one group or all of them; an active group is refused (its error on stderr)
+    while the others go on, as Kafka's tool does, and the command then fails."""
+    groups = [group] if not all_groups else list_groups(live) if live is not None else found.groups()  # type: ignore[union-attr, list-item]
+    plan = None
+    if mode == "from_file":
+        plan = parse_reset_plan(Path(value).read_text(encoding="utf-8"), groups)
+    rows: list[ResetRow] = []
+    refused: list[str] = []
+    for g in groups:
+        if plan is not None:
+            if g not in plan:
+                raise ValueError(f"No reset plan for group {g} found in --from-file {value}")
+            value = plan[g]
+        try:
+            if live is not None:
+                rows += reset_offsets(live, g, topics or None, mode, value, execute=execute)
+            else:
+                rows += found.plan_reset(g, topics or None, mode, value)  # type: ignore[union-attr]
+        except GroupNotEmptyError as e:
+            refused.append(str(e))
+            click.echo(f"Error: {e}", err=True)
+    if export:
+        click.echo(format_export(rows, with_group=len(groups) > 1), nl=False)
+    elif rows:
+        click.echo(format_reset(rows, executed=execute))
+    if refused:
+        raise GroupNotEmptyError(refused[0] if len(refused) == 1 else f"{len(refused)} groups are active")

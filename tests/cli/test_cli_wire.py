@@ -80,7 +80,16 @@ def test_consumer_groups_list_describe_reset_and_delete(srv) -> None:
         line.split()[2]: int(line.split()[5]) for line in described.splitlines() if line.startswith("web ")
     }
     assert sum(lags.values()) == 10  # 40 written, 30 committed
-    reset = cli("consumer-groups", *boot, "--reset-offsets", "--group", "web", "--to-earliest", "--execute")
+    reset = cli(
+        "consumer-groups",
+        *boot,
+        "--reset-offsets",
+        "--group",
+        "web",
+        "--all-topics",
+        "--to-earliest",
+        "--execute",
+    )
     assert "clicks" in reset
     described = cli("consumer-groups", *boot, "--describe", "--group", "web")
     lags = {

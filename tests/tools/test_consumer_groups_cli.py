@@ -133,17 +133,28 @@ def test_cli_on_a_cluster_directory(cluster) -> None:
     lines = out.output.strip().splitlines()
     assert lines[0].startswith("GROUP") and lines[1].split()[:6] == ["app", "orders", "0", "15", "20", "5"]
     out = run(
-        kafkalite, ["consumer-groups", "--cluster-dir", d, "--reset-offsets", "--group", "app", "--to-latest"]
+        kafkalite,
+        [
+            "consumer-groups",
+            "--cluster-dir",
+            d,
+            "--reset-offsets",
+            "--group",
+            "app",
+            "--all-topics",
+            "--to-latest",
+        ],
     )
     assert out.exit_code == 0 and "Dry run" in out.output and out.output.strip().endswith("20"), out.output
     out = run(kafkalite, ["consumer-groups", "--cluster-dir", d, "--reset-offsets", "--group", "app",
-                          "--to-earliest", "--execute"])  # fmt: skip
+                          "--all-topics", "--to-earliest", "--execute"])  # fmt: skip
     assert out.exit_code == 2 and "running cluster" in out.output
     out = run(kafkalite, ["consumer-groups", "--cluster-dir", d, "--describe", "--group", "nope"])
     assert out.exit_code == 1 and "does not exist" in out.output
     out = run(kafkalite, ["consumer-groups", "--cluster-dir", d, "--describe"])
     assert out.exit_code == 2 and "--group" in out.output
-    out = run(kafkalite, ["consumer-groups", "--cluster-dir", d, "--reset-offsets", "--group", "app"])
+    out = run(kafkalite, ["consumer-groups", "--cluster-dir", d, "--reset-offsets", "--group", "app",
+                          "--all-topics"])  # fmt: skip
     assert out.exit_code == 2 and "--to-earliest" in out.output
 
 
@@ -156,10 +167,10 @@ def test_the_command_line_on_a_live_cluster_executes_resets(cluster) -> None:
     described = run(cluster, ["--describe", "--group", "app"])
     assert described.strip() == format_describe(*describe_group(cluster, "app")).strip()
     with pytest.raises(click.ClickException, match="inactive"):  # a member is still in the group
-        run(cluster, "--reset-offsets --group app --to-earliest --execute")
+        run(cluster, "--reset-offsets --group app --all-topics --to-earliest --execute")
     assert cluster.group_offsets("app") == {T0: 15, T1: 5}
     cluster.member.close()  # leaves: the group is Empty
-    out = run(cluster, "--reset-offsets --group app --shift-by -3 --execute")
+    out = run(cluster, "--reset-offsets --group app --all-topics --shift-by -3 --execute")
     assert "Dry run" not in out
     assert cluster.group_offsets("app") == {T0: 12, T1: 2}
     with pytest.raises(click.UsageError, match="cluster-dir"):
