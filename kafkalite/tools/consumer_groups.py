@@ -16,12 +16,13 @@ is no server to connect to from a shell. So the tool has two entry points over t
   describing and dry-run resets work; ``--execute`` is refused, because a commit needs a live coordinator
   to append it (writing replicas behind a stopped cluster's back would make them diverge).
 
-Resets follow Kafka's rules: one reset spec (``--to-earliest``, ``--to-latest``, ``--to-offset``,
+Resets follow Kafka's rules: only a group without members (Empty or Dead) is reset, even in a dry run;
+one reset spec (``--to-earliest``, ``--to-latest``, ``--to-offset``,
 ``--to-current``, ``--to-datetime``, ``--by-duration``, ``--shift-by``, ``--from-file``); one scope
 (``--all-topics``, or ``--topic T`` / ``--topic T:0,2``, repeatable) unless the plan comes from a file; a
 dry run unless ``--execute`` (with a warning when neither ``--dry-run`` nor ``--execute`` is given);
-``--export`` prints the plan as the CSV ``--from-file`` reads back. With ``execute`` the group must have no
-active members (state Empty or Dead); offsets a spec asks for are clamped to ``[log start, high watermark]``.
+``--export`` prints the plan as the CSV ``--from-file`` reads back; offsets a spec asks for are clamped to
+``[log start, high watermark]``.
 """
 
 from __future__ import annotations
@@ -311,7 +312,16 @@ def reset_offsets(
     """Plan (and with ``execute`` commit) new offsets for ``group`` on ``topics`` (``T`` or ``T:0,1``;
     None: the partitions it has committed, Kafka's ``--all-topics``). ``value``: the offset for
     ``to_offset``, the shift for ``shift_by``, a datetime string or epoch ms for ``to_datetime``, an ISO
-    duration for ``by_duration``, ``{tp: offset}`` for ``from_file`` (whose keys are then the scope)."""
+    duration for ``by_duration``, ``{tp: offset}`` for ``from_file`` (whose keys are then the scope).
+
+    A group with members is refused before anything is planned, dry run or not, as Kafka's tool does: the
+    members' positions would overwrite the new offsets at their next commit, so no plan is meaningful."""
+    state = cluster.describe_group(group).group_state
+    if state not in ("Empty", "Dead"):
+        raise GroupNotEmptyError(
+            f"Assignments can only be reset if the group '{group}' is inactive, but the current state is "
+            f"{state}."
+        )
     committed = cluster.group_offsets(group)
     if mode == "from_file":
         tps = sorted(value)
@@ -329,12 +339,6 @@ def reset_offsets(
         by_time = cluster.list_offsets(tps, ts)
     rows = plan_reset(group, {tp: committed.get(tp) for tp in tps}, bounds, mode, value, by_time)
     if execute:
-        state = cluster.describe_group(group).group_state
-        if state not in ("Empty", "Dead"):
-            raise GroupNotEmptyError(
-                f"Assignments can only be reset if the group '{group}' is inactive, but the current state is "
-                f"{state}."
-            )
         cluster.commit_offsets(group, {TopicPartition(r.topic, r.partition): r.new_offset for r in rows})
     return rows
 

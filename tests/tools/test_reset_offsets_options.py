@@ -158,8 +158,15 @@ def test_active_group_refused_and_all_groups_resets_the_rest(cluster) -> None:
         run(cluster, "--reset-offsets --all-groups --all-topics --to-offset 2 --execute")
     assert cluster.group_offsets("live") == {T0: 15, T1: 5}
     assert cluster.group_offsets("app") == {T0: 2, T1: 2}  # the stopped group was reset all the same
-    exported = run(cluster, "--reset-offsets --all-groups --all-topics --to-current --export --dry-run")
-    assert "app,orders,0,2\n" in exported and "live,orders,1,5\n" in exported  # several groups: group first
+    with pytest.raises(click.ClickException, match="'live' is inactive"):  # even a dry run, as in Kafka
+        run(cluster, "--reset-offsets --group live --all-topics --to-offset 2 --dry-run")
+    result = CliRunner().invoke(
+        kafkalite.commands["consumer-groups"],
+        ["--reset-offsets", "--all-groups", "--all-topics", "--to-current", "--export", "--dry-run"],
+        obj=cluster,
+    )
+    assert result.stdout == "app,orders,0,2\napp,orders,1,2\n", result.output  # several groups: group first
+    assert "'live' is inactive" in result.stderr and result.exit_code == 1
 
 
 def test_directory_mode_takes_the_same_options(cluster, tmp_path) -> None:
