@@ -287,9 +287,12 @@ def parse_topic_scope(args: Sequence[str], partitions_for: Any) -> list[TopicPar
             raise ValueError(
                 f"Invalid topic arg '{arg}' for --topic, expected topic name and partitions (t:0,1)"
             )
+        existing = set(partitions_for(topic))
         for p in parts.split(","):
             if not p.strip().isdigit():
                 raise ValueError(f"Invalid partition '{p}' in --topic '{arg}'")
+            if int(p) not in existing:
+                raise ValueError(f"--topic '{arg}': topic {topic!r} has no partition {int(p)}")
             out.append(TopicPartition(topic, int(p)))
     return sorted(set(out))
 

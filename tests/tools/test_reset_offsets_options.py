@@ -115,6 +115,10 @@ def test_bad_csv_duration_datetime_and_topic_name_the_option(cluster, tmp_path) 
         run(cluster, "--reset-offsets --group app --all-topics --to-datetime yesterday --dry-run")
     with pytest.raises(click.ClickException, match="Invalid partition 'x'"):
         run(cluster, "--reset-offsets --group app --topic orders:x --to-earliest --dry-run")
+    with pytest.raises(click.ClickException, match="has no partition 9"):
+        run(cluster, "--reset-offsets --group app --topic orders:0,9 --to-earliest --dry-run")
+    with pytest.raises(click.ClickException, match="'nope' does not exist"):
+        run(cluster, "--reset-offsets --group app --topic nope --to-earliest --dry-run")
     assert cluster.group_offsets("app") == {T0: 15, T1: 5}
 
 
@@ -201,7 +205,7 @@ def test_parse_helpers() -> None:
         "g": {TopicPartition("t", 0): 5},
         "h": {TopicPartition("t", 0): 6},
     }
-    assert parse_topic_scope(["a:2,0", "b"], lambda t: [0, 1]) == [
+    assert parse_topic_scope(["a:2,0", "b"], lambda t: [0, 1, 2] if t == "a" else [0, 1]) == [
         TopicPartition("a", 0), TopicPartition("a", 2), TopicPartition("b", 0), TopicPartition("b", 1)
     ]  # fmt: skip
     with pytest.raises(ValueError, match="expected topic name and partitions"):
