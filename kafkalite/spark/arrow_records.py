@@ -23,12 +23,10 @@ from kafkalite.records.batch import (
     CONTROL_BIT,
     CRC_START,
     LOG_OVERHEAD,
-    MAGIC_OFFSET,
-    MAGIC_V2,
-    MIN_BATCH_LENGTH,
     MIN_RECORD_SIZE,
 )
 from kafkalite.records.compression import decompress
+from kafkalite.spark.batch_walk import batch_starts
 from kafkalite.spark.record_columns import decode_sections
 
 BATCH_HEADER_SIZE = 61
@@ -141,9 +139,11 @@ def _sections_to_arrow(
     """The rows of the records sections in ``blob`` with offsets in ``[start, end)``. Section ``i``
     spans ``sec_starts[i]:sec_ends[i]`` and holds ``counts[i]`` records; ``timestamps[i]`` is its base
     timestamp, or its max timestamp when ``fixed_ts[i]`` (log append time)."""
-    c = decode_sections(blob, sec_starts, sec_ends, counts, f"{topic}-{partition}")
-    total = len(c.offset_delta)
-    offsets = np.repeat(base_offsets, counts) + c.offset_delta
+    c = decode_sections(
+        blob, sec_starts, sec_ends, counts, f"{topic}-{partition}", base_offsets, timestamps, fixed_ts
+    )
+    offsets = c.offset
+    total = len(offsets)
     lo, hi = 0, total
     if offsets[0] < start or offsets[-1] >= end:
         lo, hi = int(np.searchsorted(offsets, start)), int(np.searchsorted(offsets, end))
@@ -151,22 +151,19 @@ def _sections_to_arrow(
             return None
     n = hi - lo
     sl = slice(lo, hi)
-    ts_ms = np.repeat(timestamps, counts)[sl]
     if fixed_ts.any():
-        fixed = np.repeat(fixed_ts, counts)[sl]
-        ts_ms += np.where(fixed, 0, c.timestamp_delta[sl])
-        ts_type = pa.array(fixed.astype(np.int32))
+        ts_type = pa.array(np.repeat(fixed_ts, counts)[sl].astype(np.int32))
     else:
-        ts_ms += c.timestamp_delta[sl]
         ts_type = pa.array(np.zeros(n, np.int32))
-    ts_ms *= 1000
     columns = [
         _binary_column(total, c.key_offsets, c.key_data, c.key_length).slice(lo, n),
         _binary_column(total, c.value_offsets, c.value_data, c.value_length).slice(lo, n),
         pa.repeat(pa.scalar(topic, pa.string()), n),
         pa.array(np.full(n, partition, np.int32)),
         pa.array(offsets[sl]),
-        pa.Array.from_buffers(ARROW_SCHEMA.field("timestamp").type, n, [None, pa.py_buffer(ts_ms)]),
+        pa.Array.from_buffers(
+            ARROW_SCHEMA.field("timestamp").type, n, [None, pa.py_buffer(c.timestamp_us[sl])]
+        ),
         ts_type,
     ]
     schema = ARROW_SCHEMA
@@ -207,22 +204,9 @@ def scan_plain(data, offset: int, end: int) -> PlainScan | None:
     batch length, a batch failing a check, offsets that do not grow, nothing to read. The caller then
     runs that loop, which gives the same rows or raises the error naming what is wrong. Aborted
     transactions are the caller's to rule out (this keeps every data batch)."""
-    positions = []
-    add = positions.append
-    unpack = _LENGTH.unpack_from
-    pos, n = 0, len(data)
-    while n - pos >= BATCH_HEADER_SIZE:
-        length = unpack(data, pos + 8)[0]
-        if data[pos + MAGIC_OFFSET] != MAGIC_V2 or length < MIN_BATCH_LENGTH:
-            return None
-        nxt = pos + length + LOG_OVERHEAD
-        if nxt > n:  # a torn tail ends the walk quietly, as iter_batches does
-            break
-        add(pos)
-        pos = nxt
-    if not positions:
+    at = batch_starts(data)
+    if at is None or not len(at):
         return None
-    at = np.array(positions, np.int64)
     h = np.frombuffer(data, np.uint8)[at[:, None] + _HEADER_BYTES].view(HEADER_DTYPE).reshape(-1)
     base = h["base_offset"].astype(np.int64)
     nxt_off = base + h["last_offset_delta"] + 1

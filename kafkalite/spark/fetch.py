@@ -21,6 +21,7 @@ import struct
 from bisect import bisect_right
 from pathlib import Path
 
+from kafkalite.spark.batch_walk import whole_batches
 from kafkalite.storage.checkpoint import OffsetCheckpoint
 
 _HEAD = struct.Struct(">qi")  # baseOffset, batchLength
@@ -120,13 +121,13 @@ class SegmentFetcher:
                 if pos is None or pos + _HEAD_BYTES > size:
                     continue  # nothing here at or after offset: the next segment
                 data = self._read(fd, min(max_bytes, size - pos), pos)
-                cut, nxt = _whole_batches(data)
+                cut, nxt = whole_batches(data)
                 if cut == 0:  # the first batch is larger than max_bytes
                     _, length = _HEAD.unpack_from(data)
                     if pos + length + LOG_OVERHEAD > size:
                         return b""  # a torn batch being written: beyond anything planned
                     data = os.pread(fd, length + LOG_OVERHEAD, pos)
-                    cut, nxt = _whole_batches(data)
+                    cut, nxt = whole_batches(data)
                 self._hint = (path, nxt, pos + cut)
                 return data[:cut]
             if not missing:
@@ -152,19 +153,6 @@ class SegmentFetcher:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _whole_batches(data: bytes) -> tuple[int, int]:
-    """(length of the prefix of ``data`` made of whole batches, the offset after the last of them)."""
-    pos, nxt, n = 0, -1, len(data)
-    while pos + _HEAD_BYTES <= n:
-        base, length = _HEAD.unpack_from(data, pos)
-        end = pos + length + LOG_OVERHEAD
-        if end > n or length <= 0:
-            break
-        nxt = base + _LAST_DELTA.unpack_from(data, pos + 23)[0] + 1
-        pos = end
-    return pos, nxt
 
 
 __all__ = ["SegmentFetcher"]

@@ -64,7 +64,9 @@ def _varint(buf, pos, end, max_bytes):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True, nogil=True)
-def _decode(buf, sec_starts, sec_ends, counts, out_i64, key_data, value_data, key_offsets, value_offsets):  # noqa: ANN001, ANN202, PLR0913
+def _decode(
+    buf, sec_starts, sec_ends, counts, sec_bases, out_i64, key_data, value_data, key_offsets, value_offsets
+):  # noqa: ANN001, ANN202, PLR0913
     """Fills the columns; returns (status, record index where it stopped)."""
     i = 0
     koff = 0
@@ -74,6 +76,9 @@ def _decode(buf, sec_starts, sec_ends, counts, out_i64, key_data, value_data, ke
     for s in range(len(counts)):
         pos = sec_starts[s]
         sec_end = sec_ends[s]
+        base_offset = sec_bases[0, s]
+        base_ts = sec_bases[1, s]
+        log_append = sec_bases[2, s] != 0  # every record has the batch's max timestamp
         for _ in range(counts[s]):
             length, pos, st = _varint(buf, pos, sec_end, 5)
             if st != _OK:
@@ -115,8 +120,8 @@ def _decode(buf, sec_starts, sec_ends, counts, out_i64, key_data, value_data, ke
                 return _FIELDS if st != _TOO_LONG else st, i
             if hc == 0 and pos != end:
                 return _FIELDS, i
-            out_i64[0, i] = od
-            out_i64[1, i] = tsd
+            out_i64[0, i] = base_offset + od
+            out_i64[1, i] = (base_ts if log_append else base_ts + tsd) * 1000  # Spark's microseconds
             out_i64[2, i] = kl
             out_i64[3, i] = vl
             out_i64[4, i] = hc
@@ -133,12 +138,12 @@ def _decode(buf, sec_starts, sec_ends, counts, out_i64, key_data, value_data, ke
 
 @dataclass
 class Columns:
-    """One fetch's records as columns: per record its offset and timestamp deltas, key and value
-    lengths (-1: null) with their bytes packed in ``key_data``/``value_data`` at ``key_offsets`` and
-    ``value_offsets`` (Arrow's layout), and its headers count, headers start and end in the blob."""
+    """One fetch's records as columns: per record its offset and timestamp (microseconds), key and
+    value lengths (-1: null) with their bytes packed in ``key_data``/``value_data`` at ``key_offsets``
+    and ``value_offsets`` (Arrow's layout), and its headers count, headers start and end in the blob."""
 
-    offset_delta: np.ndarray
-    timestamp_delta: np.ndarray
+    offset: np.ndarray
+    timestamp_us: np.ndarray
     key_length: np.ndarray
     value_length: np.ndarray
     headers_count: np.ndarray
@@ -151,10 +156,19 @@ class Columns:
 
 
 def decode_sections(
-    blob, sec_starts: np.ndarray, sec_ends: np.ndarray, counts: np.ndarray, name: str
+    blob,
+    sec_starts: np.ndarray,
+    sec_ends: np.ndarray,
+    counts: np.ndarray,
+    name: str,
+    base_offsets: np.ndarray | None = None,
+    timestamps: np.ndarray | None = None,
+    log_append: np.ndarray | None = None,
 ) -> Columns:
     """The records of the sections ``blob[sec_starts[i]:sec_ends[i]]``, section ``i`` holding exactly
-    ``counts[i]`` records; raises ``CorruptRecordError`` naming ``name`` when one does not decode."""
+    ``counts[i]`` records, its batch's base offset ``base_offsets[i]`` and base timestamp
+    ``timestamps[i]`` (its max timestamp when ``log_append[i]``: LOG_APPEND_TIME; each default 0).
+    Raises ``CorruptRecordError`` naming ``name`` when a record does not decode."""
     buf = np.frombuffer(blob, np.uint8)
     buf.flags.writeable = False  # one compiled signature for bytes and for a fetch's bytearray view
     if len(sec_ends) and (int(sec_ends.max()) > len(buf) or int(sec_starts.min()) < 0):
@@ -168,11 +182,16 @@ def decode_sections(
     value_data = np.frombuffer(pa.allocate_buffer(room), np.uint8)
     key_offsets = np.empty(total + 1, np.int32)
     value_offsets = np.empty(total + 1, np.int32)
+    sec_bases = np.zeros((3, len(counts)), np.int64)
+    for row, given in enumerate((base_offsets, timestamps, log_append)):
+        if given is not None:
+            sec_bases[row] = given
     status, at = _decode(
         buf,
         sec_starts.astype(np.int64),
         sec_ends.astype(np.int64),
         counts.astype(np.int64),
+        sec_bases,
         out,
         key_data,
         value_data,
@@ -200,5 +219,8 @@ def warm() -> None:
 
 __all__ = ["Columns", "decode_sections", "warm"]
 
-if __name__ == "__main__":  # make setup: compile once into numba's cache, beside this file
+if __name__ == "__main__":  # make setup: compile the Spark source's loops once into numba's cache
+    from kafkalite.spark import batch_walk
+
     warm()
+    batch_walk.warm()
