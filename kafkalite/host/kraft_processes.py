@@ -212,19 +212,27 @@ class KRaftBrokerProcess(BrokerProcess):
         return {n: a for n, a in self.peers.items() if n != self.broker_id}
 
     def _make_node(self, sock: tuple[str, int]) -> Any:
-        return BrokerServer(
+        broker_id, dirs, config, kwargs = self._node_args(sock)
+        return BrokerServer(broker_id, dirs, config, **kwargs)
+
+    def _node_args(self, sock: tuple[str, int]) -> tuple[int, Any, Any, dict]:
+        """The broker side's arguments: what a broker-only node and a combined one share."""
+        dirs = self.log_dirs if len(self.log_dirs) > 1 else self.log_dirs[0]
+        return (
             self.broker_id,
-            self.log_dirs if len(self.log_dirs) > 1 else self.log_dirs[0],
+            dirs,
             self.config,
-            quorum=self.quorum,
-            cluster_id=self.cluster_id,
-            metadata_log_dir=self.metadata_log_dir,
-            heartbeat_interval_ms=self.kraft.broker_heartbeat_interval_ms,
-            host=sock[0],
-            port=sock[1],
-            endpoints=self.registered_endpoints(self.broker_id),
-            lock_log_dirs=True,
-            log_config=MetadataLogConfig.from_props(self.config),
+            dict(
+                quorum=self.quorum,
+                cluster_id=self.cluster_id,
+                metadata_log_dir=self.metadata_log_dir,
+                heartbeat_interval_ms=self.kraft.broker_heartbeat_interval_ms,
+                host=sock[0],
+                port=sock[1],
+                endpoints=self.registered_endpoints(self.broker_id),
+                lock_log_dirs=True,
+                log_config=MetadataLogConfig.from_props(self.config),
+            ),
         )
 
 
@@ -283,21 +291,14 @@ class KRaftCombinedProcess(KRaftBrokerProcess):
         await self.controller_listener.listen(*self.controller_listener_address)
 
     def _make_node(self, sock: tuple[str, int]) -> Any:
+        broker_id, dirs, config, kwargs = self._node_args(sock)
         return KafkaRaftServer(
-            self.broker_id,
-            self.log_dirs if len(self.log_dirs) > 1 else self.log_dirs[0],
-            self.config,
+            broker_id,
+            dirs,
+            config,
             settings=_controller_settings(self.props, self.cluster_id),
             placer=assign_replicas,
-            quorum=self.quorum,
-            cluster_id=self.cluster_id,
-            metadata_log_dir=self.metadata_log_dir,
-            heartbeat_interval_ms=self.kraft.broker_heartbeat_interval_ms,
-            host=sock[0],
-            port=sock[1],
-            endpoints=self.registered_endpoints(self.broker_id),
-            lock_log_dirs=True,
-            log_config=MetadataLogConfig.from_props(self.config),
+            **kwargs,
         )
 
     def _describe(self) -> DescribeQuorumResponse:
