@@ -69,9 +69,13 @@ __all__ = [
 ]
 
 OFFSETS_TOPIC = "__consumer_offsets"
-RESET_MODES = (
-    "to_earliest", "to_latest", "to_offset", "to_current", "to_datetime", "by_duration", "shift_by", "from_file"
-)  # fmt: skip
+# The reset specs, and their names on the command line; --reset-offsets takes exactly one.
+RESET_SPECS = {
+    "to_earliest": "--to-earliest", "to_latest": "--to-latest", "to_offset": "--to-offset",
+    "to_current": "--to-current", "to_datetime": "--to-datetime", "by_duration": "--by-duration",
+    "shift_by": "--shift-by", "from_file": "--from-file",
+}  # fmt: skip
+RESET_MODES = tuple(RESET_SPECS)
 NO_DRY_RUN_WARNING = (
     "WARN: No action will be performed as the --execute option is missing. Add --dry-run to say a dry run is "
     "what you mean, or --execute to commit the new offsets."
@@ -297,6 +301,22 @@ def parse_topic_scope(args: Sequence[str], partitions_for: Any) -> list[TopicPar
     return sorted(set(out))
 
 
+def _reset_scope(
+    mode: str, value: Any, topics: Sequence[str] | None, partitions_for: Any, committed: dict
+) -> list[TopicPartition]:
+    """The partitions a reset covers: a plan file's, ``--topic``'s, else those the group has committed."""
+    if mode == "from_file":
+        return sorted(value)
+    return parse_topic_scope(topics, partitions_for) if topics else sorted(committed)
+
+
+def _reset_timestamp(mode: str, value: Any, now_ms: int) -> int:
+    """The timestamp ``to_datetime`` or ``by_duration`` looks offsets up at."""
+    if mode == "by_duration":
+        return max(0, now_ms - parse_duration(value))  # -1, -2 would mean latest, earliest
+    return parse_datetime(value) if isinstance(value, str) else int(value)
+
+
 def _now_ms(cluster: Any) -> int:
     """The cluster's clock (a simulated cluster's is virtual), else the wall clock."""
     net = getattr(cluster, "net", None)
@@ -326,20 +346,13 @@ def reset_offsets(
             f"{state}."
         )
     committed = cluster.group_offsets(group)
-    if mode == "from_file":
-        tps = sorted(value)
-    else:
-        tps = parse_topic_scope(topics, cluster.partitions_for) if topics else sorted(committed)
+    tps = _reset_scope(mode, value, topics, cluster.partitions_for, committed)
     if not tps:
         raise ValueError(f"group {group!r} has no committed offsets: name the topics with --topic")
     bounds = cluster.offset_bounds(tps)
     by_time = None
     if mode in ("to_datetime", "by_duration"):
-        if mode == "by_duration":
-            ts = max(0, _now_ms(cluster) - parse_duration(value))  # -1, -2 would mean latest, earliest
-        else:
-            ts = parse_datetime(value) if isinstance(value, str) else int(value)
-        by_time = cluster.list_offsets(tps, ts)
+        by_time = cluster.list_offsets(tps, _reset_timestamp(mode, value, _now_ms(cluster)))
     rows = plan_reset(group, {tp: committed.get(tp) for tp in tps}, bounds, mode, value, by_time)
     if execute:
         cluster.commit_offsets(group, {TopicPartition(r.topic, r.partition): r.new_offset for r in rows})
@@ -483,21 +496,13 @@ class OffsetsDirectory:
     ) -> list[ResetRow]:
         """The live ``reset_offsets`` plan, read from disk (``by_duration`` counts back from the wall clock)."""
         committed = self.offsets.get(group, {})
-        if mode == "from_file":
-            tps = sorted(value)
-        elif topics:
-            tps = parse_topic_scope(topics, self.partitions_for)
-        else:
-            tps = sorted(committed)
+        tps = _reset_scope(mode, value, topics, self.partitions_for, committed)
         if not tps:
             raise ValueError(f"group {group!r} has no committed offsets here: name the topics with --topic")
         bounds = {tp: self.bounds(tp) for tp in tps}
         by_time = None
         if mode in ("to_datetime", "by_duration"):
-            if mode == "by_duration":
-                ts = max(0, int(time.time() * 1000) - parse_duration(value))
-            else:
-                ts = parse_datetime(value) if isinstance(value, str) else int(value)
+            ts = _reset_timestamp(mode, value, int(time.time() * 1000))
             by_time = {}
             for tp in tps:
                 log = Log.open(self.partitions[(tp.topic, tp.partition)].dir, read_only=True)
@@ -516,13 +521,6 @@ class OffsetsDirectory:
 
 
 # ----------------------------------------------------------------------------------- the command line
-
-# The reset specs, as the command line names them; --reset-offsets takes exactly one.
-RESET_SPECS = {
-    "to_earliest": "--to-earliest", "to_latest": "--to-latest", "to_offset": "--to-offset",
-    "to_current": "--to-current", "to_datetime": "--to-datetime", "by_duration": "--by-duration",
-    "shift_by": "--shift-by", "from_file": "--from-file",
-}  # fmt: skip
 
 
 @click.command("consumer-groups")
