@@ -9,7 +9,6 @@ that give each row its offset and timestamp). Compressed batches are inflated an
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -20,6 +19,7 @@ from crc32c import crc32c
 from kafkalite.errors import CorruptRecordError
 from kafkalite.records import BatchHeader, Compression, decode_varint
 from kafkalite.records.batch import (
+    BATCH_HEADER_SIZE,
     CONTROL_BIT,
     CRC_START,
     LOG_OVERHEAD,
@@ -29,7 +29,6 @@ from kafkalite.records.compression import decompress
 from kafkalite.spark.batch_walk import batch_starts
 from kafkalite.spark.record_columns import decode_sections
 
-BATCH_HEADER_SIZE = 61
 COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_BIT = 0x08
 
@@ -180,7 +179,6 @@ HEADER_DTYPE = np.dtype(
      ("max_timestamp", ">i8"), ("producer_id", ">i8"), ("producer_epoch", ">i2"),
      ("base_sequence", ">i4"), ("records_count", ">i4")]
 )  # fmt: skip
-_LENGTH = struct.Struct(">i")
 _HEADER_BYTES = np.arange(BATCH_HEADER_SIZE)
 
 
