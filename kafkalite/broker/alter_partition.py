@@ -85,7 +85,10 @@ class AlterPartitionManager:
                 p.event("isr_change_failed", error_code=resp.error_code, new_isr=list(item.new_isr))
                 self._retry(p, item.new_isr, item.leader_epoch)
                 continue
+            before = len(p.isr)
             if p.handle_alter_partition_result(r):
+                if len(p.isr) != before:  # Kafka counts the change once the controller has it
+                    (rm.metrics.isr_shrinks if len(p.isr) < before else rm.metrics.isr_expands).mark()
                 rm._maybe_increment_hw(p)
                 rm.produce_purgatory.check_and_complete(tp)
 

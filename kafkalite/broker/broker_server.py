@@ -270,6 +270,8 @@ class BrokerServer(KafkaBroker):
             and isinstance(msg.request, FORWARDED)
             and self.forwarding is not None
         ):
+            if self.metrics is not None:
+                self.metrics.request_received(src, msg.correlation_id, msg.request)
             self.forwarding.forward(src, msg)
             return
         if isinstance(msg, RequestEnvelope | ResponseEnvelope):

@@ -29,7 +29,6 @@ from kafkalite.protocol import (
     DeleteRecordsPartitionResponse,
     DeleteRecordsResponse,
     FetchRequest,
-    FetchResponse,
     ProducePartitionResponse,
     ProduceResponse,
     RecordError,
@@ -270,7 +269,7 @@ class DelayedFetch(DelayedOperation):
         results = tuple(
             self.rm._read_partition(self.request, fp, slices=slices)[0] for fp in self.request.partitions
         )
-        self.rm._send(self.src, self.env.reply(FetchResponse(partitions=results)))
+        self.rm.answer_fetch(self.src, self.env, results)
 
 
 # ================================================================================================ DeleteRecords

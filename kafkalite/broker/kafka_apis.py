@@ -143,11 +143,14 @@ class KafkaApis:
         """Serve one request (the broker has started: its replica manager is there)."""
         b = self.broker
         req = env.request
+        b.metrics.request_received(src, env.correlation_id, req)
         # Produce and fetch requests, the bulk of the traffic, go straight to the ReplicaManager; the
         # chain below would get there too, after a dozen isinstance checks.
         hot = _RM_HOT.get(req.__class__)
         if hot is not None:
             getattr(b.rm, hot)(env, src)
+            if req.__class__ is ProduceRequest and req.acks == 0:
+                b.metrics.request_answered(src, env.correlation_id)  # no response will stop its clock
             return
         if isinstance(req, FROM_CONTROLLER):
             self._from_controller(src, env)

@@ -21,6 +21,7 @@ from typing import Any
 from kafkalite.broker.broker_server import BrokerServer
 from kafkalite.broker.forwarding_manager import FORWARDED, FORWARDING_CLIENT_SUFFIX
 from kafkalite.metadata.bootstrap import read_bootstrap
+from kafkalite.metadata.controller.controller_metrics import quorum_controller_gauges
 from kafkalite.metadata.controller.quorum_controller import (
     CONTROLLER_REQUESTS,
     ControllerSettings,
@@ -98,8 +99,9 @@ class KafkaRaftServer(BrokerServer):
 
     def startup(self) -> None:
         super().startup()
-        assert self.quorum_controller is not None and self.raft is not None
+        assert self.quorum_controller is not None and self.raft is not None and self.metrics is not None
         self.quorum_controller.attach(self.raft)
+        quorum_controller_gauges(self.metrics.registry, lambda: self.quorum_controller)
         self._drive(self.now_ms())
 
     def shutdown(self) -> None:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalite.broker.alter_partition import AlterPartitionManager
+from kafkalite.broker.broker_metrics import BrokerMetrics
 from kafkalite.broker.delayed import (
     DelayedDeleteRecords,
     DelayedFetch,
@@ -150,6 +151,8 @@ class ReplicaManager:
         self.on_leadership_change: LeadershipListener | None = None
         """Called with (partitions this broker now leads, partitions it stopped leading) after a
         LeaderAndIsr or StopReplica changed them: the group coordinator loads or unloads its groups."""
+        self.metrics = BrokerMetrics(clock.now_ms)
+        """The broker's metrics (it passes its own); a private set when the replica manager runs alone."""
         self.on_txn_marker: Callable[[TopicPartition, int, bool], None] | None = None
         """Called when a transaction marker was written here (the group coordinator completes the
         producer's transactional offsets in ``__consumer_offsets``)."""
@@ -426,12 +429,16 @@ class ReplicaManager:
                 )
             except KafkaError as e:
                 done[pp.tp] = (e.code, -1, -1, *refusal_detail(e))
+                self.metrics.failed_produce.mark()
                 self._event("produce_error", tp=str(pp.tp), error=e.name, acks=req.acks)
                 continue
             except Exception as e:  # noqa: BLE001 - a broker answers every request
                 done[pp.tp] = (UnknownServerError.code, -1, -1, None, ())
+                self.metrics.failed_produce.mark()
                 self._event("produce_error", tp=str(pp.tp), error=repr(e))
                 continue
+            if not info.duplicate:
+                self.metrics.appended(pp.tp.topic, info.num_records, info.size)
             statuses[pp.tp] = ProducePartitionStatus(
                 pp.tp, info.last_offset + 1, info.first_offset, p.log.log_start_offset
             )
@@ -480,11 +487,21 @@ class ReplicaManager:
             ):
                 self._update_follower(p, req.replica_id, fp.fetch_offset, fp.log_start_offset, now)
         if req.max_wait_ms <= 0 or total >= req.min_bytes or errors or not req.partitions:
-            self._send(src, env.reply(FetchResponse(partitions=tuple(results))))
+            self.answer_fetch(src, env, tuple(results))
             return
         op = DelayedFetch(self, env, src, req)
         self.fetch_purgatory.watch(op, (fp.tp for fp in req.partitions), req.max_wait_ms)
         op.try_complete()  # what the update above set off (a produce callback may append) may be ready
+
+    def answer_fetch(
+        self, src: Any, env: RequestEnvelope, results: tuple[FetchPartitionResponse, ...]
+    ) -> None:
+        """Send a fetch's answer, counting its bytes out (to a consumer, or to a follower)."""
+        follower = env.request.replica_id >= 0  # type: ignore[attr-defined]
+        for r in results:
+            if r.records:
+                self.metrics.fetched(r.tp.topic, len(r.records), follower=follower)
+        self._send(src, env.reply(FetchResponse(partitions=results)))
 
     def _update_follower(
         self, p: Partition, replica: int, fetch_offset: int, log_start: int, now: int
@@ -498,6 +515,7 @@ class ReplicaManager:
 
     def _append_as_follower(self, p: Partition, data: bytes) -> None:
         p.append_as_follower(data)
+        self.metrics.replicated_in(p.tp.topic, len(data))
         p.event("leo", replica=self.broker_id, leo=p.log_end_offset)
 
     # ============================================================================= offsets

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalite.broker.admin_manager import CONFIG_CHANGE_PREFIX, AdminManager, decode_config_change
+from kafkalite.broker.broker_metrics import BrokerMetrics
 from kafkalite.broker.controller.controller import Controller
 from kafkalite.broker.controller.topic_admin import decode_topic_config
 from kafkalite.broker.group.coordinator import GroupCoordinator
@@ -35,6 +36,7 @@ from kafkalite.config.broker import BrokerConfig
 from kafkalite.coordination import paths
 from kafkalite.coordination.store import NodeExists, NoNode, SessionExpired
 from kafkalite.coordination.zk_node import ZK_NODE_ID, ConnectionLossError, ZkLink
+from kafkalite.metadata.controller.controller_metrics import controller_gauges
 from kafkalite.net.sim import BaseNode
 from kafkalite.protocol import (
     NO_LEADER,
@@ -103,6 +105,10 @@ class KafkaBroker(BaseNode):
         self._zk_link_factory = zk_link_factory or ZkLink  # RemoteZkLink when the store is another process
         self.lose_unflushed_on_crash = False
         self.rm: Any = None
+        self.metrics: BrokerMetrics | None = None  # this incarnation's (startup makes a fresh set)
+        self.request_clock: Callable[[], float] | None = None
+        """Request times in ms for the metrics: the TCP host gives a fine wall clock; None uses the
+        network's (whole simulated ms, deterministic)."""
         self.zk: ZkLink | None = None
         self.controller: Controller | None = None
         self.cache = MetadataCache()
@@ -143,8 +149,9 @@ class KafkaBroker(BaseNode):
             self._dir_locks = log_dir_lock.lock_log_dirs(self.log_dirs)
 
     def _make_replica_manager(self) -> Any:
-        """This incarnation's ReplicaManager (both modes build it the same way)."""
-        return self._rm_factory(
+        """This incarnation's ReplicaManager and metrics (both modes build them the same way)."""
+        self.metrics = BrokerMetrics(self.now_ms, self.request_clock)
+        rm = self._rm_factory(
             broker_id=self.broker_id,
             log_dir=self.log_dirs if len(self.log_dirs) > 1 else self.log_dir,
             file_ops=self.file_ops,
@@ -159,6 +166,9 @@ class KafkaBroker(BaseNode):
             log_event=partial(self.net.log, self.node_id),
             metadata_cache=self.cache,
         )
+        rm.metrics = self.metrics
+        self.metrics.replica_manager_gauges(rm)
+        return rm
 
     def _check_meta_properties(self) -> None:
         """Refuse dirs written by another broker id or another cluster, and give the others a version-0
@@ -213,8 +223,38 @@ class KafkaBroker(BaseNode):
             rng=net.node_rng(self.node_id),
         )
         self.admin = AdminManager(self.broker_id, self.config, lambda: self.zk)
+        self._controller_gauges()
         self.log("broker_starting", broker=self.broker_id)
         self._register()
+
+    def _controller_gauges(self) -> None:
+        """Kafka's KafkaController gauges, read from this broker's controller when it is the active one."""
+        assert self.metrics is not None and self.controller is not None
+        controller = self.controller
+
+        def offline() -> int:
+            ctx = controller.ctx
+            if ctx is None:
+                return 0
+            deleting = ctx.deletion.topics if ctx.deletion is not None else ()
+            return sum(
+                1
+                for tp, info in ctx.partitions()
+                if tp.topic not in deleting
+                and (info.state is None or info.state.leader not in ctx.live_brokers)
+            )
+
+        def partitions() -> int:
+            ctx = controller.ctx
+            return 0 if ctx is None else sum(len(ps) for ps in ctx.topics.values())
+
+        controller_gauges(
+            self.metrics.registry,
+            lambda: controller.is_active and self.controller is controller,
+            offline,
+            partitions,
+            lambda: 0 if controller.ctx is None else len(controller.ctx.topics),
+        )
 
     def _start_group_coordinator(self) -> None:
         """A fresh coordinator per incarnation: groups come back by loading ``__consumer_offsets``."""
@@ -346,6 +386,7 @@ class KafkaBroker(BaseNode):
         if self.rm is not None:
             self.rm.shutdown()
         self.rm = None
+        self.metrics = None  # a stopped process reports nothing; the next incarnation counts from zero
         self._release_log_dirs()
         self.group_coordinator = None
         self.group_manager = None
@@ -369,6 +410,7 @@ class KafkaBroker(BaseNode):
         if self.zk is not None:
             self.zk.session_id = None  # the timers died with the node; the ensemble expires the session
         self.rm = None
+        self.metrics = None  # a stopped process reports nothing; the next incarnation counts from zero
         self._release_log_dirs()  # as the OS does for a dead process
         self.group_coordinator = None
         self.group_manager = None
@@ -380,7 +422,15 @@ class KafkaBroker(BaseNode):
     def on_restart(self, now_ms: int) -> None:
         self.startup()
 
+    def send(self, dst: Any, msg: Any) -> bool:
+        """To the network; an answer to a client's request also stops its request-time clock."""
+        if msg.__class__ is ResponseEnvelope and self.metrics is not None:
+            self.metrics.request_answered(dst, msg.correlation_id)
+        return self.net.send(self.node_id, dst, msg)
+
     def on_tick(self, now_ms: int) -> None:
+        if self.metrics is not None:
+            self.metrics.tick(now_ms)
         if self.rm is not None:
             try:
                 self.rm.tick(now_ms)

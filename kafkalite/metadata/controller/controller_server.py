@@ -21,6 +21,7 @@ from typing import Any
 
 from kafkalite.errors import NotLeaderOrFollowerError
 from kafkalite.metadata.bootstrap import read_bootstrap
+from kafkalite.metadata.controller.controller_metrics import ControllerMetrics
 from kafkalite.metadata.controller.quorum_controller import (
     CONTROLLER_REQUESTS,
     ControllerSettings,
@@ -74,6 +75,7 @@ class ControllerServer(RaftNode):
         self.on_image = on_image
         """Called with (node id, committed image) after each committed batch: for checkers."""
         self.controller: QuorumController | None = None
+        self.metrics: ControllerMetrics | None = None  # this incarnation's (None while down)
         self._tick: int | None = None
         self._tick_at = NEVER
 
@@ -100,6 +102,7 @@ class ControllerServer(RaftNode):
         if boot:
             self.settings = replace(self.settings, bootstrap_records=boot)
         super()._start(now_ms)
+        self.metrics = ControllerMetrics(self.now_ms, lambda: self.controller)
         assert self.controller is not None and self.client is not None
         self.controller.attach(self.client)
         self._drive(now_ms)
@@ -136,6 +139,7 @@ class ControllerServer(RaftNode):
     def on_crash(self) -> None:
         super().on_crash()
         self.controller = None
+        self.metrics = None
         self._tick, self._tick_at = None, NEVER
 
     def _drive(self, now_ms: int) -> None:
