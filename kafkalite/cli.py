@@ -743,6 +743,35 @@ def metadata_quorum_describe(bootstrap: str, status: bool, replication: bool) ->
         click.echo("  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
 
 
+@kafkalite.command()
+@click.option(
+    "--metrics-server", "servers", required=True,
+    help="HOST:PORT[,...] of the brokers' Prometheus endpoints (metrics.port; broker N's process serves "
+    "on metrics.port+N-1).",
+)  # fmt: skip
+@click.option("--all", "show_all", is_flag=True, help="Every sample, as scraped, not the watch list.")
+def metrics(servers: str, show_all: bool) -> None:
+    """The brokers' metrics, by Kafka's names: the watch list an operator alerts on, one row per broker
+    (URP, offline partitions, active controller, ISR churn, traffic, p99 request times, idle, purgatory)."""
+    from kafkalite.tools.metrics import scrape, watch_rows  # deferred: keeps `kafkalite --help` fast
+
+    samples = []
+    for addr in (a.strip() for a in servers.split(",") if a.strip()):
+        try:
+            samples.extend(scrape(addr))
+        except (OSError, ValueError) as e:
+            raise click.ClickException(f"{addr}: {e}") from e
+    if show_all:
+        for s in samples:
+            labels = ",".join(f'{k}="{v}"' for k, v in s.labels)
+            click.echo(f"{s.name}{{{labels}}} {s.value:g}")
+        return
+    rows = watch_rows(samples)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        click.echo("  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True)))
+
+
 @kafkalite.group()
 def bench() -> None:
     """Benchmarks: storage against the raw file system, the produce path, fault runs."""

@@ -29,6 +29,7 @@ from typing import Any
 from kafkalite.broker.broker_server import BrokerServer
 from kafkalite.broker.kafka_raft_server import KafkaRaftServer
 from kafkalite.broker.placement import assign_replicas
+from kafkalite.config.base import parse_int
 from kafkalite.config.broker import BrokerConfig
 from kafkalite.config.kraft import KRaftConfig
 from kafkalite.host.metadata_quorum import NOT_LEADER_OR_FOLLOWER, ControllerListener
@@ -46,6 +47,7 @@ from kafkalite.host.processes import (
     parse_address,
     restart_broker,
 )
+from kafkalite.host.prometheus import LoopIdle, MetricsEndpoint
 from kafkalite.host.server import EVENT_LOG_LIMIT, drive, internal_topic_defaults, wall_ms
 from kafkalite.metadata.bootstrap import parse_add_scram, write_bootstrap
 from kafkalite.metadata.controller import ControllerSettings
@@ -113,6 +115,7 @@ class ControllerProcess:
         # Kafka's controller keeps __cluster_metadata in metadata.log.dir, else the first of log.dirs
         self.log_dir = Path(str(props.get("metadata.log.dir") or _log_dirs(props)[0]))
         self.props = dict(props)
+        self.loop_idle = LoopIdle()
         self._running = False
 
     async def start(self) -> None:
@@ -146,8 +149,17 @@ class ControllerProcess:
             )[0]
             self.listener = ControllerListener(self._describe, lambda: (cluster_id, self._leader()))
             await self.listener.listen(first.host, first.port)
+        self.metrics_endpoint: MetricsEndpoint | None = None
+        port = self.props.get("metrics.port")
+        if port not in (None, ""):
+            # as a broker's: node N serves on metrics.port + N - 1 (0: a free port)
+            port = parse_int("metrics.port", port, low=0)
+            self.metrics_endpoint = MetricsEndpoint(lambda: {self.node_id: self.node.metrics}, self.loop_idle)
+            await self.metrics_endpoint.start(host, port + self.node_id - 1 if port else 0)
         self._running = True
-        self._pump = asyncio.create_task(drive(self.net, self.wake_event, lambda: self._running))
+        self._pump = asyncio.create_task(
+            drive(self.net, self.wake_event, lambda: self._running, self.loop_idle.sample)
+        )
 
     def _leader(self) -> int:
         return -1 if self.node.client is None else self.node.client.leader_and_epoch()[0]
@@ -165,6 +177,8 @@ class ControllerProcess:
         self._running = False
         self.wake_event.set()
         await self._pump
+        if self.metrics_endpoint is not None:
+            await self.metrics_endpoint.stop()
         await self.bridge.close()
 
 

@@ -146,7 +146,9 @@ class BrokerProcess(WireServer):
         node = self._make_node(sock)
         node.halt_hook = halt_process  # its last log dir failed: the process exits, as Kafka's does
         node.lock_log_dirs(held=locks)
+        self.instrument(node)
         self.node = self.net.add_node(self.broker_id, node, tick_ms=BROKER_TICK_MS)
+        await self.start_metrics()
         await self.bridge.connect_all()
         self._running = True
         self._pump_task = asyncio.create_task(self._pump())
@@ -197,6 +199,8 @@ class BrokerProcess(WireServer):
         self.wake()
         if self._pump_task is not None:
             await self._pump_task
+        if self.metrics_endpoint is not None:
+            await self.metrics_endpoint.stop()
         for group in self._servers.values():
             for srv in group:
                 srv.close()

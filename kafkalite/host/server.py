@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 from kafkalite.config.base import parse_int
 from kafkalite.errors import KafkaStorageError
 from kafkalite.host.cluster import Cluster
+from kafkalite.host.prometheus import LoopIdle, MetricsEndpoint
 from kafkalite.net.sim import BaseNode
 from kafkalite.protocol import RequestEnvelope, ResponseEnvelope
 from kafkalite.protocol.codec.adapter import api_versions_body, to_body, to_request
@@ -93,10 +94,15 @@ def wall_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-async def drive(net: Any, wake: asyncio.Event, running: Callable[[], bool]) -> None:
+async def drive(
+    net: Any, wake: asyncio.Event, running: Callable[[], bool], on_turn: Callable[[], None] | None = None
+) -> None:
     """Keep ``net``'s virtual clock level with the wall clock, running what falls due, until ``running()``
-    turns false; ``wake`` cuts a wait short when something arrived from outside (a request, a frame)."""
+    turns false; ``wake`` cuts a wait short when something arrived from outside (a request, a frame).
+    ``on_turn`` runs once a turn (the metrics' idle sampler)."""
     while running():
+        if on_turn is not None:
+            on_turn()
         now = wall_ms()
         try:
             net.run_for(max(0, now - net.now_ms()))
@@ -113,6 +119,12 @@ async def drive(net: Any, wake: asyncio.Event, running: Callable[[], bool]) -> N
                 await asyncio.wait_for(wake.wait(), timeout=delay)
         else:
             await asyncio.sleep(0)
+
+
+def request_clock_ms() -> float:
+    """The brokers' request-time clock over TCP: the wall clock in fractional ms (whole simulated ms would
+    round most requests to 0)."""
+    return time.perf_counter_ns() / 1e6
 
 
 def halt_process(reason: str) -> None:
@@ -516,6 +528,11 @@ class WireServer:
         for x in self.listeners:
             if x.sasl:
                 enabled_mechanisms(self.config, x.name)  # a bad mechanism list fails here, not per connection
+        port = self.config.get("metrics.port")
+        # Prometheus endpoint: broker N's process serves on metrics.port + N - 1 (0: a free port)
+        self.metrics_port = None if port in (None, "") else parse_int("metrics.port", port, low=0)
+        self.metrics_endpoint: MetricsEndpoint | None = None
+        self.loop_idle = LoopIdle()
         self.exit_on_halt = False  # the CLI's server: exit 1 when no broker is left (a disk failed)
         self.cluster: Any = None
         self.net: Any = None
@@ -559,9 +576,30 @@ class WireServer:
         if self.exit_on_halt:
             for b, node in self.cluster.brokers.items():
                 node.halt_hook = partial(self._halt, b)
+        for node in self.cluster.brokers.values():
+            self.instrument(node)
+        await self.start_metrics()
         self._wake_event = asyncio.Event()
         self._running = True
         self._pump_task = asyncio.create_task(self._pump())
+
+    def instrument(self, node: Any) -> None:
+        """Time ``node``'s requests by the wall clock (this incarnation's metrics and the next ones)."""
+        node.request_clock = request_clock_ms
+        if getattr(node, "metrics", None) is not None:
+            node.metrics.request_clock = request_clock_ms
+
+    def broker_metrics(self) -> dict[int, Any]:
+        """Each broker of this process by id: its current metrics (None while it is down)."""
+        return {b: getattr(self.broker_node(b), "metrics", None) for b in self.addresses}
+
+    async def start_metrics(self) -> None:
+        """Open the Prometheus endpoint when ``metrics.port`` is set."""
+        if self.metrics_port is None:
+            return
+        port = self.metrics_port + min(self.addresses) - 1 if self.metrics_port else 0
+        self.metrics_endpoint = MetricsEndpoint(self.broker_metrics, self.loop_idle)
+        await self.metrics_endpoint.start(self.host, port)
 
     def _halt(self, broker_id: int, reason: str) -> None:
         """A broker's last log dir failed: it stops (its node crashes); the process exits with status 1
@@ -679,7 +717,7 @@ class WireServer:
             self._wake_event.set()
 
     async def _pump(self) -> None:
-        await drive(self.net, self._wake_event, lambda: self._running)
+        await drive(self.net, self._wake_event, lambda: self._running, self.loop_idle.sample)
 
     async def _serve(
         self,
@@ -734,6 +772,8 @@ class WireServer:
         self.wake()
         if self._pump_task is not None:
             await self._pump_task
+        if self.metrics_endpoint is not None:
+            await self.metrics_endpoint.stop()
         servers = [srv for group in self._servers.values() for srv in group]
         for srv in servers:
             srv.close()
