@@ -4,7 +4,7 @@ One set per broker incarnation (a restart is a new process, whose counts start a
 What it keeps, and where each is marked:
 
 * ``kafka.server:type=BrokerTopicMetrics`` (Kafka's ``BrokerTopicStats``): ``MessagesInPerSec`` and
-  ``BytesInPerSec`` when a leader appends a client's batch; ``BytesOutPerSec`` for the bytes a consumer
+  ``BytesInPerSec`` when a leader appends a batch (coordinators' writes too, as in Kafka); ``BytesOutPerSec`` for the bytes a consumer
   fetch returns, ``ReplicationBytesOutPerSec`` / ``ReplicationBytesInPerSec`` for a follower's; each for all
   topics and with a ``topic`` tag, and ``TotalProduceRequestsPerSec`` / ``TotalFetchRequestsPerSec`` /
   ``FailedProduceRequestsPerSec``.
@@ -33,6 +33,7 @@ from kafkalite.protocol import FetchRequest, ProduceRequest
 SERVER = "kafka.server"
 NETWORK = "kafka.network"
 TOPIC_METRICS = "BrokerTopicMetrics"
+_API_NAMES: dict[type, str] = {}  # request class -> Kafka's API name (ProduceRequest -> Produce)
 
 
 class BrokerMetrics:
@@ -42,8 +43,9 @@ class BrokerMetrics:
         self.registry = MetricsRegistry(now_ms)
         # Request times in ms: the simulated clock (whole ms, deterministic) unless the host gives a finer one.
         self.request_clock = request_clock or now_ms
-        self._pending: dict[tuple[Any, int], tuple[float, str]] = {}
+        self._pending: dict[tuple[Any, int], tuple[float, Histogram]] = {}
         self._topic_meters: dict[tuple[str, str], Meter] = {}
+        self._topic_in: dict[str, tuple[Meter, Meter]] = {}
         self._request_meters: dict[str, tuple[Meter, Histogram]] = {}
         r = self.registry
         self.messages_in = r.meter(SERVER, TOPIC_METRICS, "MessagesInPerSec")
@@ -67,11 +69,17 @@ class BrokerMetrics:
         return m
 
     def appended(self, topic: str, records: int, size: int) -> None:
-        """A leader appended a client's batch (not a coordinator's own write, nor a follower's copy)."""
-        self.messages_in.mark(records)
-        self.bytes_in.mark(size)
-        self._topic("MessagesInPerSec", topic).mark(records)
-        self._topic("BytesInPerSec", topic).mark(size)
+        """A leader appended a batch (a client's, or a coordinator's own write; not a follower's copy)."""
+        pair = self._topic_in.get(topic)
+        if pair is None:
+            pair = self._topic_in[topic] = (
+                self._topic("MessagesInPerSec", topic),
+                self._topic("BytesInPerSec", topic),
+            )
+        self.messages_in.count += records  # Meter.mark, inlined: this runs once per appended batch
+        self.bytes_in.count += size
+        pair[0].count += records
+        pair[1].count += size
 
     def fetched(self, topic: str, size: int, *, follower: bool) -> None:
         """A fetch response carries ``size`` bytes of ``topic`` (to a consumer, or to a follower)."""
@@ -92,30 +100,27 @@ class BrokerMetrics:
         """Start the clock of one request; ``request_answered`` stops it when its response is sent."""
         cls = request.__class__
         if cls is FetchRequest:
-            self.fetch_requests.mark()
+            self.fetch_requests.count += 1
             api = "FetchFollower" if request.replica_id >= 0 else "FetchConsumer"
         else:
             if cls is ProduceRequest:
-                self.produce_requests.mark()
-            api = cls.__name__.removesuffix("Request")
-        meter, _ = self._request(api)
-        meter.mark()
-        self._pending[(src, correlation_id)] = (self.request_clock(), api)
+                self.produce_requests.count += 1
+            api = _API_NAMES.get(cls) or _API_NAMES.setdefault(cls, cls.__name__.removesuffix("Request"))
+        pair = self._request_meters.get(api) or self._request(api)
+        pair[0].count += 1
+        self._pending[(src, correlation_id)] = (self.request_clock(), pair[1])
 
     def request_answered(self, dst: Any, correlation_id: int) -> None:
         started = self._pending.pop((dst, correlation_id), None)
         if started is not None:
-            t0, api = started
-            self._request(api)[1].update(self.request_clock() - t0)
+            started[1].update(self.request_clock() - started[0])
 
     def _request(self, api: str) -> tuple[Meter, Histogram]:
-        pair = self._request_meters.get(api)
-        if pair is None:
-            r = self.registry
-            pair = self._request_meters[api] = (
-                r.meter(NETWORK, "RequestMetrics", "RequestsPerSec", request=api),
-                r.histogram(NETWORK, "RequestMetrics", "TotalTimeMs", request=api),
-            )
+        r = self.registry
+        pair = self._request_meters[api] = (
+            r.meter(NETWORK, "RequestMetrics", "RequestsPerSec", request=api),
+            r.histogram(NETWORK, "RequestMetrics", "TotalTimeMs", request=api),
+        )
         return pair
 
     # ------------------------------------------------------------------------------ gauges

@@ -111,8 +111,10 @@ class Histogram:
     def update(self, value: float) -> None:
         self.count += 1
         self.total += value
-        self.min = min(self.min, value)
-        self.max = max(self.max, value)
+        if value < self.min:
+            self.min = value
+        if value > self.max:
+            self.max = value
         self._sample.append(value)
 
     def percentile(self, q: float) -> float:
