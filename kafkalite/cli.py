@@ -750,10 +750,16 @@ def metadata_quorum_describe(bootstrap: str, status: bool, replication: bool) ->
     "on metrics.port+N-1).",
 )  # fmt: skip
 @click.option("--all", "show_all", is_flag=True, help="Every sample, as scraped, not the watch list.")
-def metrics(servers: str, show_all: bool) -> None:
+@click.option(
+    "--bootstrap-server",
+    help="HOST:PORT[,...] of the brokers: also show each consumer group's lag, computed from its committed "
+    "offsets and the high watermarks as an exporter does (Kafka's brokers have no lag metric).",
+)  # fmt: skip
+def metrics(servers: str, show_all: bool, bootstrap_server: str | None) -> None:
     """The brokers' metrics, by Kafka's names: the watch list an operator alerts on, one row per broker
-    (URP, offline partitions, active controller, ISR churn, traffic, p99 request times, idle, purgatory)."""
-    from kafkalite.tools.metrics import scrape, watch_rows  # deferred: keeps `kafkalite --help` fast
+    (URP, offline partitions, active controller, ISR churn, traffic, p99 request times, idle, purgatory),
+    and with --bootstrap-server each consumer group's lag."""
+    from kafkalite.tools.metrics import consumer_lag, lag_rows, scrape, watch_rows  # deferred: fast --help
 
     samples = []
     for addr in (a.strip() for a in servers.split(",") if a.strip()):
@@ -761,15 +767,28 @@ def metrics(servers: str, show_all: bool) -> None:
             samples.extend(scrape(addr))
         except (OSError, ValueError) as e:
             raise click.ClickException(f"{addr}: {e}") from e
+    lags = []
+    if bootstrap_server:
+        from kafkalite.errors import KafkaError
+        from kafkalite.host.admin_client import AdminClient
+
+        try:
+            with AdminClient(bootstrap_server) as admin:
+                lags = consumer_lag(admin)
+        except (OSError, KafkaError) as e:
+            raise click.ClickException(f"{bootstrap_server}: {e}") from e
     if show_all:
-        for s in samples:
+        for s in [*samples, *lags]:
             labels = ",".join(f'{k}="{v}"' for k, v in s.labels)
             click.echo(f"{s.name}{{{labels}}} {s.value:g}")
         return
-    rows = watch_rows(samples)
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
-        click.echo("  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True)))
+    tables = [watch_rows(samples)] + ([lag_rows(lags)] if bootstrap_server else [])
+    for i, rows in enumerate(tables):
+        if i:
+            click.echo()
+        widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+        for r in rows:
+            click.echo("  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True)))
 
 
 @kafkalite.group()

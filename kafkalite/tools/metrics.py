@@ -11,11 +11,22 @@ import re
 import urllib.request
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-__all__ = ["ALERT_RULES", "WATCH", "AlertRule", "Sample", "alert_rules_yaml", "scrape", "watch_rows"]
+__all__ = [
+    "ALERT_RULES",
+    "WATCH",
+    "AlertRule",
+    "Sample",
+    "alert_rules_yaml",
+    "consumer_lag",
+    "lag_rows",
+    "scrape",
+    "watch_rows",
+]
 
 
 @dataclass(frozen=True)
@@ -151,3 +162,32 @@ def alert_rules_yaml(rules: Iterable[AlertRule] = ALERT_RULES) -> str:
         ],
     }
     return yaml.safe_dump({"groups": [group]}, sort_keys=False, width=110)
+
+
+def consumer_lag(cluster: Any) -> list[Sample]:
+    """Each group's lag per partition, as ``kafka_consumergroup_lag`` samples: what an exporter beside
+    Kafka (Kafka's brokers have no lag metric) computes from the committed offsets and the high
+    watermarks. ``cluster`` is a ``Cluster`` or an ``AdminClient``: the same calls as
+    ``consumer-groups --describe``."""
+    from kafkalite.tools.consumer_groups import describe_group, list_groups  # tools: siblings
+
+    samples = []
+    for group in list_groups(cluster):
+        _, rows = describe_group(cluster, group)
+        for r in rows:
+            if r.lag is not None:
+                labels = (("consumergroup", group), ("partition", str(r.partition)), ("topic", r.topic))
+                samples.append(Sample("kafka_consumergroup_lag", labels, float(r.lag)))
+    return samples
+
+
+def lag_rows(samples: Iterable[Sample]) -> list[tuple[str, ...]]:
+    """A header and one row per (group, topic): partitions, total lag and the worst partition's lag."""
+    per: dict[tuple[str, str], list[float]] = {}
+    for s in samples:
+        if s.name == "kafka_consumergroup_lag":
+            per.setdefault((s.label("consumergroup") or "", s.label("topic") or ""), []).append(s.value)
+    rows: list[tuple[str, ...]] = [("Group", "Topic", "Partitions", "Lag", "MaxLag")]
+    for (group, topic), lags in sorted(per.items()):
+        rows.append((group, topic, str(len(lags)), f"{sum(lags):.0f}", f"{max(lags):.0f}"))
+    return rows

@@ -8,7 +8,7 @@ import urllib.request
 import pytest
 import yaml
 from click.testing import CliRunner
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
 from kafkalite.cli import kafkalite
@@ -107,3 +107,33 @@ def test_the_metrics_command_names_an_endpoint_it_cannot_reach():
     result = CliRunner().invoke(kafkalite, ["metrics", "--metrics-server", "127.0.0.1:1"])
     assert result.exit_code != 0
     assert "127.0.0.1:1" in result.output
+
+
+def test_the_metrics_command_shows_each_groups_lag():
+    with BackgroundServer(1, config={"metrics.port": 0}) as srv:
+        srv.create_topic("lagged", 2, 1)
+        producer = Producer({"bootstrap.servers": srv.bootstrap_servers})
+        for i in range(40):
+            producer.produce("lagged", b"z", partition=i % 2)
+        assert producer.flush(30) == 0
+        consumer = Consumer(
+            {"bootstrap.servers": srv.bootstrap_servers, "group.id": "slow-readers",
+             "enable.auto.commit": False, "auto.offset.reset": "earliest"}
+        )  # fmt: skip
+        consumer.assign([TopicPartition("lagged", 0, 5), TopicPartition("lagged", 1, 12)])
+        consumer.commit(
+            offsets=[TopicPartition("lagged", 0, 5), TopicPartition("lagged", 1, 12)], asynchronous=False
+        )
+        consumer.close()
+        host, port = srv.server.metrics_endpoint.address
+        args = ["metrics", "--metrics-server", f"{host}:{port}", "--bootstrap-server", srv.bootstrap_servers]
+        result = CliRunner().invoke(kafkalite, args)
+        assert result.exit_code == 0, result.output
+        lag_table = result.output.split("\n\n")[1].splitlines()
+        assert lag_table[0].split() == ["Group", "Topic", "Partitions", "Lag", "MaxLag"]
+        assert lag_table[1].split() == ["slow-readers", "lagged", "2", str(15 + 8), "15"]
+        raw = CliRunner().invoke(kafkalite, [*args, "--all"])
+        assert (
+            'kafka_consumergroup_lag{consumergroup="slow-readers",partition="0",topic="lagged"} 15'
+            in raw.output
+        )
