@@ -8,6 +8,8 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kafkalite.cli import kafkalite
 from kafkalite.harness.bench import peer
@@ -84,6 +86,40 @@ def test_the_table_names_each_side_its_range_and_failures():
     assert "skipped: aiokafka is not installed" in table
     assert c_bad.ratio is None and c_skip.ratio is None
     assert c_ok.paired_ratios == [0.9, 1.5]
+
+
+_rates = st.lists(st.floats(1.0, 1e7, allow_nan=False), max_size=3)
+_reason = st.none() | st.text(min_size=1, max_size=30)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    rows=st.lists(
+        st.builds(
+            peer.Comparison,
+            st.sampled_from(peer.CLIENTS),
+            st.text(min_size=1, max_size=20),
+            st.text(max_size=30),
+            st.text(max_size=30),
+            st.booleans(),
+            _rates,
+            _rates,
+            _reason,
+            _reason,
+            _reason,
+        ),
+        max_size=6,
+    ),
+    cores=st.none() | st.integers(1, 256),
+)
+def test_a_stored_result_reads_back_and_prints_as_it_did(rows, cores):
+    """``--json`` output kept in a file (the performance chapter's stored table) prints the same table,
+    with the cores of the machine that measured it, not of the one that reads it."""
+    r = peer.PeerBenchResult("a peer", 3, 1000, 100, rows, (1.0, 1.5, 2.0), (3.0, 2.5, 2.0), ["n"], cores)
+    back = peer.PeerBenchResult.from_dict(json.loads(r.to_json()))
+    assert back == r
+    assert back.table() == r.table()
+    assert (f"on {cores} cores" in back.table()) == bool(cores)
 
 
 def test_tansu_without_its_wheel_is_a_clear_error_naming_the_requirements(monkeypatch):

@@ -34,7 +34,7 @@ import time
 import uuid
 from collections.abc import Callable
 from contextlib import ExitStack, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -511,6 +511,7 @@ class PeerBenchResult(JsonResult):
     load_before: tuple[float, float, float]
     load_after: tuple[float, float, float]
     notes: list[str] = field(default_factory=list)
+    cores: int | None = field(default_factory=os.cpu_count)  # None: not known (a result stored without it)
 
     def to_dict(self) -> dict:
         return {
@@ -518,6 +519,7 @@ class PeerBenchResult(JsonResult):
             "runs": self.runs,
             "records": self.records,
             "record_size": self.record_size,
+            "cores": self.cores,
             "load_average_before": self.load_before,
             "load_average_after": self.load_after,
             "cases": [
@@ -527,6 +529,17 @@ class PeerBenchResult(JsonResult):
             "notes": self.notes,
         }
 
+    @classmethod
+    def from_dict(cls, d: dict) -> PeerBenchResult:
+        """The result ``to_dict`` (or ``--json``) gave, back: a stored measurement prints as it did."""
+        names = {f.name for f in fields(Comparison)}
+        return cls(
+            d["peer"], d["runs"], d["records"], d["record_size"],
+            [Comparison(**{k: v for k, v in c.items() if k in names}) for c in d["cases"]],
+            tuple(d["load_average_before"]), tuple(d["load_average_after"]), list(d.get("notes", [])),
+            d.get("cores"),
+        )  # fmt: skip
+
     def table(self) -> str:
         def side(rates: list[float], failed: str | None) -> str:
             if failed:
@@ -535,7 +548,9 @@ class PeerBenchResult(JsonResult):
                 return "-"
             return f"{max(rates):,.0f} ({min(rates):,.0f}-{max(rates):,.0f})"
 
-        load = f"load average {self.load_before[0]:.1f} -> {self.load_after[0]:.1f} on {os.cpu_count()} cores"
+        load = f"load average {self.load_before[0]:.1f} -> {self.load_after[0]:.1f}"
+        if self.cores:
+            load += f" on {self.cores} cores"
         lines = [
             f"peer: {self.peer}; {self.runs} alternated run(s) of {self.records:,} records of "
             f"{self.record_size} B; {load}",
