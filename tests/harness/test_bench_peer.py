@@ -3,6 +3,7 @@ ratios; a case the peer fails is reported as failed, never as a win. Tiny sizes:
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 
@@ -68,6 +69,21 @@ def test_against_a_peer_prints_each_side_and_the_ratio_and_a_refused_case_as_fai
     assert rf3["kafkalite_setup"] == "3 brokers, topic RF=3, min.insync.replicas=2"
     assert rf3["peer_setup"] == "1 broker, topic RF=1, min.insync.replicas=1"
     assert not rf3["like_for_like"]
+
+
+@pytest.mark.skipif(not HAVE_AIOKAFKA, reason="aiokafka (requirements-bench.txt) is not installed")
+def test_aiokafka_cases_run_from_a_thread_whose_event_loop_is_running():
+    """A Jupyter kernel runs cells inside an event loop (the performance chapter's live comparison):
+    the aiokafka cases must not call asyncio.run there, which refuses."""
+    from kafkalite.host.server import BackgroundServer
+
+    async def in_a_running_loop():
+        return peer.aiokafka_produce(srv.bootstrap_servers, "t", 50, b"v" * 10, "1", False)
+
+    with BackgroundServer(1) as srv:
+        srv.create_topic("t", 1, 1)
+        seconds = asyncio.run(in_a_running_loop())
+    assert seconds > 0
 
 
 def test_the_table_names_each_side_its_range_and_failures():

@@ -32,12 +32,13 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field, fields
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kafkalite.harness.bench._report import JsonResult
 from kafkalite.harness.bench.wire import send_all
@@ -51,6 +52,7 @@ BATCH_BYTES = 1_000_000
 FETCH_MAX_BYTES = 52_428_800
 PARTITION_FETCH_BYTES = 10_485_760
 CASE_TIMEOUT_S = 120.0
+T = TypeVar("T")
 
 
 class CaseFailed(Exception):
@@ -358,12 +360,23 @@ def _aio_error(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
 
 
+def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(coro)``, also from a thread whose event loop is running (a Jupyter kernel's, where
+    ``asyncio.run`` refuses): then in a thread of its own, waited for."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(1, thread_name_prefix="bench-asyncio") as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 def aiokafka_produce(
     bootstrap: str, topic: str, records: int, value: bytes, acks: str, idempotent: bool
 ) -> float:
     """As ``confluent_produce``, with aiokafka: ``send`` per record, its delivery awaited only at the end
     (``flush``), as a program that wants throughput writes it."""
-    return asyncio.run(_aio_produce(bootstrap, topic, records, value, acks, idempotent))
+    return run_coroutine(_aio_produce(bootstrap, topic, records, value, acks, idempotent))
 
 
 async def _aio_produce(
@@ -406,7 +419,7 @@ async def _aio_produce(
 
 def aiokafka_consume(bootstrap: str, topic: str, records: int) -> float:
     """As ``confluent_consume``, with aiokafka's ``getmany`` (batches, not a coroutine per record)."""
-    return asyncio.run(_aio_consume(bootstrap, topic, records))
+    return run_coroutine(_aio_consume(bootstrap, topic, records))
 
 
 async def _aio_consume(bootstrap: str, topic: str, records: int) -> float:
