@@ -118,7 +118,9 @@ class Sender:
         nodes, next_ready, unknown = acc.ready(meta.leader_for, now)
         if unknown:
             meta.request_update()
-        if (p._waiting or unknown or meta.need_update or self.has_work()) and meta.update_due(now):
+        # An idle producer refreshes too, as Kafka's Sender does on every poll: it learns of new partitions
+        # (and moved leaders) before its next send, not with it.
+        if meta.wanted and meta.update_due(now):
             self._maybe_send_metadata(now)
         if isinstance(p.partitioner, DefaultPartitioner) and p.partitioner.adaptive:
             self._update_load_stats()
@@ -177,7 +179,7 @@ class Sender:
         if p._waiting:
             cands.append(min(w[9] for w in p._waiting))
         meta = self.metadata
-        if self._meta_inflight is None and (p._waiting or self.has_work()):
+        if self._meta_inflight is None and meta.wanted:
             if meta.need_update:
                 cands.append(max(self._meta_backoff_until, now + 1))
             else:

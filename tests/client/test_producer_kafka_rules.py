@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 
 from kafkalite.client.accumulator import RecordMetadata
+from kafkalite.client.partitioner import partition_for_key
 from kafkalite.errors import BufferExhaustedError, RequestTimedOutError
 from kafkalite.protocol import TopicPartition
 from kafkalite.records import decode_batch_tuples
@@ -160,6 +161,19 @@ def test_a_partitioner_answer_past_the_count_is_sent_once_the_topic_grows():
     cluster.create("t", 6)
     net.run_for(2000)
     assert fut.result().partition == 5 and cluster.values("t", 5) == [b"x"]
+
+
+def test_an_idle_producer_refreshes_its_metadata_and_keys_go_by_the_new_count():
+    """Kafka's Sender polls the network client, which refreshes metadata every metadata.max.age.ms, busy
+    or not: a producer that sat idle while the topic grew hashes its next key by the new count."""
+    net, cluster, p = setup(partitions=2, metadata_max_age_ms=1000)
+    _warm(net, p)
+    cluster.create("t", 8)
+    net.run_for(1500)  # idle past metadata.max.age.ms
+    key = next(k for k in (f"key-{i}".encode() for i in range(100)) if partition_for_key(k, 8) >= 2)
+    fut = p.send("t", b"v", key=key)
+    assert net.run_until(fut.done, 1000)
+    assert fut.result().partition == partition_for_key(key, 8)
 
 
 # -------------------------------------------------------------------- callbacks of failed sends
