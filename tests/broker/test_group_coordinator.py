@@ -515,3 +515,21 @@ def test_unload_group_answers_waiters(env: Any) -> None:
     assert states(events)[-1] == ("Dead", 0)
     timers.advance(60_000)  # no timer of the unloaded group fires
     assert gc.group_state(G) == "Dead"
+
+
+def test_a_join_after_the_last_member_left_a_preparing_rebalance_is_accepted(env: Any) -> None:
+    """The only member leaves during group.initial.rebalance.delay.ms: the group is memberless but still
+    PreparingRebalance. Kafka counts every protocol as shared by all (zero) members then, so the next
+    consumer's join is accepted, not refused with INCONSISTENT_GROUP_PROTOCOL."""
+    gc, timers, _, _ = env
+    a = new_member_id(gc)
+    first = join(gc, a)
+    box = Box()
+    gc.handle_leave_group(LeaveGroupRequest(group_id=G, members=(MemberIdentity(member_id=a),)), box)
+    assert first.done and gc.group_state(G) == "PreparingRebalance"
+    b = new_member_id(gc, protocols=protos(names=("cooperative-sticky", "range")))
+    second = join(gc, b, protocols=protos(names=("cooperative-sticky", "range")))
+    assert not second.done  # waits for the rebalance like any join
+    timers.advance(10_000)
+    assert second.r.error_code == NO_ERROR and second.r.leader == b
+    assert gc.group_state(G) == "CompletingRebalance"

@@ -264,6 +264,10 @@ class GroupMetadata:
         names = {name for name, _ in protocols}
         if self.is_(GroupState.EMPTY) and not self.members:
             return bool(protocol_type) and bool(names)
+        if not self.members:
+            # No member left, yet not Empty: the last one left while a rebalance was being prepared.
+            # Every protocol is then shared by all (zero) members, as Kafka counts it; only the type binds.
+            return protocol_type == self.protocol_type and bool(names)
         return protocol_type == self.protocol_type and bool(names & self.candidate_protocols())
 
     def select_protocol(self) -> str:
