@@ -18,6 +18,7 @@ from kafkalite.broker.controller.channel_manager import ControllerBrokerRequestB
 from kafkalite.broker.controller.context import ControllerContext, PartitionInfo, config_flag
 from kafkalite.broker.placement import assign_new_partitions, assign_replicas
 from kafkalite.broker.topic_validator import colliding_topics, validate_topic, validate_topic_configs
+from kafkalite.common.partition_assignment import partitions_to_add, validate_manual_assignment
 from kafkalite.config.broker import BrokerConfig
 from kafkalite.coordination import paths
 from kafkalite.coordination.store import CoordinationError, Create, NodeExists
@@ -313,32 +314,12 @@ class TopicAdmin:
                 f"A partition reassignment is in progress for the topic '{t.name}'."
             )
         current = len(parts)
-        if t.count < current:
-            raise InvalidPartitionsError(
-                f"Topic currently has {current} partitions, which is higher than the requested {t.count}."
-            )
-        if t.count == current:
-            raise InvalidPartitionsError(f"Topic already has {current} partitions.")
-        to_add = t.count - current
+        to_add = partitions_to_add(current, t.count, t.assignments)
         live = sorted(ctx.live_brokers)
         if t.assignments is not None:
-            if len(t.assignments) != to_add:
-                raise InvalidReplicaAssignmentError(
-                    f"Increasing the number of partitions by {to_add} but {len(t.assignments)} assignments "
-                    "provided."
-                )
             rf = len(parts[0].replicas)
             for i, replicas in enumerate(t.assignments):
-                unknown = sorted(set(replicas) - set(live))
-                if unknown:
-                    raise InvalidReplicaAssignmentError(
-                        f"Unknown broker(s) in replica assignment: {unknown}."
-                    )
-                if len(replicas) != rf or len(set(replicas)) != rf:
-                    raise InvalidReplicaAssignmentError(
-                        f"Inconsistent replication factor between partitions, partition 0 has {rf} while "
-                        f"partition {current + i} has replicas {list(replicas)}."
-                    )
+                validate_manual_assignment(current + i, replicas, live, rf)
             return {current + i: list(r) for i, r in enumerate(t.assignments)}
         rf = len(parts[0].replicas)
         if rf > len(live):
