@@ -92,6 +92,11 @@ class BrokerMetadataPublisher:
                     topic_id=tid,
                 )
             )
+            old_part = self.published.partition(t.name, p)
+            if b.broker_id not in part.replicas and old_part is not None and b.broker_id in old_part.replicas:
+                # A reassignment moved the partition off this broker: its replica goes, as Kafka's
+                # applyDelta deletes a local partition the delta no longer places here.
+                stops.append(StopReplicaPartitionState(tp=tp, delete_partition=True))
             if b.broker_id in part.replicas:
                 old = self.published.topics.get(tid)
                 leader_states.append(
@@ -129,7 +134,8 @@ class BrokerMetadataPublisher:
                         rm.set_topic_config(topic, dict(image.configs.get((TOPIC_RESOURCE, topic), {})))
             if stops:
                 for s in stops:
-                    b.cache.remove(s.tp)
+                    if image.partition(s.tp.topic, s.tp.partition) is None:
+                        b.cache.remove(s.tp)
                 rm.handle_stop_replica(
                     StopReplicaRequest(controller_epoch=epoch, partition_states=tuple(stops))
                 )

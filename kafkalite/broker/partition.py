@@ -160,6 +160,17 @@ class Partition:
         )
         self.event("leo", replica=self.broker_id, leo=leo)
 
+    def update_assignment(self, state: Any, now_ms: int) -> None:
+        """A new ISR or replica set in the same leader term (KRaft writes a reassignment's added replicas
+        without a leader epoch bump): what is known of the followers that stay is kept, an added one is
+        tracked from now on, so its fetches can bring it into the ISR (Kafka's ``updateAssignmentAndIsr``)."""
+        self.apply_state(state)
+        self.remotes = {
+            r: self.remotes.get(r) or ReplicaState(r, last_caught_up_ms=now_ms if r in self.isr else 0)
+            for r in self.replicas
+            if r != self.broker_id
+        }
+
     def make_follower(self, state: Any) -> None:
         self.apply_state(state)
         self.remotes = {}

@@ -103,7 +103,7 @@ def make_leader(rm: ReplicaManager, p: Partition, state: Any, now: int) -> None:
     rm.fetcher_manager.remove(p.tp)
     same_term = p.is_leader and p.leader_epoch == state.leader_epoch
     if same_term:  # only ISR/replicas changed (partition epoch bump)
-        p.apply_state(state)
+        p.update_assignment(state, now)
     else:
         p.make_leader(state, now)
     rm._maybe_increment_hw(p)
