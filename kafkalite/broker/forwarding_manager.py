@@ -1,6 +1,6 @@
 """``ForwardingManager``: a KRaft broker passes the admin requests only the controller can carry out
-(CreateTopics, DeleteTopics, IncrementalAlterConfigs, CreateAcls, DeleteAcls, AlterUserScramCredentials)
-on to the active controller and relays the answer
+(CreateTopics, CreatePartitions, DeleteTopics, IncrementalAlterConfigs, CreateAcls, DeleteAcls,
+AlterUserScramCredentials, ElectLeaders, Alter- and ListPartitionReassignments) on to the active controller and relays the answer
 (Kafka's ``ForwardingManager``, KIP-590), so a client never needs to reach a controller. DescribeQuorum
 goes the same way: only the quorum's leader can answer it (Kafka's brokers forward it too, which is what
 ``kafka-metadata-quorum --bootstrap-server`` relies on).
@@ -16,7 +16,15 @@ from collections.abc import Callable
 from typing import Any
 
 from kafkalite.errors import NotControllerError, NotLeaderOrFollowerError, RequestTimedOutError
-from kafkalite.protocol import CreateTopicsRequest, DeleteTopicsRequest, IncrementalAlterConfigsRequest
+from kafkalite.protocol import (
+    AlterPartitionReassignmentsRequest,
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    ElectLeadersRequest,
+    IncrementalAlterConfigsRequest,
+    ListPartitionReassignmentsRequest,
+)
 from kafkalite.protocol.envelope import RequestEnvelope, ResponseEnvelope
 from kafkalite.protocol.error_response import error_response
 from kafkalite.protocol.raft import DescribeQuorumRequest, DescribeQuorumResponse
@@ -34,6 +42,10 @@ FORWARDED = (
     DeleteAclsRequest,
     AlterUserScramCredentialsRequest,
     DescribeQuorumRequest,
+    CreatePartitionsRequest,
+    ElectLeadersRequest,
+    AlterPartitionReassignmentsRequest,
+    ListPartitionReassignmentsRequest,
 )
 FORWARDING_CLIENT_SUFFIX = "-forwarding"
 """How a forwarded request's client id ends (``broker-1-forwarding``): a combined node's controller takes

@@ -86,12 +86,8 @@ class KRaftCluster(Cluster):
         voters = tuple(base + i for i in range(1, controllers + 1))
         self.quorum_config = QuorumConfig(voters=voters, **dict(quorum or {}))
         bcfg = BrokerConfig.coerce(dict(config or {}))
-        settings = ControllerSettings(
-            cluster_id,
-            broker_session_timeout_ms=session_timeout_ms,
-            num_partitions=bcfg.num_partitions,
-            default_replication_factor=bcfg.default_replication_factor,
-            unclean_leader_election_enable=bcfg.unclean_leader_election_enable,
+        settings = ControllerSettings.from_broker_config(
+            cluster_id, bcfg, broker_session_timeout_ms=session_timeout_ms
         )
         # kafkalite storage format, for every node, before any starts
         for c in () if combined else voters:

@@ -91,12 +91,8 @@ def _controller_settings(props: Mapping[str, Any], cluster_id: str) -> Controlle
     """The quorum controller's settings from a node's config: the session timeout and the broker keys the
     controller applies when it creates topics."""
     bcfg = BrokerConfig.coerce({k: v for k, v in props.items() if _broker_key(k)})
-    return ControllerSettings(
-        cluster_id,
-        broker_session_timeout_ms=int(props.get("broker.session.timeout.ms", 9000)),
-        num_partitions=bcfg.num_partitions,
-        default_replication_factor=bcfg.default_replication_factor,
-        unclean_leader_election_enable=bcfg.unclean_leader_election_enable,
+    return ControllerSettings.from_broker_config(
+        cluster_id, bcfg, broker_session_timeout_ms=int(props.get("broker.session.timeout.ms", 9000))
     )
 
 

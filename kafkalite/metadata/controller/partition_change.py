@@ -1,11 +1,14 @@
-"""``partition_change``: the PartitionChangeRecord that takes a partition to a target ISR and a leader
-elected from it (Kafka's ``PartitionChangeBuilder``, without reassignments or ELR).
+"""``partition_change``: the PartitionChangeRecord that takes a partition to a target ISR, replica set and
+leader (Kafka's ``PartitionChangeBuilder``, without ELR).
 
-The leader stays if it is still in the ISR and usable; otherwise the first usable replica, in replica
-order, that is in the ISR leads. With none, the partition goes leaderless (-1) rather than electing a
-replica outside the ISR, unless the topic allows unclean election. The ISR never empties: if the target
-would drop its last member, that member stays, so the partition can be led again by it once it comes
-back, with nothing acknowledged lost.
+The steps run in Kafka's order. First a reassignment in progress completes if the target ISR allows it
+(``complete_reassignment``). Then a leader is elected from the target ISR among usable brokers: the
+current one if it may stay, else the first in replica order; a *preferred* election tries the first
+replica before the current leader. With none, the partition goes leaderless (-1) rather than electing a
+replica outside the ISR, unless the election is unclean. A replica set that drops a broker bumps the leader
+epoch even when the leader stays, so the removed replica's fetches are fenced. The ISR never empties: if
+the target would drop its last member, that member stays, so the partition can be led again by it once
+it comes back, with nothing acknowledged lost.
 """
 
 from __future__ import annotations
@@ -17,13 +20,57 @@ from kafkalite.metadata.image import PartitionRegistration
 from kafkalite.metadata.records import NO_LEADER, NO_LEADER_CHANGE, PartitionChangeRecord
 
 
-def elect_leader(part: PartitionRegistration, isr: Sequence[int], usable: Callable[[int], bool]) -> int:
-    if part.leader in isr and usable(part.leader):
+def reassignment_replicas(
+    current: Sequence[int], target: Sequence[int]
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """``(replicas, adding, removing)`` while ``current`` moves to ``target`` (Kafka's
+    ``PartitionReassignmentReplicas``): the target first, then the replicas leaving, each list sorted."""
+    removing = tuple(sorted(set(current) - set(target)))
+    adding = tuple(sorted(set(target) - set(current)))
+    return tuple(target) + removing, adding, removing
+
+
+def complete_reassignment(
+    replicas: Sequence[int], adding: Sequence[int], removing: Sequence[int], isr: Sequence[int]
+) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """``(replicas, isr)`` once the move is done, or None: every replica that stays must be in the ISR,
+    and at least one ISR member must stay."""
+    if not adding and not removing:
+        return None
+    new_isr = tuple(r for r in isr if r not in removing)
+    new_replicas = tuple(r for r in replicas if r not in removing)
+    if not new_isr or not new_replicas or not set(new_replicas) <= set(new_isr):
+        return None
+    return new_replicas, new_isr
+
+
+def revert_reassignment(part: PartitionRegistration) -> tuple[tuple[int, ...], tuple[int, ...], bool]:
+    """``(replicas, isr, unclean)`` after cancelling ``part``'s move (Kafka's ``PartitionReassignmentRevert``):
+    the replicas being added leave the replica set and the ISR; if nobody of the ISR would remain, the first
+    original replica becomes the ISR, which is an unclean election."""
+    replicas = tuple(r for r in part.replicas if r not in part.adding_replicas)
+    isr = tuple(r for r in part.isr if r not in part.adding_replicas)
+    if isr:
+        return replicas, isr, False
+    return replicas, replicas[:1], True
+
+
+def elect_leader(
+    part: PartitionRegistration,
+    replicas: Sequence[int],
+    isr: Sequence[int],
+    usable: Callable[[int], bool],
+    *,
+    preferred: bool = False,
+) -> int:
+    def valid(r: int) -> bool:
+        return r in isr and usable(r)
+
+    if preferred and replicas and valid(replicas[0]):
+        return replicas[0]
+    if valid(part.leader):
         return part.leader
-    for r in part.replicas:
-        if r in isr and usable(r):
-            return r
-    return NO_LEADER
+    return next((r for r in replicas if valid(r)), NO_LEADER)
 
 
 def partition_change(
@@ -34,21 +81,44 @@ def partition_change(
     target_isr: Sequence[int] | None = None,
     *,
     unclean: bool = False,
+    preferred: bool = False,
+    target_replicas: Sequence[int] | None = None,
+    target_adding: Sequence[int] | None = None,
+    target_removing: Sequence[int] | None = None,
 ) -> PartitionChangeRecord | None:
     """The record, or None if nothing would change. With ``unclean`` (the topic's
-    ``unclean.leader.election.enable``) a partition no ISR member can lead is given to the first usable
-    replica outside it, which becomes the whole ISR: available again, at the price of what only the ISR
-    had (Kafka's unclean election)."""
+    ``unclean.leader.election.enable``, or ElectLeaders' unclean type) a partition no ISR member can lead
+    is given to the first usable replica outside it, which becomes the whole ISR: available again, at the
+    price of what only the ISR had (Kafka's unclean election). ``preferred`` is ElectLeaders' preferred
+    election. The ``target_*`` replica lists default to the partition's own."""
     isr = tuple(part.isr if target_isr is None else target_isr)
     if not isr:
         isr = part.isr
-    leader = elect_leader(part, isr, usable)
+    replicas = tuple(part.replicas if target_replicas is None else target_replicas)
+    adding = tuple(part.adding_replicas if target_adding is None else target_adding)
+    removing = tuple(part.removing_replicas if target_removing is None else target_removing)
+    done = complete_reassignment(replicas, adding, removing, isr)
+    if done is not None:
+        (replicas, isr), adding, removing = done, (), ()
+    leader = elect_leader(part, replicas, isr, usable, preferred=preferred)
     if leader == NO_LEADER and unclean:
-        leader = next((r for r in part.replicas if usable(r)), NO_LEADER)
+        leader = next((r for r in replicas if usable(r)), NO_LEADER)
         if leader != NO_LEADER:
             isr = (leader,)
-    new_isr = None if isr == part.isr else isr
     new_leader = NO_LEADER_CHANGE if leader == part.leader else leader
-    if new_isr is None and new_leader == NO_LEADER_CHANGE:
+    if new_leader == NO_LEADER_CHANGE and not set(part.replicas) <= set(replicas):
+        new_leader = part.leader  # a replica leaves: a new leader epoch fences it
+    rec = PartitionChangeRecord(
+        partition_id=partition_id,
+        topic_id=topic_id,
+        isr=None if isr == part.isr else isr,
+        leader=new_leader,
+        replicas=None if replicas == part.replicas else replicas,
+        adding_replicas=None if adding == part.adding_replicas else adding,
+        removing_replicas=None if removing == part.removing_replicas else removing,
+    )
+    if (rec.isr, rec.replicas, rec.adding_replicas, rec.removing_replicas) == (None,) * 4 and (
+        rec.leader == NO_LEADER_CHANGE
+    ):
         return None
-    return PartitionChangeRecord(partition_id=partition_id, topic_id=topic_id, isr=new_isr, leader=new_leader)
+    return rec

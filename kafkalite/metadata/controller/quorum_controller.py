@@ -23,6 +23,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kafkalite.errors import (
+    ElectionNotNeededError,
+    InvalidRequestError,
     KafkaError,
     NotControllerError,
     NotLeaderOrFollowerError,
@@ -35,7 +37,13 @@ from kafkalite.metadata.controller import (
     scram_control,
 )
 from kafkalite.metadata.controller.cluster_control import ClusterControlManager
-from kafkalite.metadata.controller.replication_control import ReplicaPlacer, ReplicationControlManager
+from kafkalite.metadata.controller.replication_control import (
+    MAX_ELECTIONS_PER_IMBALANCE,
+    PREFERRED,
+    UNCLEAN,
+    ReplicaPlacer,
+    ReplicationControlManager,
+)
 from kafkalite.metadata.delta import MetadataDelta
 from kafkalite.metadata.image import MetadataImage
 from kafkalite.metadata.metadata_loader import snapshot_image
@@ -59,9 +67,23 @@ from kafkalite.protocol.broker_lifecycle import (
     BrokerRegistrationResponse,
 )
 from kafkalite.protocol.configs import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
-from kafkalite.protocol.controller import AlterPartitionRequest, AlterPartitionResponse
+from kafkalite.protocol.controller import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    ElectionResult,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+    ReassignmentResult,
+)
 from kafkalite.protocol.metadata import (
     CreatableTopicResult,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreatePartitionsTopicResult,
     CreateTopicsRequest,
     CreateTopicsResponse,
     DeletableTopicResult,
@@ -92,6 +114,10 @@ CONTROLLER_REQUESTS = (
     CreateAclsRequest,
     DeleteAclsRequest,
     AlterUserScramCredentialsRequest,
+    CreatePartitionsRequest,
+    ElectLeadersRequest,
+    AlterPartitionReassignmentsRequest,
+    ListPartitionReassignmentsRequest,
 )
 
 Respond = Callable[[Response], None]
@@ -108,9 +134,29 @@ class ControllerSettings:
     """Kafka's ``metadata.max.idle.interval.ms`` (KIP-835): an active controller that wrote nothing for this
     long writes a NoOpRecord, so the high watermark, and every observer's view of its own lag, keeps
     moving; 0 turns it off."""
+    auto_leader_rebalance_enable: bool = True
+    """Kafka's ``auto.leader.rebalance.enable``: the active controller moves leaderships back to the
+    preferred (first) replicas every ``leader_imbalance_check_interval_ms`` while some are elsewhere."""
+    leader_imbalance_check_interval_ms: int = 300_000
+    """Kafka's ``leader.imbalance.check.interval.seconds``, in ms. KRaft's controller ignores
+    ``leader.imbalance.per.broker.percentage``: any imbalanced partition is enough."""
     bootstrap_records: tuple[MetadataRecord, ...] = ()
     """What the first active controller writes after ``metadata.version`` on an empty log (the node's
     ``bootstrap.checkpoint``: SCRAM users from ``storage format --add-scram``)."""
+
+    @classmethod
+    def from_broker_config(cls, cluster_id: str, bcfg: Any, **overrides: Any) -> ControllerSettings:
+        """The settings a node's ``BrokerConfig`` gives: the keys the controller applies when it creates
+        topics, elects and balances leaders."""
+        return cls(
+            cluster_id,
+            num_partitions=bcfg.num_partitions,
+            default_replication_factor=bcfg.default_replication_factor,
+            unclean_leader_election_enable=bcfg.unclean_leader_election_enable,
+            auto_leader_rebalance_enable=bcfg.auto_leader_rebalance_enable,
+            leader_imbalance_check_interval_ms=bcfg.leader_imbalance_check_interval_seconds * 1000,
+            **overrides,
+        )
 
 
 @dataclass
@@ -144,6 +190,7 @@ class QuorumController:
         self._waiting: list[_Waiting] = []
         self._last_written = -1
         self._last_write_ms = 0
+        self._balance_at_ms: int | None = None
         self.activations = 0
         self.on_commit: Callable[[MetadataImage], None] | None = None
         """Called with the committed image after each batch (checkers compare nodes with it)."""
@@ -193,6 +240,7 @@ class QuorumController:
         self.active_epoch = None
         self.image = self.committed
         self._last_written = -1
+        self._balance_at_ms = None
         waiting, self._waiting = self._waiting, []
         for w in waiting:
             w.respond(_error_response(w.response, NotControllerError.code))
@@ -225,6 +273,8 @@ class QuorumController:
         if self.is_active:
             for b in self.cluster.expired(self.image, now_ms):
                 self._fence(b, now_ms)
+        if self.is_active:
+            self._maybe_balance_leaders(now_ms)
         idle = self.settings.metadata_max_idle_interval_ms
         if self.is_active and idle > 0 and now_ms - self._last_write_ms >= idle:
             self._write([NoOpRecord()], now_ms)
@@ -235,6 +285,7 @@ class QuorumController:
         times = [self.cluster.next_expiry_ms(self.image)]
         if self.settings.metadata_max_idle_interval_ms > 0:
             times.append(self._last_write_ms + self.settings.metadata_max_idle_interval_ms)
+        times.append(self._balance_at_ms)
         due = [t for t in times if t is not None]
         return min(due) if due else None
 
@@ -264,6 +315,17 @@ class QuorumController:
             records, resp = acl_control.delete_acls(self.image, req)
         elif isinstance(req, AlterUserScramCredentialsRequest):
             records, resp = scram_control.alter_credentials(self.image, req)
+        elif isinstance(req, CreatePartitionsRequest):
+            records, resp = self._create_partitions(req)
+        elif isinstance(req, ElectLeadersRequest):
+            records, resp = self._elect_leaders(req)
+        elif isinstance(req, AlterPartitionReassignmentsRequest):
+            records, resp = self._alter_reassignments(req)
+        elif isinstance(req, ListPartitionReassignmentsRequest):
+            records = []
+            resp = ListPartitionReassignmentsResponse(
+                reassignments=tuple(self.replication.list_reassignments(self.image, req.partitions))
+            )
         else:
             raise TypeError(f"not a controller request: {type(req).__name__}")
         if records and not self._write(records, now_ms):
@@ -375,6 +437,78 @@ class QuorumController:
             results.append(DeletableTopicResult(name=name))
         return records, DeleteTopicsResponse(topics=tuple(results))
 
+    def _create_partitions(self, req: CreatePartitionsRequest) -> tuple[list, Response]:
+        records: list[MetadataRecord] = []
+        results = []
+        img = self.image
+        for t in req.topics:
+            try:
+                recs = self.replication.create_partitions(img, t)
+            except KafkaError as e:
+                results.append(
+                    CreatePartitionsTopicResult(name=t.name, error_code=e.code, error_message=e.message)
+                )
+                continue
+            if not req.validate_only:
+                records += recs
+                img = _replayed(img, recs)
+            results.append(CreatePartitionsTopicResult(name=t.name))
+        return records, CreatePartitionsResponse(results=tuple(results))
+
+    def _elect_leaders(self, req: ElectLeadersRequest) -> tuple[list, Response]:
+        if req.election_type not in (PREFERRED, UNCLEAN):
+            return [], ElectLeadersResponse(error_code=InvalidRequestError.code)
+        every = req.partitions is None
+        tps = self.replication.partitions(self.image) if every else list(req.partitions or ())
+        records: list[MetadataRecord] = []
+        results = []
+        img = self.image
+        for tp in tps:
+            rec, code = self.replication.elect_leader(img, tp, req.election_type)
+            if rec is not None:
+                records.append(rec)
+                img = _replayed(img, [rec])
+            # Asked for every partition, Kafka leaves out those that needed no election.
+            if not (every and code == ElectionNotNeededError.code):
+                results.append(ElectionResult(tp=tp, error_code=code))
+        return records, ElectLeadersResponse(results=tuple(results))
+
+    def _alter_reassignments(self, req: AlterPartitionReassignmentsRequest) -> tuple[list, Response]:
+        records: list[MetadataRecord] = []
+        results = []
+        img = self.image
+        for r in req.reassignments:
+            try:
+                rec = self.replication.alter_reassignment(img, r.tp, r.replicas)
+            except KafkaError as e:
+                results.append(ReassignmentResult(tp=r.tp, error_code=e.code, error_message=e.message))
+                continue
+            if rec is not None:
+                records.append(rec)
+                img = _replayed(img, [rec])
+            results.append(ReassignmentResult(tp=r.tp))
+        return records, AlterPartitionReassignmentsResponse(results=tuple(results))
+
+    def _maybe_balance_leaders(self, now_ms: int) -> None:
+        """Kafka's automatic preferred leader balancing in KRaft: once some partition is led by another
+        than its first replica, a check ``leader_imbalance_check_interval_ms`` later elects the preferred
+        replicas that can lead; a pass that hit its bound runs again at once."""
+        s = self.settings
+        if not s.auto_leader_rebalance_enable:
+            return
+        if self._balance_at_ms is None:
+            if self.replication.imbalanced(self.image):
+                self._balance_at_ms = now_ms + s.leader_imbalance_check_interval_ms
+            return
+        if now_ms < self._balance_at_ms:
+            return
+        records = self.replication.balance_partition_leaders(self.image)
+        self._balance_at_ms = None
+        if records:
+            self._write(list(records), now_ms)
+        if len(records) >= MAX_ELECTIONS_PER_IMBALANCE:
+            self._balance_at_ms = now_ms + 10
+
     def _alter_configs(self, req: IncrementalAlterConfigsRequest) -> tuple[list, Response]:
         records: list[MetadataRecord] = []
         results = []
@@ -469,6 +603,8 @@ def _error_response(resp: Response, code: int) -> Response:
             filter_results=tuple(replace(r, error_code=code, matching_acls=()) for r in resp.filter_results),
         )
     if isinstance(resp, AlterUserScramCredentialsResponse):
+        return replace(resp, results=tuple(replace(r, error_code=code) for r in resp.results))
+    if isinstance(resp, CreatePartitionsResponse):
         return replace(resp, results=tuple(replace(r, error_code=code) for r in resp.results))
     if isinstance(resp, IncrementalAlterConfigsResponse):
         return IncrementalAlterConfigsResponse(

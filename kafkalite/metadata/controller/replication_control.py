@@ -4,7 +4,10 @@ It writes a topic as a TopicRecord and one PartitionRecord per partition (every 
 first replica leading), takes a fenced broker out of every ISR and off every leadership, gives
 leaderless partitions back to a broker that is unfenced, and applies a leader's AlterPartition after
 Kafka's checks, in Kafka's order. Unclean election happens only where the topic (or the controller's
-default) enables it.
+default) enables it. The admin requests on partitions are here too: CreatePartitions (placed as
+``kafkalite.broker.placement`` places added partitions), ElectLeaders, the automatic preferred leader
+balancing, and KIP-455 reassignments, which live in the partition's own registration (adding and
+removing replicas) and complete through ``partition_change`` when the ISR allows.
 """
 
 from __future__ import annotations
@@ -12,23 +15,37 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 
+from kafkalite.broker.placement import assign_new_partitions
 from kafkalite.common.kafka_uuid import random_uuid
+from kafkalite.common.partition_assignment import partitions_to_add, validate_manual_assignment
 from kafkalite.errors import (
+    ElectionNotNeededError,
+    EligibleLeadersNotAvailableError,
     FencedLeaderEpochError,
     IneligibleReplicaError,
+    InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
     InvalidRequestError,
     InvalidUpdateVersionError,
     KafkaError,
+    NewLeaderElectedError,
+    NoReassignmentInProgressError,
     NotControllerError,
+    PreferredLeaderNotAvailableError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
 from kafkalite.metadata.controller.configuration_control import validate_topic_config
-from kafkalite.metadata.controller.partition_change import partition_change
+from kafkalite.metadata.controller.partition_change import (
+    partition_change,
+    reassignment_replicas,
+    revert_reassignment,
+)
 from kafkalite.metadata.delta import TOPIC_RESOURCE
 from kafkalite.metadata.image import MetadataImage, PartitionRegistration
 from kafkalite.metadata.records import (
+    NO_LEADER,
+    NO_LEADER_CHANGE,
     ConfigRecord,
     MetadataRecord,
     PartitionChangeRecord,
@@ -36,8 +53,14 @@ from kafkalite.metadata.records import (
     TopicRecord,
 )
 from kafkalite.protocol.api import NO_ERROR
-from kafkalite.protocol.controller import AlterPartitionItem, AlterPartitionResult
-from kafkalite.protocol.metadata import CreatableTopic, CreatableTopicResult
+from kafkalite.protocol.controller import AlterPartitionItem, AlterPartitionResult, OngoingReassignment
+from kafkalite.protocol.metadata import CreatableTopic, CreatableTopicResult, CreatePartitionsTopic
+from kafkalite.protocol.topic_partition import TopicPartition
+
+PREFERRED, UNCLEAN = 0, 1
+"""ElectLeaders' election types."""
+MAX_ELECTIONS_PER_IMBALANCE = 1000
+"""Kafka's bound on the preferred elections one leader balancing pass writes; more wait for the next."""
 
 ReplicaPlacer = Callable[..., Mapping[int, Sequence[int]]]
 """``placer(broker_ids, num_partitions, replication_factor, rng=...)`` -> partition -> replicas."""
@@ -171,8 +194,14 @@ class ReplicationControlManager:
         except KafkaError as e:
             return None, AlterPartitionResult(tp=item.tp, error_code=e.code)
         assert t is not None and part is not None
-        rec = partition_change(t.id, item.tp.partition, part, _usable(image), item.new_isr)
+        rec = partition_change(
+            t.id, item.tp.partition, part, _usable(image), item.new_isr, unclean=self.unclean(image, t.name)
+        )
         after = part if rec is None else part.merge(rec)
+        if rec is not None and rec.leader not in (NO_LEADER_CHANGE, broker_id):
+            # The new ISR completed a reassignment that moved the leadership away: the change is written,
+            # and the old leader learns it must take the new metadata (Kafka answers the same way).
+            return rec, AlterPartitionResult(tp=item.tp, error_code=NewLeaderElectedError.code)
         return rec, AlterPartitionResult(
             tp=item.tp,
             error_code=NO_ERROR,
@@ -208,3 +237,159 @@ class ReplicationControlManager:
         bad = [r for r in isr if not usable(r)]
         if bad:
             raise IneligibleReplicaError(f"{item.tp}: replicas {bad} are fenced, shutting down or unknown")
+
+    # -------------------------------------------------------------------------- CreatePartitions
+    def create_partitions(self, image: MetadataImage, t: CreatePartitionsTopic) -> list[PartitionRecord]:
+        """The PartitionRecords that grow ``t.name`` to ``t.count`` partitions (Kafka's checks and order:
+        the topic, the count, then each explicit replica list); raises the Kafka error."""
+        topic = image.topic(t.name)
+        if topic is None:
+            raise UnknownTopicOrPartitionError(f"The topic '{t.name}' does not exist.")
+        current = len(topic.partitions)
+        added = partitions_to_add(current, t.count, t.assignments)
+        rf = len(topic.partitions[0].replicas)
+        active = _usable(image)
+        if t.assignments is not None:
+            plan = {}
+            for i, replicas in enumerate(t.assignments):
+                validate_manual_assignment(current + i, replicas, image.brokers, rf)
+                if not any(active(r) for r in replicas):
+                    raise InvalidReplicaAssignmentError(
+                        f"All brokers specified in the manual partition assignment for partition "
+                        f"{current + i} are fenced or in controlled shutdown."
+                    )
+                plan[current + i] = tuple(replicas)
+        else:
+            usable = image.unfenced_brokers()
+            if rf > len(usable):
+                raise InvalidReplicationFactorError(
+                    f"Unable to replicate the partition {rf} time(s): The target replication factor of "
+                    f"{rf} cannot be reached because only {len(usable)} broker(s) are registered."
+                )
+            racks = {b: image.brokers[b].rack for b in usable}
+            extra = {"broker_racks": racks} if all(r is not None for r in racks.values()) else {}
+            existing = {p: list(part.replicas) for p, part in topic.partitions.items()}
+            placed = assign_new_partitions(usable, existing, added, **extra)
+            plan = {p: tuple(r) for p, r in placed.items()}
+        records = []
+        for p, replicas in sorted(plan.items()):
+            isr = tuple(r for r in replicas if active(r))
+            records.append(
+                PartitionRecord(
+                    partition_id=p,
+                    topic_id=topic.id,
+                    replicas=replicas,
+                    isr=isr,
+                    leader=isr[0],
+                    leader_epoch=0,
+                    partition_epoch=0,
+                )
+            )
+        return records
+
+    # ------------------------------------------------------------------------------ ElectLeaders
+    def elect_leader(
+        self, image: MetadataImage, tp: TopicPartition, election_type: int
+    ) -> tuple[PartitionChangeRecord | None, int]:
+        """The record of one ElectLeaders election, and the partition's error code (Kafka's
+        ``electLeader``): ELECTION_NOT_NEEDED where the preferred replica leads already (preferred) or
+        any replica leads (unclean); PREFERRED_LEADER_NOT_AVAILABLE or ELIGIBLE_LEADERS_NOT_AVAILABLE
+        where no election can change anything."""
+        t = image.topic(tp.topic)
+        part = None if t is None else t.partitions.get(tp.partition)
+        if t is None or part is None:
+            return None, UnknownTopicOrPartitionError.code
+        preferred = election_type == PREFERRED
+        if (preferred and part.leader == part.replicas[0]) or (not preferred and part.leader != NO_LEADER):
+            return None, ElectionNotNeededError.code
+        rec = partition_change(
+            t.id, tp.partition, part, _usable(image), preferred=preferred, unclean=not preferred
+        )
+        if rec is None:
+            code = PreferredLeaderNotAvailableError if preferred else EligibleLeadersNotAvailableError
+            return None, code.code
+        return rec, NO_ERROR
+
+    @staticmethod
+    def partitions(image: MetadataImage) -> list[TopicPartition]:
+        """Every partition, by topic name and index."""
+        return [
+            TopicPartition(t.name, p)
+            for t in sorted(image.topics.values(), key=lambda t: t.name)
+            for p in sorted(t.partitions)
+        ]
+
+    def imbalanced(self, image: MetadataImage) -> list[TopicPartition]:
+        """The partitions whose leader is not their first replica (Kafka's ``imbalancedPartitions``)."""
+        return [
+            tp for tp in self.partitions(image) if (p := image.partition(*tp)) and p.leader != p.replicas[0]
+        ]
+
+    def balance_partition_leaders(self, image: MetadataImage) -> list[PartitionChangeRecord]:
+        """Kafka's ``maybeBalancePartitionLeaders``: a preferred election for each imbalanced partition
+        (at most ``MAX_ELECTIONS_PER_IMBALANCE`` records); one whose preferred replica cannot lead is left."""
+        out: list[PartitionChangeRecord] = []
+        usable = _usable(image)
+        for tp in self.imbalanced(image):
+            if len(out) >= MAX_ELECTIONS_PER_IMBALANCE:
+                break
+            t = image.topic(tp.topic)
+            assert t is not None
+            rec = partition_change(t.id, tp.partition, t.partitions[tp.partition], usable, preferred=True)
+            if rec is not None:
+                out.append(rec)
+        return out
+
+    # ----------------------------------------------------------------- partition reassignments
+    def alter_reassignment(
+        self, image: MetadataImage, tp: TopicPartition, target: Sequence[int] | None
+    ) -> PartitionChangeRecord | None:
+        """The record that starts, changes or (``target`` None) cancels ``tp``'s reassignment (Kafka's
+        ``alterPartitionReassignment``); raises the Kafka error. The move then completes by itself once
+        the ISR holds every target replica (``partition_change``)."""
+        t = image.topic(tp.topic)
+        part = None if t is None else t.partitions.get(tp.partition)
+        if t is None or part is None:
+            raise UnknownTopicOrPartitionError(f"Unable to find partition {tp.topic}:{tp.partition}.")
+        usable = _usable(image)
+        unclean = self.unclean(image, t.name)
+        if target is None:
+            if not part.adding_replicas and not part.removing_replicas:
+                raise NoReassignmentInProgressError(
+                    f"No reassignment of {tp.topic}:{tp.partition} is in progress."
+                )
+            replicas, isr, revert_is_unclean = revert_reassignment(part)
+            if revert_is_unclean and not unclean:
+                raise InvalidReplicaAssignmentError(
+                    f"Unable to revert partition assignment for {tp.topic}:{tp.partition} because it would "
+                    "require an unclean leader election."
+                )
+            return partition_change(
+                t.id, tp.partition, part, usable, isr, unclean=unclean,
+                target_replicas=replicas, target_adding=(), target_removing=(),
+            )  # fmt: skip
+        validate_manual_assignment(tp.partition, target, image.brokers)
+        replicas, adding, removing = reassignment_replicas(part.replicas, target)
+        return partition_change(
+            t.id, tp.partition, part, usable,
+            target_replicas=replicas, target_adding=adding, target_removing=removing,
+        )  # fmt: skip
+
+    @staticmethod
+    def list_reassignments(
+        image: MetadataImage, partitions: Sequence[TopicPartition] | None
+    ) -> list[OngoingReassignment]:
+        """The moves in progress, of ``partitions`` (None: all); a partition not moving is left out."""
+        out = []
+        for tp in ReplicationControlManager.partitions(image) if partitions is None else partitions:
+            part = image.partition(tp.topic, tp.partition)
+            if part is not None and (part.adding_replicas or part.removing_replicas):
+                out.append(
+                    OngoingReassignment(
+                        tp=tp,
+                        replicas=part.replicas,
+                        adding_replicas=part.adding_replicas,
+                        removing_replicas=part.removing_replicas,
+                    )
+                )
+        return out
