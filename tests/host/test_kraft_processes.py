@@ -297,6 +297,52 @@ def test_metadata_quorum_through_a_broker_shows_what_the_controllers_do(cluster)
     assert sorted(int(r[0]) for r in rows) == [1, 2, 3, 3001, 3002, 3003]
 
 
+def test_admin_clients_grow_elect_and_reassign_on_kraft(cluster) -> None:
+    """confluent-kafka's create_partitions and elect_leaders and kafka-python's partition reassignments
+    against the process cluster: brokers forward them, the quorum controller writes the records."""
+    kp = pytest.importorskip("kafka")
+    from kafka.admin import KafkaAdminClient
+
+    bs = cluster[1]["bootstrap_servers"]
+    admin = cka.AdminClient({"bootstrap.servers": bs, **QUIET})
+    for f in admin.create_topics([cka.NewTopic("adm", 2, 1)]).values():
+        f.result(30)
+    wait_for(lambda: len(leaders(bs, "adm")) == 2, 30, "adm to have leaders")
+    assert admin.create_partitions([cka.NewPartitions("adm", 4)])["adm"].result(30) is None
+    with pytest.raises(ck.KafkaException, match="INVALID_PARTITIONS"):
+        admin.create_partitions([cka.NewPartitions("adm", 3)])["adm"].result(30)
+    wait_for(lambda: len(leaders(bs, "adm")) == 4, 30, "the new partitions to have leaders")
+    elected = admin.elect_leaders(ck.ElectionType.PREFERRED, [ck.TopicPartition("adm", 0)]).result(30)
+    assert [e.code() for e in elected.values()] == [84]  # ELECTION_NOT_NEEDED: the only replica leads
+
+    prod = ck.Producer({"bootstrap.servers": bs, "acks": "all", **QUIET})
+    for i in range(50):
+        prod.produce("adm", value=b"r%d" % i, partition=0)
+    assert prod.flush(30) == 0
+    (old,) = leaders(bs, "adm")[0][1]
+    target = [b for b in (1, 2, 3) if b != old][:2]
+    ka = KafkaAdminClient(bootstrap_servers=bs.split(","))
+    try:
+        tp = kp.TopicPartition("adm", 0)
+        assert ka.alter_partition_reassignments({tp: target}) == {tp: None}
+        wait_for(lambda: ka.list_partition_reassignments() == {}, 30, "the move to finish")
+        wait_for(lambda: sorted(leaders(bs, "adm")[0][1]) == sorted(target), 30, "the target ISR")
+        assert leaders(bs, "adm")[0][0] in target
+    finally:
+        ka.close()
+    cons = ck.Consumer({"bootstrap.servers": bs, "group.id": "adm-reader", "auto.offset.reset": "earliest",
+                        "enable.auto.commit": False, **QUIET})  # fmt: skip
+    cons.assign([ck.TopicPartition("adm", 0)])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while len(got) < 50 and time.monotonic() < deadline:
+        m = cons.poll(0.3)
+        if m is not None and not m.error():
+            got.append(m.value())
+    cons.close()
+    assert got == [b"r%d" % i for i in range(50)], "the moved replicas hold every record"
+
+
 def test_metadata_quorum_needs_exactly_one_bootstrap_option() -> None:
     for opts in ([], ["--bootstrap-server", "127.0.0.1:1", "--bootstrap-controller", "127.0.0.1:1"]):
         res = CliRunner().invoke(kafkalite, ["metadata-quorum", *opts, "describe", "--status"])
