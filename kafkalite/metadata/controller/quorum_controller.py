@@ -401,92 +401,86 @@ class QuorumController:
                 self.cluster.check_broker_epoch(self.image, req.broker_id, req.broker_epoch)
         except KafkaError as e:
             return [], AlterPartitionResponse(error_code=e.code)
-        records, results, img = [], [], self.image
-        for item in req.partitions:
+
+        def one(img: MetadataImage, item: Any) -> tuple[list, Any]:
             rec, result = self.replication.alter_partition(img, req.broker_id, item)
-            if rec is not None:
-                records.append(rec)
-                img = _replayed(img, [rec])
-            results.append(result)
+            return [] if rec is None else [rec], result
+
+        records, results = self._each(req.partitions, one)
         return records, AlterPartitionResponse(partitions=tuple(results))
 
-    def _create_topics(self, req: CreateTopicsRequest) -> tuple[list, Response]:
+    def _each(
+        self, items: Any, handle: Callable[[MetadataImage, Any], tuple[list, Any]], *, write: bool = True
+    ) -> tuple[list[MetadataRecord], list[Any]]:
+        """``handle(image, item)`` -> ``(records, result)`` for each item in turn, each seeing the image
+        after the records of those before it (as Kafka's controller builds one request's records); the
+        records (none if not ``write``: validate_only) and the results, a None result left out."""
         records: list[MetadataRecord] = []
-        results: list[CreatableTopicResult] = []
+        results = []
         img = self.image
-        for t in req.topics:
-            recs, result = self.replication.create_topic(img, t)
-            if recs and not req.validate_only:
+        for item in items:
+            recs, result = handle(img, item)
+            if recs and write:
                 records += recs
                 img = _replayed(img, recs)
-            results.append(result)
+            if result is not None:
+                results.append(result)
+        return records, results
+
+    def _create_topics(self, req: CreateTopicsRequest) -> tuple[list, Response]:
+        records, results = self._each(req.topics, self.replication.create_topic, write=not req.validate_only)
         return records, CreateTopicsResponse(topics=tuple(results))
 
     def _delete_topics(self, req: DeleteTopicsRequest) -> tuple[list, Response]:
-        records: list[MetadataRecord] = []
-        results = []
-        img = self.image
-        for name in req.topic_names:
+        def one(img: MetadataImage, name: str) -> tuple[list, Any]:
             t = img.topic(name)
             if t is None:
-                results.append(DeletableTopicResult(name=name, error_code=UnknownTopicOrPartitionError.code))
-                continue
-            rec = RemoveTopicRecord(topic_id=t.id)
-            records.append(rec)
-            img = _replayed(img, [rec])
-            results.append(DeletableTopicResult(name=name))
+                return [], DeletableTopicResult(name=name, error_code=UnknownTopicOrPartitionError.code)
+            return [RemoveTopicRecord(topic_id=t.id)], DeletableTopicResult(name=name)
+
+        records, results = self._each(req.topic_names, one)
         return records, DeleteTopicsResponse(topics=tuple(results))
 
     def _create_partitions(self, req: CreatePartitionsRequest) -> tuple[list, Response]:
-        records: list[MetadataRecord] = []
-        results = []
-        img = self.image
-        for t in req.topics:
+        def one(img: MetadataImage, t: Any) -> tuple[list, Any]:
             try:
-                recs = self.replication.create_partitions(img, t)
+                return self.replication.create_partitions(img, t), CreatePartitionsTopicResult(name=t.name)
             except KafkaError as e:
-                results.append(
-                    CreatePartitionsTopicResult(name=t.name, error_code=e.code, error_message=e.message)
+                return [], CreatePartitionsTopicResult(
+                    name=t.name, error_code=e.code, error_message=e.message
                 )
-                continue
-            if not req.validate_only:
-                records += recs
-                img = _replayed(img, recs)
-            results.append(CreatePartitionsTopicResult(name=t.name))
+
+        records, results = self._each(req.topics, one, write=not req.validate_only)
         return records, CreatePartitionsResponse(results=tuple(results))
 
     def _elect_leaders(self, req: ElectLeadersRequest) -> tuple[list, Response]:
         if req.election_type not in (PREFERRED, UNCLEAN):
             return [], ElectLeadersResponse(error_code=InvalidRequestError.code)
         every = req.partitions is None
-        tps = self.replication.partitions(self.image) if every else list(req.partitions or ())
-        records: list[MetadataRecord] = []
-        results = []
-        img = self.image
-        for tp in tps:
+
+        def one(img: MetadataImage, tp: Any) -> tuple[list, Any]:
             rec, code = self.replication.elect_leader(img, tp, req.election_type)
-            if rec is not None:
-                records.append(rec)
-                img = _replayed(img, [rec])
             # Asked for every partition, Kafka leaves out those that needed no election.
-            if not (every and code == ElectionNotNeededError.code):
-                results.append(ElectionResult(tp=tp, error_code=code))
+            result = (
+                None
+                if every and code == ElectionNotNeededError.code
+                else ElectionResult(tp=tp, error_code=code)
+            )
+            return [] if rec is None else [rec], result
+
+        tps = self.replication.partitions(self.image) if every else req.partitions
+        records, results = self._each(tps, one)
         return records, ElectLeadersResponse(results=tuple(results))
 
     def _alter_reassignments(self, req: AlterPartitionReassignmentsRequest) -> tuple[list, Response]:
-        records: list[MetadataRecord] = []
-        results = []
-        img = self.image
-        for r in req.reassignments:
+        def one(img: MetadataImage, r: Any) -> tuple[list, Any]:
             try:
                 rec = self.replication.alter_reassignment(img, r.tp, r.replicas)
             except KafkaError as e:
-                results.append(ReassignmentResult(tp=r.tp, error_code=e.code, error_message=e.message))
-                continue
-            if rec is not None:
-                records.append(rec)
-                img = _replayed(img, [rec])
-            results.append(ReassignmentResult(tp=r.tp))
+                return [], ReassignmentResult(tp=r.tp, error_code=e.code, error_message=e.message)
+            return [] if rec is None else [rec], ReassignmentResult(tp=r.tp)
+
+        records, results = self._each(req.reassignments, one)
         return records, AlterPartitionReassignmentsResponse(results=tuple(results))
 
     def _maybe_balance_leaders(self, now_ms: int) -> None:
@@ -510,15 +504,9 @@ class QuorumController:
             self._balance_at_ms = now_ms + 10
 
     def _alter_configs(self, req: IncrementalAlterConfigsRequest) -> tuple[list, Response]:
-        records: list[MetadataRecord] = []
-        results = []
-        img = self.image
-        for res in req.resources:
-            recs, result = configuration_control.incremental_alter(img, res)
-            if recs and not req.validate_only:
-                records += recs
-                img = _replayed(img, recs)
-            results.append(result)
+        records, results = self._each(
+            req.resources, configuration_control.incremental_alter, write=not req.validate_only
+        )
         return records, IncrementalAlterConfigsResponse(results=tuple(results))
 
     def _allocate_producer_ids(self, req: AllocateProducerIdsRequest) -> tuple[list, Response]:
