@@ -16,14 +16,17 @@ from kafkalite.errors import (
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,
     NoReassignmentInProgressError,
+    PolicyViolationError,
     PreferredLeaderNotAvailableError,
     UnknownTopicOrPartitionError,
 )
 from kafkalite.host.kraft_cluster import KRaftCluster
 from kafkalite.protocol import (
     AlterPartitionReassignmentsRequest,
+    CreatableTopic,
     CreatePartitionsRequest,
     CreatePartitionsTopic,
+    CreateTopicsRequest,
     ElectLeadersRequest,
     ListPartitionReassignmentsRequest,
     TopicPartition,
@@ -252,3 +255,19 @@ def test_reassignment_refuses_bad_replica_lists(cluster: KRaftCluster) -> None:
     assert c.partition_state("t", 0).replicas == (1, 2)
     assert _reassign(c, {tp: (2, 1)}) == [0], "a reordering completes at once"
     assert c.partition_state("t", 0).replicas == (2, 1) and _ongoing(c) == {}
+
+
+def test_an_excessively_large_growth_is_refused_before_anything_is_placed(cluster: KRaftCluster) -> None:
+    c = cluster
+    c.create_topic("t", partitions=1, replication_factor=1)
+    got = _grow(c, "t", 10**9)
+    assert got.error_code == PolicyViolationError.code and "excessively large" in got.error_message
+    assert len(c.image().topic("t").partitions) == 1
+
+
+def test_an_excessively_large_topic_is_refused_as_kafkas_controller_refuses_it(cluster: KRaftCluster) -> None:
+    req = CreateTopicsRequest(
+        topics=(CreatableTopic(name="huge", num_partitions=20_000, replication_factor=1),)
+    )
+    assert _at_broker(cluster, req).topics[0].error_code == PolicyViolationError.code
+    assert cluster.image().topic("huge") is None

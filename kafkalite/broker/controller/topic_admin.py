@@ -18,7 +18,14 @@ from kafkalite.broker.controller.channel_manager import ControllerBrokerRequestB
 from kafkalite.broker.controller.context import ControllerContext, PartitionInfo, config_flag
 from kafkalite.broker.placement import assign_new_partitions, assign_replicas
 from kafkalite.broker.topic_validator import colliding_topics, validate_topic, validate_topic_configs
-from kafkalite.common.partition_assignment import partitions_to_add, validate_manual_assignment
+from kafkalite.common.partition_assignment import (
+    MAX_RECORDS_PER_USER_OP,
+    create_partitions_records,
+    create_topics_records,
+    excessive_batch,
+    partitions_to_add,
+    validate_manual_assignment,
+)
 from kafkalite.config.broker import BrokerConfig
 from kafkalite.coordination import paths
 from kafkalite.coordination.store import CoordinationError, Create, NodeExists
@@ -52,9 +59,6 @@ from kafkalite.protocol import (
     TopicPartition,
 )
 from kafkalite.protocol.metadata import NO_TOPIC_ID
-
-#: KRaft's most metadata records one operation may write (QuorumController.MAX_RECORDS_PER_USER_OP).
-MAX_RECORDS_PER_USER_OP = 10_000
 
 
 def encode_topic_config(config: Mapping[str, str]) -> bytes:
@@ -105,13 +109,10 @@ class TopicAdmin:
         partitions and each config override is one). ZooKeeper-mode Kafka has none and would try, until
         the broker runs out of file descriptors and takes its log directory offline; refusing up front
         (POLICY_VIOLATION, as KRaft answers) keeps the broker serving."""
-        if records <= MAX_RECORDS_PER_USER_OP:
-            return None
-        self.c._log(f"{what}_refused", records=records, limit=MAX_RECORDS_PER_USER_OP)
-        return PolicyViolationError(
-            f"Unable to perform excessively large batch operation: {records} metadata records "
-            f"exceed {MAX_RECORDS_PER_USER_OP}."
-        )
+        error = excessive_batch(records)
+        if error is not None:
+            self.c._log(f"{what}_refused", records=records, limit=MAX_RECORDS_PER_USER_OP)
+        return error
 
     def _broker_config(self) -> BrokerConfig:
         if self._broker_conf is None:
@@ -142,7 +143,7 @@ class TopicAdmin:
         ctx = self.ctx
         too_many = self._excessive_batch(
             "create_topics",
-            sum(1 + max(0, self._partition_count(t)) + len(t.configs) for t in req.topics),
+            create_topics_records(req.topics, int(self.c.config["num.partitions"])),
         )
         if too_many is not None:
             return CreateTopicsResponse(
@@ -199,12 +200,6 @@ class TopicAdmin:
         }
         ordered = iter(results)
         return CreateTopicsResponse(topics=tuple(refused.get(n) or next(ordered) for n in names))
-
-    def _partition_count(self, t: Any) -> int:
-        """How many partitions a CreatableTopic asks for (its assignments, or num.partitions for -1)."""
-        if t.assignments:
-            return len(t.assignments)
-        return t.num_partitions if t.num_partitions != -1 else int(self.c.config["num.partitions"])
 
     def _validate_new_topic(self, t: Any) -> dict[int, list[int]]:
         """Kafka's checks, in ZkAdminManager's order: the name (INVALID_TOPIC_EXCEPTION), that it is
@@ -266,9 +261,7 @@ class TopicAdmin:
         """Grow topics: new partitions are placed (or taken from the request), written to the topic's
         assignment znode and brought online like a new topic's; every broker learns them by UpdateMetadata."""
         ctx = self.ctx
-        new = sum(
-            max(0, t.count - len(ctx.topics.get(t.name, {}))) for t in req.topics if t.name in ctx.topics
-        )
+        new = create_partitions_records(req.topics, lambda n: len(ctx.topics[n]) if n in ctx.topics else None)
         too_many = self._excessive_batch("create_partitions", new)
         if too_many is not None:
             return CreatePartitionsResponse(

@@ -22,6 +22,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kafkalite.common.partition_assignment import (
+    create_partitions_records,
+    create_topics_records,
+    excessive_batch,
+)
 from kafkalite.errors import (
     ElectionNotNeededError,
     InvalidRequestError,
@@ -119,6 +124,16 @@ CONTROLLER_REQUESTS = (
     AlterPartitionReassignmentsRequest,
     ListPartitionReassignmentsRequest,
 )
+
+_BOUNDED = (
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    CreatePartitionsRequest,
+    ElectLeadersRequest,
+    AlterPartitionReassignmentsRequest,
+)
+"""The requests Kafka's controller refuses with POLICY_VIOLATION when they would write more than
+``MAX_RECORDS_PER_USER_OP`` records."""
 
 Respond = Callable[[Response], None]
 
@@ -295,6 +310,10 @@ class QuorumController:
         if not self.is_active:
             respond(_error_response(_empty_response(req), NotControllerError.code))
             return
+        refused = self._too_large(req)
+        if refused is not None:
+            respond(refused)
+            return
         if isinstance(req, BrokerRegistrationRequest):
             records, resp = self._register(req, now_ms)
         elif isinstance(req, BrokerHeartbeatRequest):
@@ -328,6 +347,8 @@ class QuorumController:
             )
         else:
             raise TypeError(f"not a controller request: {type(req).__name__}")
+        if isinstance(req, _BOUNDED) and (too_many := excessive_batch(len(records))) is not None:
+            records, resp = [], _error_response(resp, too_many.code)
         if records and not self._write(records, now_ms):
             respond(_error_response(resp, NotControllerError.code))
             return
@@ -408,6 +429,37 @@ class QuorumController:
 
         records, results = self._each(req.partitions, one)
         return records, AlterPartitionResponse(partitions=tuple(results))
+
+    def _too_large(self, req: Any) -> Response | None:
+        """The answer to a CreateTopics or CreatePartitions that would write more than
+        ``MAX_RECORDS_PER_USER_OP`` records (POLICY_VIOLATION for every topic, as Kafka's controller
+        answers), counted before anything is placed; None for any other request."""
+        if isinstance(req, CreateTopicsRequest):
+            error = excessive_batch(create_topics_records(req.topics, self.settings.num_partitions))
+            if error is not None:
+                return CreateTopicsResponse(
+                    topics=tuple(
+                        CreatableTopicResult(name=t.name, error_code=error.code, error_message=error.message)
+                        for t in req.topics
+                    )
+                )
+        elif isinstance(req, CreatePartitionsRequest):
+            img = self.image
+            error = excessive_batch(
+                create_partitions_records(
+                    req.topics, lambda n: len(t.partitions) if (t := img.topic(n)) else None
+                )
+            )
+            if error is not None:
+                return CreatePartitionsResponse(
+                    results=tuple(
+                        CreatePartitionsTopicResult(
+                            name=t.name, error_code=error.code, error_message=error.message
+                        )
+                        for t in req.topics
+                    )
+                )
+        return None
 
     def _each(
         self, items: Any, handle: Callable[[MetadataImage, Any], tuple[list, Any]], *, write: bool = True
