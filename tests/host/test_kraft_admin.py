@@ -271,3 +271,22 @@ def test_an_excessively_large_topic_is_refused_as_kafkas_controller_refuses_it(c
     )
     assert _at_broker(cluster, req).topics[0].error_code == PolicyViolationError.code
     assert cluster.image().topic("huge") is None
+
+
+def test_a_reassignment_survives_a_controller_failover_and_completes(cluster: KRaftCluster) -> None:
+    """The move lives in the partition's registration in the metadata log, not in the controller's
+    memory: a new active controller finishes it when the added replica joins the ISR."""
+    c = cluster
+    c.create_topic("t", replica_assignment={0: (1, 2)})
+    c.crash(3)
+    assert c.run_until(lambda: 3 not in c.image().unfenced_brokers(), 20_000)
+    tp = TopicPartition("t", 0)
+    assert _reassign(c, {tp: (1, 3)}) == [0]
+    old = c.controller()
+    c.crash(old)
+    assert c.run_until(lambda: c.controller() not in (None, old), 20_000)
+    assert _ongoing(c) == {tp: ((1, 3, 2), (3,), (2,))}, "the new controller knows the move"
+    c.restart(3)
+    assert c.run_until(lambda: c.replicas("t", 0) == (1, 3), 30_000)
+    assert c.isr("t", 0) == (1, 3) and _ongoing(c) == {}
+    assert c.run_until(lambda: _hosts(c, "t", 0) == [1, 3], 10_000)
