@@ -3,8 +3,9 @@ a ``QuorumController``.
 
 Raft traffic goes to the Raft client; the brokers' controller requests (a ``RequestEnvelope`` holding a
 BrokerRegistration, BrokerHeartbeat, AlterPartition or AllocateProducerIds request, or an admin request a
-broker forwards: CreateTopics, DeleteTopics, IncrementalAlterConfigs, CreateAcls, DeleteAcls,
-AlterUserScramCredentials) go to the controller, which answers with a ``ResponseEnvelope`` once its records are committed;
+broker forwards: CreateTopics, CreatePartitions, DeleteTopics, IncrementalAlterConfigs, CreateAcls,
+DeleteAcls, AlterUserScramCredentials, ElectLeaders, Alter- and ListPartitionReassignments) go to the
+controller, which answers with a ``ResponseEnvelope`` once its records are committed;
 a forwarded DescribeQuorum is answered at once by the Raft client.
 A crash loses the controller with the process; a restart replays the log into a new one. Each start
 checks the log dir's ``meta.properties`` first (``kafkalite storage format``) and reads the records its

@@ -7,6 +7,11 @@ turns a request into records against ``image`` (the committed image plus its own
 appends them, replays them into ``image`` at once (so the next request sees them, as Kafka's controller
 does), and answers only when the high watermark passes the last record written so far.
 
+While active it also balances leaders: with ``auto.leader.rebalance.enable`` (Kafka's default), once a
+partition is led by another than its first replica, a check ``leader.imbalance.check.interval.seconds``
+later writes the preferred elections that can happen (Kafka's ``maybeBalancePartitionLeaders``; unlike
+ZooKeeper mode, KRaft's controller has no per-broker percentage threshold).
+
 On losing leadership it drops ``image`` back to ``committed`` and fails every waiting request with
 NOT_CONTROLLER: its uncommitted records may be truncated by the next leader, so nothing derived from
 them can be trusted; the records that do survive are replayed again from the log like any other, and the
@@ -206,6 +211,7 @@ class QuorumController:
         self._last_written = -1
         self._last_write_ms = 0
         self._balance_at_ms: int | None = None
+        self._balance_seen: MetadataImage | None = None
         self.activations = 0
         self.on_commit: Callable[[MetadataImage], None] | None = None
         """Called with the committed image after each batch (checkers compare nodes with it)."""
@@ -255,7 +261,7 @@ class QuorumController:
         self.active_epoch = None
         self.image = self.committed
         self._last_written = -1
-        self._balance_at_ms = None
+        self._balance_at_ms = self._balance_seen = None
         waiting, self._waiting = self._waiting, []
         for w in waiting:
             w.respond(_error_response(w.response, NotControllerError.code))
@@ -543,6 +549,9 @@ class QuorumController:
         if not s.auto_leader_rebalance_enable:
             return
         if self._balance_at_ms is None:
+            if self.image is self._balance_seen:
+                return  # nothing changed since the last look: no need to walk every partition again
+            self._balance_seen = self.image
             if self.replication.imbalanced(self.image):
                 self._balance_at_ms = now_ms + s.leader_imbalance_check_interval_ms
             return

@@ -274,6 +274,11 @@ class ReplicationControlManager:
         records = []
         for p, replicas in sorted(plan.items()):
             isr = tuple(r for r in replicas if active(r))
+            if not isr:  # placed only on brokers in controlled shutdown: refused as the placer refuses
+                raise InvalidReplicationFactorError(
+                    f"Unable to replicate the partition {rf} time(s): All brokers are currently fenced or "
+                    "in controlled shutdown."
+                )
             records.append(
                 PartitionRecord(
                     partition_id=p,
