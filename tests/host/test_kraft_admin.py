@@ -290,3 +290,23 @@ def test_a_reassignment_survives_a_controller_failover_and_completes(cluster: KR
     assert c.run_until(lambda: c.replicas("t", 0) == (1, 3), 30_000)
     assert c.isr("t", 0) == (1, 3) and _ongoing(c) == {}
     assert c.run_until(lambda: _hosts(c, "t", 0) == [1, 3], 10_000)
+
+
+def test_cancelling_a_move_only_its_new_replicas_carry_needs_unclean_election(cluster: KRaftCluster) -> None:
+    """Kafka's revert: the added replicas leave; if they were the whole ISR, the first original replica
+    must lead out of sync, which only a topic with unclean.leader.election.enable allows."""
+    c = cluster
+    c.create_topic("t", replica_assignment={0: (1,)})
+    c.crash(3)
+    assert c.run_until(lambda: 3 not in c.image().unfenced_brokers(), 20_000)
+    tp = TopicPartition("t", 0)
+    assert _reassign(c, {tp: (2, 3)}) == [0]
+    assert c.run_until(lambda: c.isr("t", 0) == (1, 2), 20_000), "broker 2 catches up, 3 cannot"
+    c.crash(1)
+    assert c.run_until(lambda: c.partition_state("t", 0).isr == (2,), 30_000)
+    assert _ongoing(c) == {tp: ((2, 3, 1), (2, 3), (1,))}
+    assert _reassign(c, {tp: None}) == [InvalidReplicaAssignmentError.code]
+    c.alter_configs("t", {"unclean.leader.election.enable": True})
+    assert _reassign(c, {tp: None}) == [0]
+    st = c.partition_state("t", 0)
+    assert (st.replicas, st.isr, st.adding_replicas, st.removing_replicas) == ((1,), (1,), (), ())
