@@ -310,3 +310,30 @@ def test_cancelling_a_move_only_its_new_replicas_carry_needs_unclean_election(cl
     assert _reassign(c, {tp: None}) == [0]
     st = c.partition_state("t", 0)
     assert (st.replicas, st.isr, st.adding_replicas, st.removing_replicas) == ((1,), (1,), (), ())
+
+
+def test_elections_and_moves_over_the_record_bound_fail_whole(
+    cluster: KRaftCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kafka's controller refuses an operation of more than its 10,000 records whole (POLICY_VIOLATION);
+    the bound is lowered to 2 here so three partitions exceed it."""
+    from kafkalite.common import partition_assignment  # the shared bound (not in the tree before it)
+
+    c = cluster
+    c.create_topic("t", replica_assignment={0: (1, 2), 1: (1, 3), 2: (1, 4)})
+    monkeypatch.setattr(partition_assignment, "MAX_RECORDS_PER_USER_OP", 2)
+    moves = {TopicPartition("t", p): (2, 3) for p in range(3)}
+    req = AlterPartitionReassignmentsRequest(
+        reassignments=tuple(Reassignment(tp=tp, replicas=r) for tp, r in moves.items())
+    )
+    resp = _at_broker(c, req)
+    assert resp.error_code == PolicyViolationError.code and resp.results == ()
+    assert [c.replicas("t", p) for p in range(3)] == [(1, 2), (1, 3), (1, 4)], "nothing was written"
+    _bounce(c, 1)
+    assert c.run_until(lambda: all(1 in c.isr("t", p) for p in range(3)), 20_000)
+    resp = _at_broker(c, ElectLeadersRequest(election_type=PREFERRED, partitions=None))
+    assert resp.error_code == PolicyViolationError.code and resp.results == ()
+    assert all(c.leader("t", p) != 1 for p in range(3))
+    monkeypatch.setattr(partition_assignment, "MAX_RECORDS_PER_USER_OP", 3)
+    resp = _at_broker(c, ElectLeadersRequest(election_type=PREFERRED, partitions=None))
+    assert [r.error_code for r in resp.results] == [0, 0, 0]

@@ -354,7 +354,9 @@ class QuorumController:
         else:
             raise TypeError(f"not a controller request: {type(req).__name__}")
         if isinstance(req, _BOUNDED) and (too_many := excessive_batch(len(records))) is not None:
-            records, resp = [], _error_response(resp, too_many.code)
+            # the whole request fails, as Kafka's does: no partial results next to a top-level error
+            top = "error_code" in resp.__dataclass_fields__
+            records, resp = [], _error_response(_empty_response(req) if top else resp, too_many.code)
         if records and not self._write(records, now_ms):
             respond(_error_response(resp, NotControllerError.code))
             return
