@@ -32,12 +32,6 @@ from kafkalite.protocol import (
     TopicPartition,
 )
 
-INVALID_REPLICA_ASSIGNMENT = InvalidReplicaAssignmentError.code
-
-
-class InvalidAssignment(Exception):
-    """INVALID_REPLICA_ASSIGNMENT (39), which ``kafkalite.errors`` does not define yet."""
-
 
 class ReassignmentManager:
     """Runs inside the active controller; ``controller`` is the ``Controller``."""
@@ -58,8 +52,6 @@ class ReassignmentManager:
                     self.start(r.tp, tuple(r.replicas))
             except KafkaError as exc:
                 code, message = exc.code, str(exc)
-            except InvalidAssignment as exc:
-                code, message = INVALID_REPLICA_ASSIGNMENT, str(exc)
             results.append(ReassignmentResult(tp=r.tp, error_code=code, error_message=message))
         return AlterPartitionReassignmentsResponse(results=tuple(results))
 
@@ -98,7 +90,7 @@ class ReassignmentManager:
             elif self.c.ctx is not None and self.c.ctx.reassigning.get(tp) != replicas:
                 try:
                     self.start(tp, replicas)
-                except (KafkaError, InvalidAssignment) as exc:
+                except KafkaError as exc:
                     self.c._log("reassignment_rejected", tp=str(tp), error=str(exc))
 
     def _on_admin_znode(self, event: WatchedEvent) -> None:
@@ -112,15 +104,15 @@ class ReassignmentManager:
         if info is None or info.state is None:
             raise UnknownTopicOrPartitionError(f"{tp} does not exist")
         if not target or len(set(target)) != len(target):
-            raise InvalidAssignment(f"replica list {list(target)} is empty or has duplicates")
+            raise InvalidReplicaAssignmentError(f"replica list {list(target)} is empty or has duplicates")
         if any(b < 0 for b in target):
-            raise InvalidAssignment(f"replica list {list(target)} has a negative broker id")
+            raise InvalidReplicaAssignmentError(f"replica list {list(target)} has a negative broker id")
         origin = tuple(r for r in info.replicas if r not in info.adding)
         # As Kafka's validateReplicas: only the replicas being added must be alive; a dead replica that
         # stays is no obstacle (the move completes once it is back in the ISR).
         dead = [b for b in target if b not in origin and b not in ctx.live_brokers]
         if dead:
-            raise InvalidAssignment(
+            raise InvalidReplicaAssignmentError(
                 f"brokers {dead} to be added are not alive (live brokers: {sorted(ctx.live_brokers)})"
             )
         if target == origin and not info.adding and not info.removing:
@@ -200,4 +192,4 @@ class ReassignmentManager:
             self.c._write([Delete(paths.REASSIGN_PARTITIONS, st.version)])
 
 
-__all__ = ["InvalidAssignment", "ReassignmentManager"]
+__all__ = ["ReassignmentManager"]
