@@ -23,13 +23,13 @@ from typing import Any
 
 from kafkalite.broker.broker_server import BrokerServer
 from kafkalite.broker.kafka_raft_server import KafkaRaftServer
-from kafkalite.broker.placement import assign_replicas
 from kafkalite.config.broker import BrokerConfig
 from kafkalite.errors import KafkaError, NotControllerError, RequestTimedOutError, error_for_code
 from kafkalite.host.cluster import BROKER_TICK_MS, Cluster, _Admin
 from kafkalite.metadata.controller import ControllerSettings
 from kafkalite.metadata.controller.controller_server import ControllerServer
 from kafkalite.metadata.image import MetadataImage, PartitionRegistration
+from kafkalite.metadata.placement import assign_replicas
 from kafkalite.net.sim import SimNetwork
 from kafkalite.protocol import (
     AlterableConfig,

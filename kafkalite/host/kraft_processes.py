@@ -28,7 +28,6 @@ from typing import Any
 
 from kafkalite.broker.broker_server import BrokerServer
 from kafkalite.broker.kafka_raft_server import KafkaRaftServer
-from kafkalite.broker.placement import assign_replicas
 from kafkalite.config.base import parse_int
 from kafkalite.config.broker import BrokerConfig
 from kafkalite.config.kraft import KRaftConfig
@@ -52,6 +51,7 @@ from kafkalite.host.server import EVENT_LOG_LIMIT, drive, internal_topic_default
 from kafkalite.metadata.bootstrap import parse_add_scram, write_bootstrap
 from kafkalite.metadata.controller import ControllerSettings
 from kafkalite.metadata.controller.controller_server import ControllerServer
+from kafkalite.metadata.placement import assign_replicas
 from kafkalite.net.bridge import NetBridge
 from kafkalite.net.sim import SimNetwork
 from kafkalite.protocol.raft import DescribeQuorumResponse

@@ -7,11 +7,11 @@ import random
 
 import pytest
 
-from kafkalite.broker.placement import assign_new_partitions, assign_replicas
 from kafkalite.config.broker import BrokerConfig
 from kafkalite.coordination import paths
 from kafkalite.errors import InvalidReplicaAssignmentError
 from kafkalite.host.cluster import Cluster
+from kafkalite.metadata.placement import assign_new_partitions, assign_replicas
 from kafkalite.protocol import CreatableTopic, CreateTopicsRequest, ReplicaAssignment
 
 RACKS = ["a", "a", "b", "b", "c", "c"]

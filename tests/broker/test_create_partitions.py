@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalite.broker.placement import assign_new_partitions
 from kafkalite.errors import (
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,
     UnknownTopicOrPartitionError,
 )
 from kafkalite.host.cluster import Cluster
+from kafkalite.metadata.placement import assign_new_partitions
 from kafkalite.protocol import TopicPartition
 from tests.group_helpers import group_consumer
 

@@ -11,10 +11,10 @@ from collections import Counter
 import pytest
 
 from kafkalite.broker.controller.controller import leader_imbalance_exceeded
-from kafkalite.broker.placement import assign_new_partitions, assign_replicas, rack_alternated_brokers
 from kafkalite.client.partitioner import BuiltInPartitioner, partition_for_key, to_positive
 from kafkalite.common.utils import coordinator_partition, java_string_hash, kafka_abs
 from kafkalite.errors import InvalidPartitionsError, InvalidReplicationFactorError
+from kafkalite.metadata.placement import assign_new_partitions, assign_replicas, rack_alternated_brokers
 from tests.broker.test_placement import KAFKA_5_BROKERS_10_PARTITIONS_RF3
 from tests.client.test_partitioner import KAFKA_MURMUR2_VECTORS
 

@@ -9,14 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkalite.broker.placement import (
+from kafkalite.errors import KafkaError
+from kafkalite.metadata.placement import (
     InvalidPartitionsError,
     InvalidReplicationFactorError,
     assign_new_partitions,
     assign_replicas,
     replica_index,
 )
-from kafkalite.errors import KafkaError
 
 # Expected map from Kafka's AdminRackAwareTest.testReplicaAssignment: brokers 0..4, 10 partitions,
 # replication factor 3, fixed start index 0 (so the initial shift is 0 too).

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from kafkalite.broker.placement import assign_new_partitions
 from kafkalite.errors import (
     ElectionNotNeededError,
     EligibleLeadersNotAvailableError,
@@ -21,6 +20,7 @@ from kafkalite.errors import (
     UnknownTopicOrPartitionError,
 )
 from kafkalite.host.kraft_cluster import KRaftCluster
+from kafkalite.metadata.placement import assign_new_partitions
 from kafkalite.protocol import (
     AlterPartitionReassignmentsRequest,
     CreatableTopic,
@@ -317,7 +317,7 @@ def test_elections_and_moves_over_the_record_bound_fail_whole(
 ) -> None:
     """Kafka's controller refuses an operation of more than its 10,000 records whole (POLICY_VIOLATION);
     the bound is lowered to 2 here so three partitions exceed it."""
-    from kafkalite.common import partition_assignment  # the shared bound (not in the tree before it)
+    from kafkalite.metadata import partition_assignment  # the shared bound (not in the tree before it)
 
     c = cluster
     c.create_topic("t", replica_assignment={0: (1, 2), 1: (1, 3), 2: (1, 4)})

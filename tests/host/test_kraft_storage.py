@@ -35,9 +35,9 @@ def test_a_kraft_broker_refuses_a_dir_formatted_for_another_cluster(tmp_path) ->
 
 
 def test_a_kraft_controller_refuses_an_unformatted_dir(tmp_path) -> None:
-    from kafkalite.broker.placement import assign_replicas
     from kafkalite.metadata.controller import ControllerSettings
     from kafkalite.metadata.controller.controller_server import ControllerServer
+    from kafkalite.metadata.placement import assign_replicas
     from kafkalite.net.sim import SimNetwork
     from kafkalite.raft import QuorumConfig
 

@@ -8,12 +8,12 @@ import shutil
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkalite.broker.placement import assign_replicas
 from kafkalite.metadata.broker_lifecycle_manager import BrokerLifecycleManager
 from kafkalite.metadata.controller import ControllerSettings
 from kafkalite.metadata.controller.controller_server import ControllerServer
 from kafkalite.metadata.image import MetadataImage
 from kafkalite.metadata.metadata_loader import MetadataLoader
+from kafkalite.metadata.placement import assign_replicas
 from kafkalite.metadata.snapshot_generator import SnapshotGenerator
 from kafkalite.net.sim import SimNetwork
 from kafkalite.protocol.broker_lifecycle import Listener

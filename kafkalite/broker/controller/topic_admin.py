@@ -16,16 +16,7 @@ from typing import Any
 
 from kafkalite.broker.controller.channel_manager import ControllerBrokerRequestBatch
 from kafkalite.broker.controller.context import ControllerContext, PartitionInfo, config_flag
-from kafkalite.broker.placement import assign_new_partitions, assign_replicas
 from kafkalite.broker.topic_validator import colliding_topics, validate_topic, validate_topic_configs
-from kafkalite.common.partition_assignment import (
-    MAX_RECORDS_PER_USER_OP,
-    create_partitions_records,
-    create_topics_records,
-    excessive_batch,
-    partitions_to_add,
-    validate_manual_assignment,
-)
 from kafkalite.config.broker import BrokerConfig
 from kafkalite.coordination import paths
 from kafkalite.coordination.store import CoordinationError, Create, NodeExists
@@ -44,6 +35,15 @@ from kafkalite.errors import (
     TopicDeletionDisabledError,
     UnknownTopicOrPartitionError,
 )
+from kafkalite.metadata.partition_assignment import (
+    MAX_RECORDS_PER_USER_OP,
+    create_partitions_records,
+    create_topics_records,
+    excessive_batch,
+    partitions_to_add,
+    validate_manual_assignment,
+)
+from kafkalite.metadata.placement import assign_new_partitions, assign_replicas
 from kafkalite.protocol import (
     NO_ERROR,
     CreatableTopicResult,

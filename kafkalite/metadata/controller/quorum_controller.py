@@ -27,11 +27,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kafkalite.common.partition_assignment import (
-    create_partitions_records,
-    create_topics_records,
-    excessive_batch,
-)
 from kafkalite.errors import (
     ElectionNotNeededError,
     InvalidRequestError,
@@ -57,6 +52,11 @@ from kafkalite.metadata.controller.replication_control import (
 from kafkalite.metadata.delta import MetadataDelta
 from kafkalite.metadata.image import MetadataImage
 from kafkalite.metadata.metadata_loader import snapshot_image
+from kafkalite.metadata.partition_assignment import (
+    create_partitions_records,
+    create_topics_records,
+    excessive_batch,
+)
 from kafkalite.metadata.records import (
     BrokerRegistrationChangeRecord,
     FeatureLevelRecord,

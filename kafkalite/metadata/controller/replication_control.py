@@ -5,7 +5,7 @@ first replica leading), takes a fenced broker out of every ISR and off every lea
 leaderless partitions back to a broker that is unfenced, and applies a leader's AlterPartition after
 Kafka's checks, in Kafka's order. Unclean election happens only where the topic (or the controller's
 default) enables it. The admin requests on partitions are here too: CreatePartitions (placed as
-``kafkalite.broker.placement`` places added partitions), ElectLeaders, the automatic preferred leader
+``kafkalite.metadata.placement`` places added partitions), ElectLeaders, the automatic preferred leader
 balancing, and KIP-455 reassignments, which live in the partition's own registration (adding and
 removing replicas) and complete through ``partition_change`` when the ISR allows.
 """
@@ -15,9 +15,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 
-from kafkalite.broker.placement import assign_new_partitions
 from kafkalite.common.kafka_uuid import random_uuid
-from kafkalite.common.partition_assignment import partitions_to_add, validate_manual_assignment
 from kafkalite.errors import (
     ElectionNotNeededError,
     EligibleLeadersNotAvailableError,
@@ -43,6 +41,8 @@ from kafkalite.metadata.controller.partition_change import (
 )
 from kafkalite.metadata.delta import TOPIC_RESOURCE
 from kafkalite.metadata.image import MetadataImage, PartitionRegistration
+from kafkalite.metadata.partition_assignment import partitions_to_add, validate_manual_assignment
+from kafkalite.metadata.placement import assign_new_partitions
 from kafkalite.metadata.records import (
     NO_LEADER,
     NO_LEADER_CHANGE,
