@@ -8,6 +8,7 @@ Keys (the version says which kind of record it is):
 
 - version 0 or 1: an offset commit, ``group, topic, partition``. kafkalite writes version 1.
 - version 2: group metadata, ``group``.
+- versions 3-8: the records of a KIP-848 consumer group (``consumer_group_records``).
 
 Values:
 
@@ -29,6 +30,7 @@ import struct
 from dataclasses import dataclass, field
 
 from kafkalite.errors import CorruptRecordError
+from kafkalite.protocol import consumer_group_records as cgr
 from kafkalite.protocol.types import Reader, Writer
 
 OFFSET_COMMIT_KEY_VERSION = 1
@@ -144,16 +146,18 @@ def encode_group_metadata_value(
 
 
 # ----------------------------------------------------------------------------------------- decoders
-def decode_key(data: bytes) -> OffsetCommitKey | GroupMetadataKey:
+def decode_key(data: bytes) -> OffsetCommitKey | GroupMetadataKey | cgr.ConsumerGroupKey:
     """The key of a ``__consumer_offsets`` record; its version says which kind."""
     r = _Reader(data, "__consumer_offsets key")
     version = r.int16()
+    if version in cgr.KEY_TYPES:
+        return cgr.decode_key(version, data)
     if version in (0, 1):
         key: OffsetCommitKey | GroupMetadataKey = OffsetCommitKey(r.str_(), r.str_(), r.int32())
     elif version == 2:
         key = GroupMetadataKey(r.str_())
     else:
-        raise CorruptRecordError(f"unknown __consumer_offsets key version {version} (expected 0, 1 or 2)")
+        raise CorruptRecordError(f"unknown __consumer_offsets key version {version} (expected 0 to 8)")
     r.done()
     return key
 
@@ -210,11 +214,13 @@ def decode_group_metadata_value(data: bytes) -> GroupMetadataValue:
 
 
 def decode_value(
-    key: OffsetCommitKey | GroupMetadataKey, data: bytes | None
-) -> OffsetCommitValue | GroupMetadataValue | None:
+    key: OffsetCommitKey | GroupMetadataKey | cgr.ConsumerGroupKey, data: bytes | None
+) -> OffsetCommitValue | GroupMetadataValue | cgr.ConsumerGroupValue | None:
     """The value for ``key``; None for a tombstone."""
     if data is None:
         return None
+    if not isinstance(key, OffsetCommitKey | GroupMetadataKey):
+        return cgr.decode_value(key, data)
     if isinstance(key, OffsetCommitKey):
         return decode_offset_commit_value(data)
     return decode_group_metadata_value(data)
@@ -233,12 +239,17 @@ def format_record(key: bytes | None, value: bytes | None) -> str:
     kver = struct.unpack(">h", key[:2])[0]
     if isinstance(k, OffsetCommitKey):
         kdata: dict = {"group": k.group, "topic": k.topic, "partition": k.partition}
-    else:
+    elif isinstance(k, GroupMetadataKey):
         kdata = {"group": k.group}
+    else:
+        kdata = cgr.key_json(k)
     out = "key: " + json.dumps({"type": str(kver), "data": kdata}, separators=(",", ":"))
     v = decode_value(k, value)
     if v is None:
         return out + " payload: <DELETE>"
+    if not isinstance(v, OffsetCommitValue | GroupMetadataValue):
+        payload = {"version": str(value_version(value)), "data": cgr.value_json(v)}
+        return out + " payload: " + json.dumps(payload, separators=(",", ":"))
     if isinstance(v, OffsetCommitValue):
         vdata: dict = {"offset": v.offset}
         if value_version(value) == 3:
