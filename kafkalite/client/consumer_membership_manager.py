@@ -21,7 +21,7 @@ partition to a member while another one still reports owning it.
 
 **Errors**, as Kafka's client handles them: FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID -> the member's
 partitions are lost (``on_partitions_lost``) and it rejoins with epoch 0, keeping its member id (so does
-GROUP_ID_NOT_FOUND to a member with an epoch: a kafkalite coordinator forgets consumer groups at a failover);
+GROUP_ID_NOT_FOUND to a member with an epoch: its group is gone, e.g. deleted);
 NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE / no answer -> find the coordinator again, then send every field;
 COORDINATOR_LOAD_IN_PROGRESS -> retry after ``retry.backoff.ms``; anything else (UNRELEASED_INSTANCE_ID,
 FENCED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR, GROUP_MAX_SIZE_REACHED, INVALID_REQUEST, ...) is fatal and raised
@@ -464,9 +464,9 @@ class ConsumerMembershipManager(ConsumerCoordinator):
             elif self.state is MemberState.JOINING:
                 self.state = MemberState.STABLE  # type: ignore[assignment]
         elif code in (_FENCED_EPOCH, _UNKNOWN_MEMBER) or (code == _GROUP_GONE and epoch > 0):
-            # GROUP_ID_NOT_FOUND to a member already in the group: the coordinator lost the group (kafkalite's
-            # does not yet persist consumer groups, so a failover forgets them). Kafka's client would give up
-            # (its coordinator never forgets); rejoining is what gets the member its partitions back.
+            # GROUP_ID_NOT_FOUND to a member already in the group: the coordinator no longer has the group
+            # (coordinators reload consumer groups from __consumer_offsets at a failover, so this is rare).
+            # Kafka's client gives up here; rejoining is what gets the member its partitions back.
             if epoch == self.member_epoch and mid == self.member_id:
                 self._sent = {}
                 self._fence(f"heartbeat: {_err_name(code)}")

@@ -28,9 +28,15 @@ downgrade under ``group.consumer.migration.policy`` are not implemented).
 
 Topics are named by their ids (KIP-516) as the broker's metadata cache has them (``topic_ids``), the ones
 its Metadata answers carry; without a cache (unit tests) an id derived from the name stands in
-(``topic_id``). Consumer groups' membership is not written to
-``__consumer_offsets`` yet (their committed offsets are): a coordinator failover loses the members, who
-rejoin with FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID.
+(``topic_id``).
+
+Every change to a group is written to its ``__consumer_offsets`` partition as Kafka's consumer group
+records (consumer_group_records.py: only the records whose value changed, tombstones for what went) and
+the heartbeat is answered once the append is acknowledged. A coordinator that loads the partition
+rebuilds the groups from them (``load_group``): epochs, target assignment, each member's epoch, state,
+assigned and pending partitions and subscription, with every member's session timer restarted (and the
+rebalance timer of one still revoking), as Kafka's ``onLoaded`` does; the members keep heartbeating with
+their epochs and nothing rebalances.
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ import re
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from kafkalite.broker.group.assignor import ASSIGNORS, assignor_names
@@ -52,6 +58,7 @@ from kafkalite.broker.group.consumer_group import (
     nest,
     reconcile,
 )
+from kafkalite.broker.group.consumer_group_records import Image, group_image, image_changes
 from kafkalite.errors import (
     FencedInstanceIdError,
     FencedMemberEpochError,
@@ -142,6 +149,10 @@ class ConsumerGroupProtocol:
         self._session_timers: dict[tuple[str, str], int] = {}
         self._rebalance_timers: dict[tuple[str, str], int] = {}
         self._rng = coordinator._rng
+        self._written: dict[str, Image] = {}
+        """Each group's records as last appended to ``__consumer_offsets`` (what the next write diffs)."""
+        self._write_seq: dict[str, int] = {}
+        """Writes issued per group: a failed heartbeat is reverted only if it was the last one."""
 
     def _event(self, event: str, **fields: Any) -> None:
         self.coordinator._event(event, **fields)
@@ -155,12 +166,98 @@ class ConsumerGroupProtocol:
         client_id: str = "",
         client_host: str = "",
     ) -> None:
+        before = self.groups.get(req.group_id)
+        snapshot = None if before is None else _copy(before)
         try:
-            respond(self._heartbeat(req, client_id, client_host))
+            response = self._heartbeat(req, client_id, client_host)
         except _Reject as e:
             self._event("consumer_group_rejected", group=req.group_id, member=req.member_id, error=e.code,
                         reason=e.message)  # fmt: skip
             respond(ConsumerGroupHeartbeatResponse(error_code=e.code, error_message=e.message))
+            return
+        seq = self._write_seq.get(req.group_id, 0) + 1
+
+        def written(code: int) -> None:
+            if code == NO_ERROR:
+                respond(response)
+                return
+            if self._write_seq.get(req.group_id) == seq:
+                self._revert(req.group_id, before, snapshot)
+            respond(ConsumerGroupHeartbeatResponse(error_code=code, error_message="Writing the group's "
+                    "records to __consumer_offsets failed."))  # fmt: skip
+
+        self.write_group(req.group_id, written)
+
+    def _revert(self, group_id: str, before: ConsumerGroup | None, snapshot: ConsumerGroup | None) -> None:
+        """Undo a heartbeat whose records were not written (no later write was issued): the group is as
+        before it, as Kafka's coordinator reverts its in-memory state to the last committed offset. Timers
+        of a member the revert drops find it gone and do nothing."""
+        if before is None or snapshot is None:
+            self.groups.pop(group_id, None)
+        else:
+            for f in fields(ConsumerGroup):
+                setattr(before, f.name, getattr(snapshot, f.name))
+            self.groups[group_id] = before
+        self._event("consumer_group_reverted", group=group_id)
+
+    # ============================================================================= persistence
+    def write_group(self, group_id: str, done: Callable[[int], None] | None = None) -> None:
+        """Append what changed in ``group_id`` since its last write (tombstones if it is gone); ``done`` gets
+        the error code once the append is acknowledged (at once when nothing changed or there is no store).
+        A failed write leaves the group's image unknown, so the next one rewrites every record and
+        tombstones every key it no longer has."""
+        group = self.groups.get(group_id)
+        new = {} if group is None else group_image(group, self.topic_id)
+        old = self._written.get(group_id, {})
+        records = image_changes(old, new)
+        store = self.coordinator.store
+        self._write_seq[group_id] = self._write_seq.get(group_id, 0) + 1
+        if not records or store is None:
+            self._written[group_id] = new
+            if done is not None:
+                done(NO_ERROR)
+            return
+        if new:
+            self._written[group_id] = new
+        else:
+            self._written.pop(group_id, None)
+
+        def appended(code: int) -> None:
+            if code != NO_ERROR:
+                self._event("consumer_group_write_failed", group=group_id, error=code)
+                if self.groups.get(group_id) is group:
+                    self._written[group_id] = {k: b"" for k in old.keys() | new.keys()}
+            if done is not None:
+                done(code)
+
+        store.store_consumer_group_records(group_id, records, appended)
+
+    def load_group(self, group: ConsumerGroup, image: Image) -> None:
+        """Install a group rebuilt from ``__consumer_offsets`` (``image``: its records there). Every member's
+        session timer starts afresh, and a member still revoking gets its rebalance timer back, as in
+        Kafka's ``onLoaded``: live members keep their epochs and assignments."""
+        if group.group_id in self.groups:
+            return
+        self.groups[group.group_id] = group
+        self._written[group.group_id] = image
+        self._event("consumer_group_loaded", group=group.group_id, epoch=group.group_epoch,
+                    assignment_epoch=group.assignment_epoch,
+                    members={m.member_id: m.member_epoch for m in group.members.values()})  # fmt: skip
+        for m in group.members.values():
+            self._schedule_session_timeout(group, m.member_id)
+            if m.state is MemberState.UNREVOKED_PARTITIONS:
+                self._schedule_rebalance_timeout(group, m)
+
+    def unload_group(self, group_id: str) -> None:
+        """This broker no longer coordinates the group: its timers stop and it is forgotten here."""
+        group = self.groups.pop(group_id, None)
+        self._written.pop(group_id, None)
+        if group is None:
+            return
+        for mid in list(group.members):
+            self._cancel(self._session_timers, group, mid)
+            self._cancel(self._rebalance_timers, group, mid)
+        self._event("consumer_group_unloaded", group=group_id)
 
     def _validate(self, req: ConsumerGroupHeartbeatRequest) -> None:
         def invalid(why: str) -> _Reject:
@@ -501,12 +598,17 @@ class ConsumerGroupProtocol:
         self._event("consumer_group_member_fenced", group=group.group_id, member=member_id, reason=reason,
                     epoch=group.group_epoch, members=len(group.members))  # fmt: skip
 
-    def delete_empty_group(self, group_id: str) -> None:
-        """Drop a consumer group with no members (a classic group takes its id; offsets are kept)."""
+    def delete_empty_group(self, group_id: str, *, deleted: bool = False) -> None:
+        """Drop a consumer group with no members (a classic group takes its id, or DeleteGroups; the offsets
+        are not this protocol's), writing tombstones for its records."""
         group = self.groups.get(group_id)
         if group is not None and not group.members:
             del self.groups[group_id]
-            self._event("consumer_group_converted", group=group_id, to="classic")
+            if deleted:
+                self._event("consumer_group_deleted", group=group_id)
+            else:
+                self._event("consumer_group_converted", group=group_id, to="classic")
+            self.write_group(group_id)
 
     # ============================================================================= timers
     def _cancel(self, timers: dict[tuple[str, str], int], group: ConsumerGroup, member_id: str) -> None:
@@ -519,6 +621,7 @@ class ConsumerGroupProtocol:
             self._session_timers.pop((group.group_id, member_id), None)
             if self.groups.get(group.group_id) is group:
                 self.fence_member(group, member_id, "session timeout")
+                self.write_group(group.group_id)
 
         key = (group.group_id, member_id)
         self._session_timers[key] = self.coordinator._set_timer(self.config.session_timeout_ms, expire)
@@ -538,6 +641,7 @@ class ConsumerGroupProtocol:
                 self.fence_member(
                     group, member.member_id, f"did not revoke within {member.rebalance_timeout_ms} ms"
                 )
+                self.write_group(group.group_id)
 
         key = (group.group_id, member.member_id)
         self._rebalance_timers[key] = self.coordinator._set_timer(member.rebalance_timeout_ms, expire)
@@ -548,6 +652,19 @@ class ConsumerGroupProtocol:
                 self.coordinator._cancel_timer(tid)
             timers.clear()
         self.groups.clear()
+        self._written.clear()
+
+
+def _copy(group: ConsumerGroup) -> ConsumerGroup:
+    """A copy whose maps are the group's at this moment (members are immutable, so a shallow copy does)."""
+    return replace(
+        group,
+        members=dict(group.members),
+        static_members=dict(group.static_members),
+        target=dict(group.target),
+        partition_owners=dict(group.partition_owners),
+        subscribed_partitions=dict(group.subscribed_partitions),
+    )
 
 
 def _described(

@@ -968,7 +968,9 @@ class GroupCoordinator:
     # ============================================================================= emigration
     def unload_group(self, group_id: str) -> None:
         """This broker stopped leading the group's ``__consumer_offsets`` partition: the group is Dead here and
-        waiting members are told NOT_COORDINATOR (they find the new coordinator)."""
+        waiting members are told NOT_COORDINATOR (they find the new coordinator). A consumer group of the
+        same id is unloaded too."""
+        self.consumer.unload_group(group_id)
         group = self.groups.pop(group_id, None)
         if group is None:
             return

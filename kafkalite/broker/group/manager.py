@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from kafkalite.broker.group.consumer_group_records import ConsumerGroupReplay
 from kafkalite.broker.group.member import GroupMetadata, GroupState, MemberMetadata, OffsetAndMetadata
 from kafkalite.common.utils import coordinator_partition
 from kafkalite.errors import (
@@ -42,6 +43,7 @@ from kafkalite.errors import (
     KafkaError,
     KafkaStorageError,
     MessageTooLargeError,
+    NonEmptyGroupError,
     NotCoordinatorError,
     NotEnoughReplicasAfterAppendError,
     NotEnoughReplicasError,
@@ -93,6 +95,10 @@ class GroupStore(Protocol):
 
     def store_group(self, group: GroupMetadata, assignment: dict[str, bytes], done: Done) -> None: ...
 
+    def store_consumer_group_records(
+        self, group_id: str, records: list[tuple[bytes, bytes | None]], done: Done
+    ) -> None: ...
+
 
 _INVALID_FETCH_SIZE = 4  # Kafka's INVALID_FETCH_SIZE, counted with the "too large" errors below
 _TOO_LARGE = {MessageTooLargeError.code, RecordListTooLargeError.code, _INVALID_FETCH_SIZE}
@@ -123,6 +129,17 @@ def store_group_error(code: int) -> int:
         return NotCoordinatorError.code
     if code == RequestTimedOutError.code:
         return RebalanceInProgressError.code
+    if code in _TOO_LARGE:
+        return UnknownServerError.code
+    return code
+
+
+def consumer_group_write_error(code: int) -> int:
+    """The ConsumerGroupHeartbeat error for a failed append of a consumer group's records."""
+    if code in _UNAVAILABLE or code == RequestTimedOutError.code:
+        return CoordinatorNotAvailableError.code
+    if code in _NOT_COORDINATOR:
+        return NotCoordinatorError.code
     if code in _TOO_LARGE:
         return UnknownServerError.code
     return code
@@ -345,7 +362,9 @@ class GroupMetadataManager:
         return NO_ERROR
 
     def groups_in(self, partition: int) -> list[str]:
-        return sorted(g for g in self.coordinator.groups if self.partition_for(g) == partition)
+        """The classic and consumer groups of ``partition`` this coordinator holds."""
+        ids = set(self.coordinator.groups) | set(self.coordinator.consumer.groups)
+        return sorted(g for g in ids if self.partition_for(g) == partition)
 
     # ----------------------------------------------------------------------------------- leadership
     def on_leadership_change(self, elected: list[TopicPartition], resigned: list[TopicPartition]) -> None:
@@ -384,9 +403,14 @@ class GroupMetadataManager:
         if part is None or not part.is_leader:
             self.loading.discard(p)
             return
-        groups = read_groups(part.log, log_event=self._log_event)
+        consumer = ConsumerGroupReplay()
+        groups = read_groups(part.log, log_event=self._log_event, consumer=consumer)
         for group in groups.values():
             self.coordinator.load_group(group)
+        topics = self.coordinator.consumer.topics()
+        names = {self.coordinator.consumer.topic_id(t): t for t in topics}
+        for cg in consumer.groups(names, self._log_event).values():
+            self.coordinator.consumer.load_group(cg, consumer.image(cg.group_id))
         self.loading.discard(p)
         self.owned.add(p)
         if not self._retention_timer_started:
@@ -397,7 +421,7 @@ class GroupMetadataManager:
         self._log_event(
             "offsets_partition_loaded",
             partition=p,
-            groups=sorted(groups),
+            groups=sorted(set(groups) | set(consumer.groups({}))),
             log_end_offset=part.log_end_offset,
         )
 
@@ -455,6 +479,13 @@ class GroupMetadataManager:
         acks = self.config.offsets_commit_required_acks
         self._append(group.group_id, records, acks, lambda code: done(store_group_error(code)))
 
+    def store_consumer_group_records(
+        self, group_id: str, records: list[tuple[bytes, bytes | None]], done: Done
+    ) -> None:
+        """Append a consumer group's records (``consumer_group_records``); ``done`` gets the heartbeat's error."""
+        acks = self.config.offsets_commit_required_acks
+        self._append(group_id, records, acks, lambda code: done(consumer_group_write_error(code)))
+
     def on_txn_marker(self, tp: TopicPartition, producer_id: int, committed: bool) -> None:
         """A COMMIT/ABORT marker reached ``tp`` of ``__consumer_offsets``: the producer's transactional
         offsets for the groups of that partition count now (commit) or never (abort)."""
@@ -469,6 +500,16 @@ class GroupMetadataManager:
         out: dict[str, int] = {}
         for gid in group_ids:
             code = InvalidGroupIdError.code if not gid else self.ownership_error(gid)
+            consumer = self.coordinator.consumer.groups.get(gid) if code == NO_ERROR else None
+            if consumer is not None:
+                # A KIP-848 group: only an empty one goes, its records tombstoned; then its offsets below.
+                if consumer.members:
+                    out[gid] = NonEmptyGroupError.code
+                    continue
+                self.coordinator.consumer.delete_empty_group(gid, deleted=True)
+                if gid not in self.coordinator.groups:
+                    out[gid] = NO_ERROR
+                    continue
             if code == NO_ERROR:
                 group = self.coordinator.groups.get(gid)
                 code = self.coordinator.delete_group(gid)
@@ -627,12 +668,14 @@ def read_offsets_log(
     *,
     log_event: Callable[..., None] | None = None,
     pending: dict | None = None,
+    consumer: ConsumerGroupReplay | None = None,
 ) -> tuple[dict[str, GroupMetadataValue], dict[str, dict[TopicPartition, OffsetAndMetadata]]]:
     """Replay a ``__consumer_offsets`` log: the last value per key wins, tombstones delete.
 
     Returns (group metadata by group, committed offsets by group). Unreadable records are skipped and
     reported through ``log_event`` (``offsets_record_skipped``). Offsets of open transactions go into
-    ``pending`` (producer id -> records), those of aborted ones nowhere."""
+    ``pending`` (producer id -> records), those of aborted ones nowhere. The records of KIP-848 consumer
+    groups go to ``consumer`` (skipped without one)."""
     metadata: dict[str, GroupMetadataValue] = {}
     offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
     for rec in _offsets_records(log, end, pending):
@@ -644,6 +687,10 @@ def read_offsets_log(
         except KafkaError as e:
             if log_event is not None:
                 log_event("offsets_record_skipped", offset=rec.offset, error=str(e))
+            continue
+        if not isinstance(key, OffsetCommitKey | GroupMetadataKey):
+            if consumer is not None:
+                consumer.replay(key, value)  # type: ignore[arg-type]
             continue
         if isinstance(key, GroupMetadataKey):
             if value is None:
@@ -671,11 +718,14 @@ def read_offsets_log(
     return metadata, offsets
 
 
-def read_groups(log: Any, *, log_event: Callable[..., None] | None = None) -> dict[str, GroupMetadata]:
+def read_groups(
+    log: Any, *, log_event: Callable[..., None] | None = None, consumer: ConsumerGroupReplay | None = None
+) -> dict[str, GroupMetadata]:
     """Every group in a ``__consumer_offsets`` log, rebuilt (a group with offsets but no metadata is an Empty
-    group with no protocol type: a consumer that only commits)."""
+    group with no protocol type: a consumer that only commits, or the offsets of a KIP-848 consumer group,
+    whose own records go to ``consumer``)."""
     pending: dict[int, list] = {}
-    metadata, offsets = read_offsets_log(log, log_event=log_event, pending=pending)
+    metadata, offsets = read_offsets_log(log, log_event=log_event, pending=pending, consumer=consumer)
     groups: dict[str, GroupMetadata] = {}
     for gid in sorted(set(metadata) | set(offsets)):
         value = metadata.get(gid)
@@ -707,6 +757,7 @@ __all__ = [
     "GroupMetadataManager",
     "GroupStore",
     "OffsetMetadataManager",
+    "consumer_group_write_error",
     "group_from_value",
     "group_metadata_value",
     "offset_commit_error",
