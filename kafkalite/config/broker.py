@@ -95,6 +95,9 @@ def server_assignor_names(value: str | list[str] | tuple[str, ...]) -> tuple[str
     return names
 
 
+_MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
+
+
 def _assignors(_name: str, value: Any) -> str:
     # Refused at startup naming the key, not later when the first consumer-protocol member joins.
     return ",".join(server_assignor_names(value))
@@ -298,6 +301,12 @@ class BrokerConfig(DeclaredConfig):
         "group.consumer.assignors", "LIST", "uniform,range",
         "Server-side assignors by name (uniform, range) or Kafka class name; the first is the default.",
         check=_assignors,
+    )  # fmt: skip
+    group_consumer_migration_policy: str = key(
+        "group.consumer.migration.policy", "STRING", "bidirectional",
+        "Which online conversions of a group with members are allowed between the classic and the consumer "
+        "protocol: bidirectional, upgrade, downgrade or disabled.",
+        choices=_MIGRATION_POLICIES, check=choice_of(*_MIGRATION_POLICIES),
     )  # fmt: skip
     # Transaction coordinator and its log (__transaction_state).
     transaction_state_log_num_partitions: int = key(

@@ -104,3 +104,43 @@ def test_delete_groups_refuses_a_consumer_group_with_members_and_tombstones_an_e
     new = cluster.coordinator("g")
     assert new != coord and "g" not in cluster.brokers[new].group_coordinator.consumer.groups
     assert "g" not in {g.group_id for g in cluster.list_groups()}
+
+
+def test_a_rolling_upgrade_from_classic_to_consumer_keeps_every_record(make_cluster) -> None:
+    """Three classic consumers are replaced one at a time by consumer-protocol ones while records keep
+    coming: the first heartbeat converts the live group (no empty moment, offsets kept), the classic members
+    go on through JoinGroup/SyncGroup/Heartbeat, and no record is lost."""
+    cluster: Cluster = make_cluster(3, seed=9, config=CONFIG)
+    cluster.create_topic("t", partitions=6, replication_factor=3)
+    sent = 0
+
+    def more(n: int) -> None:
+        nonlocal sent
+        produce(cluster, "t", n, 6, start=sent, acks="all")
+        sent += n
+
+    def member(name: str, protocol: str) -> Consumer:
+        c = cluster.consumer(name, config={"group.id": "g", "group.protocol": protocol,
+                                           "auto.offset.reset": "earliest"})  # fmt: skip
+        c.subscribe(["t"])
+        return c
+
+    more(60)
+    members = [member(f"classic{i}", "classic") for i in range(3)]
+    seen = poll_all(members, 30, [])
+    for i in range(3):
+        members[i].close()  # a rolling restart: each instance comes back speaking the consumer protocol
+        members[i] = member(f"new{i}", "consumer")
+        more(30)
+        poll_all(members, 40, seen)
+        coord = cluster.brokers[cluster.coordinator("g")].group_coordinator
+        assert "g" in coord.consumer.groups  # a consumer group from the first new member on
+        assert not coord.groups["g"].members  # (the classic side keeps only the offsets)
+    more(30)
+    poll_all(members, 40, seen)
+    group = cluster.brokers[cluster.coordinator("g")].group_coordinator.consumer.groups["g"]
+    assert not any(m.uses_classic_protocol for m in group.members.values())
+    assert sorted(tp for c in members for tp in c.assignment()) == [TopicPartition("t", p) for p in range(6)]
+    assert set(seen) == {(TopicPartition("t", i % 6), i // 6) for i in range(sent)}  # nothing lost
+    [converted] = cluster.events("consumer_group_converted")
+    assert converted.fields["to"] == "consumer" and len(converted.fields["members"]) == 2

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from kafkalite.broker.group.assignor import Assignment
+from kafkalite.protocol.consumer_group_records import ClassicMemberMetadata
 
 GroupPartition = tuple[str, int]
 
@@ -77,12 +78,19 @@ class ConsumerGroupMember:
     """Partitions the member may use (its heartbeat response lists them)."""
     pending_revocation: frozenset[GroupPartition] = frozenset()
     """Partitions the member still owns but must give up before it moves on."""
+    classic: ClassicMemberMetadata | None = None
+    """Set for a member that speaks the classic protocol (JoinGroup/SyncGroup/Heartbeat) in this group: its
+    session timeout and the (assignor name, subscription) pairs it joined with."""
 
     def with_epoch(self, epoch: int) -> ConsumerGroupMember:
         return dataclasses.replace(self, previous_member_epoch=self.member_epoch, member_epoch=epoch)
 
     def owned(self) -> frozenset[GroupPartition]:
         return self.assigned | self.pending_revocation
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == epoch

@@ -62,6 +62,7 @@ def member_metadata_value(member: ConsumerGroupMember) -> cgr.ConsumerGroupMembe
         subscribed_topic_regex=member.subscribed_topic_regex,
         rebalance_timeout_ms=member.rebalance_timeout_ms,
         server_assignor=member.server_assignor,
+        classic_member_metadata=member.classic,
     )
 
 
@@ -201,6 +202,7 @@ class ConsumerGroupReplay:
                     subscribed_topic_names=frozenset(value.subscribed_topic_names),
                     subscribed_topic_regex=value.subscribed_topic_regex,
                     server_assignor=value.server_assignor,
+                    classic=value.classic_member_metadata,
                 )
                 current = records.get(cgr.ConsumerGroupCurrentMemberAssignmentKey(gid, key.member_id))
                 if isinstance(current, cgr.ConsumerGroupCurrentMemberAssignmentValue):

@@ -49,6 +49,7 @@ from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from kafkalite.broker.group.assignor import ASSIGNORS, assignor_names
+from kafkalite.broker.group.classic_members import ClassicMembers
 from kafkalite.broker.group.consumer_group import (
     ConsumerGroup,
     ConsumerGroupMember,
@@ -59,11 +60,20 @@ from kafkalite.broker.group.consumer_group import (
     reconcile,
 )
 from kafkalite.broker.group.consumer_group_records import Image, group_image, image_changes
+from kafkalite.broker.group.migration import (
+    MigrationError,
+    MigrationPolicy,
+    can_downgrade,
+    can_upgrade,
+    from_classic,
+    to_classic,
+)
 from kafkalite.errors import (
     FencedInstanceIdError,
     FencedMemberEpochError,
     GroupIdNotFoundError,
     GroupMaxSizeReachedError,
+    IllegalGenerationError,
     InvalidRegularExpressionError,
     InvalidRequestError,
     StaleMemberEpochError,
@@ -86,9 +96,11 @@ from kafkalite.protocol.consumer_group import (
     DescribedTopicPartitions,
 )
 from kafkalite.protocol.metadata import NO_TOPIC_ID, topic_id
+from kafkalite.protocol.offsets_schema import encode_group_metadata_key
 
 if TYPE_CHECKING:
     from kafkalite.broker.group.coordinator import GroupCoordinator
+    from kafkalite.broker.group.member import GroupMetadata
 
 
 @dataclass(frozen=True)
@@ -99,6 +111,7 @@ class ConsumerGroupConfig:
     heartbeat_interval_ms: int = 5_000
     max_size: int = 2**31 - 1
     assignors: tuple[str, ...] = ("uniform", "range")
+    migration_policy: MigrationPolicy = MigrationPolicy.BIDIRECTIONAL
 
     @classmethod
     def coerce(cls, config: Any) -> ConsumerGroupConfig:
@@ -120,6 +133,8 @@ class ConsumerGroupConfig:
                 kw[name] = int(props[key])
         if "group.consumer.assignors" in props:
             kw["assignors"] = assignor_names(props["group.consumer.assignors"])
+        if "group.consumer.migration.policy" in props:
+            kw["migration_policy"] = MigrationPolicy.parse(props["group.consumer.migration.policy"])
         return cls(**kw)
 
 
@@ -152,6 +167,10 @@ class ConsumerGroupProtocol:
         self._written: dict[str, Image] = {}
         """Each group's records as last appended to ``__consumer_offsets`` (what the next write diffs)."""
         self._write_seq: dict[str, int] = {}
+        self._prefix: dict[str, list[tuple[bytes, bytes | None]]] = {}
+        """Records the next write of a group starts with (the tombstone of the classic group it replaced)."""
+        self.classic = ClassicMembers(self)
+        """JoinGroup/SyncGroup/Heartbeat/LeaveGroup of classic members inside consumer groups."""
         """Writes issued per group: a failed heartbeat is reverted only if it was the last one."""
 
     def _event(self, event: str, **fields: Any) -> None:
@@ -209,7 +228,7 @@ class ConsumerGroupProtocol:
         group = self.groups.get(group_id)
         new = {} if group is None else group_image(group, self.topic_id)
         old = self._written.get(group_id, {})
-        records = image_changes(old, new)
+        records = self._prefix.pop(group_id, []) + image_changes(old, new)
         store = self.coordinator.store
         self._write_seq[group_id] = self._write_seq.get(group_id, 0) + 1
         if not records or store is None:
@@ -257,6 +276,7 @@ class ConsumerGroupProtocol:
         for mid in list(group.members):
             self._cancel(self._session_timers, group, mid)
             self._cancel(self._rebalance_timers, group, mid)
+            self.classic.cancel_all(group, mid)
         self._event("consumer_group_unloaded", group=group_id)
 
     def _validate(self, req: ConsumerGroupHeartbeatRequest) -> None:
@@ -305,7 +325,7 @@ class ConsumerGroupProtocol:
         self._validate(req)
         classic = self.coordinator.groups.get(req.group_id)
         if classic is not None and classic.members:
-            raise _Reject(GroupIdNotFoundError.code, f"Group {req.group_id} is not a consumer group.")
+            self._upgrade(classic, req)
         if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             return self._leave(req)
         joining = req.member_epoch == JOIN_GROUP_MEMBER_EPOCH
@@ -370,6 +390,46 @@ class ConsumerGroupProtocol:
             member_epoch=reconciled.member_epoch,
             heartbeat_interval_ms=self.config.heartbeat_interval_ms,
             assignment=self._assignment(reconciled.assigned) if full or changed else None,
+        )
+
+    def _upgrade(self, classic: GroupMetadata, req: ConsumerGroupHeartbeatRequest) -> None:
+        """A heartbeat to a classic group with members: a joining one converts it (migration.py) if the
+        policy and the group allow; anything else is GROUP_ID_NOT_FOUND, as in Kafka."""
+        gid = classic.group_id
+        why = (
+            "only a joining member converts a group"
+            if req.member_epoch != JOIN_GROUP_MEMBER_EPOCH
+            else can_upgrade(classic, self.config.migration_policy, self.config.max_size)
+        )
+        if why is None:
+            try:
+                group = from_classic(classic)
+            except MigrationError as e:
+                why = str(e)
+        if why is not None:
+            self._event("consumer_group_upgrade_refused", group=gid, reason=why)
+            raise _Reject(GroupIdNotFoundError.code, f"Group {gid} is not a consumer group.")
+        self.coordinator.detach_classic_group(gid)
+        self.groups[gid] = group
+        self._prefix[gid] = [(encode_group_metadata_key(gid), None)]
+        self._event("consumer_group_converted", group=gid, to="consumer", epoch=group.group_epoch,
+                    members=sorted(group.members))  # fmt: skip
+        for mid in group.members:
+            self._schedule_session_timeout(group, mid)
+
+    def _downgrade(self, group: ConsumerGroup, leaving: str, reason: str) -> None:
+        """The last consumer-protocol member leaves and classic members remain: a classic group again."""
+        classic = to_classic(group, leaving, self.coordinator.clock.now_ms())
+        for mid in list(group.members):
+            self._cancel(self._session_timers, group, mid)
+            self._cancel(self._rebalance_timers, group, mid)
+            self.classic.cancel_all(group, mid)
+        del self.groups[group.group_id]
+        self._event("consumer_group_converted", group=group.group_id, to="classic", left=leaving,
+                    reason=reason, generation=classic.generation_id)  # fmt: skip
+        self.write_group(group.group_id)
+        self.coordinator.adopt_classic_group(
+            classic, f"downgrade of {group.group_id} from consumer to classic"
         )
 
     def _get_member(
@@ -549,7 +609,8 @@ class ConsumerGroupProtocol:
         if instance_id is not None and member.instance_id != instance_id:
             return FencedInstanceIdError.code
         if member_epoch != member.member_epoch:
-            return StaleMemberEpochError.code
+            # A classic member knows generations, not epochs: Kafka answers it ILLEGAL_GENERATION.
+            return IllegalGenerationError.code if member.uses_classic_protocol else StaleMemberEpochError.code
         return NO_ERROR
 
     # ============================================================================= leaving and fencing
@@ -589,11 +650,18 @@ class ConsumerGroupProtocol:
         return ConsumerGroupHeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch)
 
     def fence_member(self, group: ConsumerGroup, member_id: str, reason: str) -> None:
-        """Remove the member: its partitions are free at once and the group epoch bumps."""
+        """Remove the member: its partitions are free at once and the group epoch bumps. If it was the last
+        one using the consumer protocol and classic members remain, the group becomes classic instead."""
+        if member_id in group.members and can_downgrade(
+            group, member_id, self.config.migration_policy, self.coordinator.config.max_size
+        ):
+            self._downgrade(group, member_id, reason)
+            return
         if group.remove_member(member_id) is None:
             return
         self._cancel(self._session_timers, group, member_id)
         self._cancel(self._rebalance_timers, group, member_id)
+        self.classic.cancel_all(group, member_id)
         group.group_epoch += 1
         self._event("consumer_group_member_fenced", group=group.group_id, member=member_id, reason=reason,
                     epoch=group.group_epoch, members=len(group.members))  # fmt: skip
@@ -624,7 +692,11 @@ class ConsumerGroupProtocol:
                 self.write_group(group.group_id)
 
         key = (group.group_id, member_id)
-        self._session_timers[key] = self.coordinator._set_timer(self.config.session_timeout_ms, expire)
+        member = group.members.get(member_id)
+        timeout = self.config.session_timeout_ms
+        if member is not None and member.classic is not None:
+            timeout = member.classic.session_timeout_ms  # a classic member keeps its own session.timeout.ms
+        self._session_timers[key] = self.coordinator._set_timer(timeout, expire)
 
     def _schedule_rebalance_timeout(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         self._cancel(self._rebalance_timers, group, member.member_id)
@@ -651,6 +723,7 @@ class ConsumerGroupProtocol:
             for tid in timers.values():
                 self.coordinator._cancel_timer(tid)
             timers.clear()
+        self.classic.shutdown()
         self.groups.clear()
         self._written.clear()
 

@@ -242,10 +242,9 @@ class GroupCoordinator:
         modern = self.consumer.groups.get(req.group_id)
         if modern is not None:
             if modern.members:
-                # Kafka can take classic members into a live consumer group (the online downgrade of
-                # group.consumer.migration.policy); kafkalite cannot, so the join is refused as a protocol
-                # this group does not speak.
-                return error(_INCONSISTENT, UNKNOWN_MEMBER_ID)
+                # A classic member of a live consumer group (a group in the middle of an online migration).
+                self.consumer.classic.join(modern, req, respond, client_id, client_host)
+                return
             # An empty consumer group becomes a classic one, as Kafka always allows; its offsets stay.
             self.consumer.delete_empty_group(req.group_id)
         group = self.groups.get(req.group_id)
@@ -672,6 +671,10 @@ class GroupCoordinator:
 
     # ============================================================================= SyncGroup
     def handle_sync_group(self, req: SyncGroupRequest, respond: Respond) -> None:
+        modern = self.consumer.groups.get(req.group_id)
+        if modern is not None:
+            self.consumer.classic.sync(modern, req, respond)
+            return
         group = self.groups.get(req.group_id)
         if group is None:
             respond(SyncGroupResponse(error_code=_UNKNOWN_MEMBER))
@@ -771,6 +774,10 @@ class GroupCoordinator:
 
     # ============================================================================= Heartbeat
     def handle_heartbeat(self, req: HeartbeatRequest, respond: Respond) -> None:
+        modern = self.consumer.groups.get(req.group_id)
+        if modern is not None:
+            self.consumer.classic.heartbeat(modern, req, respond)
+            return
         respond(HeartbeatResponse(error_code=self._heartbeat(req)))
 
     def _heartbeat(self, req: HeartbeatRequest) -> int:
@@ -795,6 +802,10 @@ class GroupCoordinator:
 
     # ============================================================================= LeaveGroup
     def handle_leave_group(self, req: LeaveGroupRequest, respond: Respond) -> None:
+        modern = self.consumer.groups.get(req.group_id)
+        if modern is not None:
+            self.consumer.classic.leave(modern, req, respond)
+            return
         group = self.groups.get(req.group_id)
         if group is not None and group.is_(GroupState.DEAD):
             respond(LeaveGroupResponse(error_code=_COORDINATOR_NA))
@@ -1008,6 +1019,40 @@ class GroupCoordinator:
         self._cancel_timer(group.join_timer)
         del self.groups[group.group_id]
         self._transition(group, GroupState.DEAD, reason)
+
+    # ============================================================================= online migration
+    def detach_classic_group(self, group_id: str) -> None:
+        """The classic group becomes a consumer group (online upgrade): its waiting JoinGroup and SyncGroup
+        requests are answered REBALANCE_IN_PROGRESS (the members rejoin the consumer group), its timers stop,
+        and a memberless group keeps only its offsets, as for every consumer group."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return
+        self._cancel_timer(group.join_timer)
+        self._cancel_timer(group.sync_timer)
+        for mid in list(group.pending_members):
+            self._cancel_pending_expiry(group, mid)
+        for m in group.members.values():
+            self._cancel_timer(m.heartbeat_timer)
+            m.answer_join(JoinGroupResponse(error_code=_REBALANCING, member_id=m.member_id))
+            m.answer_sync(SyncGroupResponse(error_code=_REBALANCING))
+        holder = GroupMetadata(group_id, offsets=group.offsets, pending_txn_offsets=group.pending_txn_offsets)
+        self.groups[group_id] = holder
+
+    def adopt_classic_group(self, group: GroupMetadata, reason: str) -> None:
+        """A consumer group became ``group`` (online downgrade): it takes over the offsets, its record is
+        written, its members' sessions start, and a rebalance begins, as in Kafka's convertToClassicGroup."""
+        holder = self.groups.get(group.group_id)
+        if holder is not None:
+            group.offsets = holder.offsets
+            group.pending_txn_offsets = holder.pending_txn_offsets
+        self.groups[group.group_id] = group
+        if self.store is not None:
+            assignment = {m.member_id: m.assignment for m in group.members.values()}
+            self.store.store_group(group, assignment, lambda _code: None)
+        for m in group.members.values():
+            self._schedule_heartbeat(group, m, m.session_timeout_ms)
+        self._prepare_rebalance(group, reason)
 
     # ============================================================================= immigration
     def load_group(self, group: GroupMetadata) -> None:
