@@ -21,10 +21,10 @@ generation id is the member epoch, which must equal the member's current one (ST
 a commit with epoch -1 and no member id is taken only while the group has no members.
 
 A group converts when it is empty, as Kafka always allows: a JoinGroup to an empty consumer group makes it
-classic, a heartbeat to an empty classic group makes it a consumer group (committed offsets stay). A
-non-empty group does not convert: a heartbeat to a classic group with members is GROUP_ID_NOT_FOUND and a
-JoinGroup to a consumer group with members INCONSISTENT_GROUP_PROTOCOL (Kafka's online upgrade and
-downgrade under ``group.consumer.migration.policy`` are not implemented).
+classic, a heartbeat to an empty classic group makes it a consumer group (committed offsets stay). A group
+with members converts online under ``group.consumer.migration.policy`` (migration.py): a joining heartbeat
+upgrades a classic group, whose members then go on as classic members of the consumer group
+(classic_members.py), and the group turns classic again when its last consumer-protocol member leaves.
 
 Topics are named by their ids (KIP-516) as the broker's metadata cache has them (``topic_ids``), the ones
 its Metadata answers carry; without a cache (unit tests) an id derived from the name stands in
