@@ -35,6 +35,7 @@ from kafkalite.broker.group.consumer_group import (
     ConsumerGroup,
     ConsumerGroupMember,
     GroupPartition,
+    IllegalStateError,
     MemberState,
 )
 from kafkalite.broker.group.member import GroupMetadata, GroupState, MemberMetadata
@@ -144,7 +145,10 @@ def from_classic(classic: GroupMetadata) -> ConsumerGroup:
             classic=ClassicMemberMetadata(m.session_timeout_ms, tuple(m.protocols)),
         )
         group.target[m.member_id] = assigned
-        group.update_member(member)
+        try:
+            group.update_member(member)
+        except IllegalStateError as e:  # two members hold one partition: no consistent assignment to keep
+            raise MigrationError(str(e)) from None
     return group
 
 
