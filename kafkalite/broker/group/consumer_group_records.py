@@ -66,47 +66,78 @@ def member_metadata_value(member: ConsumerGroupMember) -> cgr.ConsumerGroupMembe
     )
 
 
-def group_image(group: ConsumerGroup, topic_id: Callable[[str], uuid.UUID]) -> Image:
-    """The records that describe ``group`` now (see the module docstring for the order)."""
+Record = tuple[bytes, bytes]
+"""An encoded (key, value)."""
+
+
+def _encoded(key: cgr.ConsumerGroupKey, value: cgr.ConsumerGroupValue) -> Record:
+    return cgr.encode_key(key), cgr.encode_value(value)
+
+
+def _member_records(
+    gid: str, m: ConsumerGroupMember, topic_id: Callable[[str], uuid.UUID]
+) -> tuple[Record, Record]:
+    """The member's subscription record and its current assignment record."""
+    current = cgr.ConsumerGroupCurrentMemberAssignmentValue(
+        member_epoch=m.member_epoch,
+        previous_member_epoch=m.previous_member_epoch,
+        state=MEMBER_STATE_BYTES[m.state],
+        assigned_partitions=_partitions(m.assigned, topic_id),
+        partitions_pending_revocation=_partitions(m.pending_revocation, topic_id),
+    )
+    return (
+        _encoded(cgr.ConsumerGroupMemberMetadataKey(gid, m.member_id), member_metadata_value(m)),
+        _encoded(cgr.ConsumerGroupCurrentMemberAssignmentKey(gid, m.member_id), current),
+    )
+
+
+def group_image(
+    group: ConsumerGroup, topic_id: Callable[[str], uuid.UUID], cache: dict[Any, Any] | None = None
+) -> Image:
+    """The records that describe ``group`` now (see the module docstring for the order). ``cache`` keeps
+    the encoded records of members and targets between calls: a heartbeat changes one member, so only its
+    records are encoded again (members are immutable values, so an unchanged one is found as it is)."""
     gid = group.group_id
-    members = list(group.members.values())
-    records: list[tuple[cgr.ConsumerGroupKey, cgr.ConsumerGroupValue]] = []
-    for m in members:
-        records.append((cgr.ConsumerGroupMemberMetadataKey(gid, m.member_id), member_metadata_value(m)))
+    old = {} if cache is None else cache
+    used: dict[Any, Any] = {}
+    members: list[tuple[Record, Record]] = []
+    for m in group.members.values():
+        found = old.get(m)
+        if found is None:
+            found = _member_records(gid, m, topic_id)
+        used[m] = found
+        members.append(found)
+    targets: list[Record] = []
+    for mid, target in group.target.items():
+        tkey = (mid, target)
+        found = old.get(tkey)
+        if found is None:
+            value = cgr.ConsumerGroupTargetAssignmentMemberValue(_partitions(target, topic_id))
+            found = _encoded(cgr.ConsumerGroupTargetAssignmentMemberKey(gid, mid), value)
+        used[tkey] = found
+        targets.append(found)
+    if cache is not None:
+        cache.clear()
+        cache.update(used)
     topics = tuple(
         cgr.TopicMetadata(topic_id(t), t, n) for t, n in sorted(group.subscribed_partitions.items())
     )
+    records = [subscription for subscription, _current in members]
     records.append(
-        (cgr.ConsumerGroupPartitionMetadataKey(gid), cgr.ConsumerGroupPartitionMetadataValue(topics))
+        _encoded(cgr.ConsumerGroupPartitionMetadataKey(gid), cgr.ConsumerGroupPartitionMetadataValue(topics))
     )
-    records.append((cgr.ConsumerGroupMetadataKey(gid), cgr.ConsumerGroupMetadataValue(group.group_epoch)))
-    for mid, target in group.target.items():
-        records.append(
-            (
-                cgr.ConsumerGroupTargetAssignmentMemberKey(gid, mid),
-                cgr.ConsumerGroupTargetAssignmentMemberValue(_partitions(target, topic_id)),
-            )
-        )
     records.append(
-        (
+        _encoded(cgr.ConsumerGroupMetadataKey(gid), cgr.ConsumerGroupMetadataValue(group.group_epoch))
+    )
+    records += targets
+    records.append(
+        _encoded(
             cgr.ConsumerGroupTargetAssignmentMetadataKey(gid),
             cgr.ConsumerGroupTargetAssignmentMetadataValue(group.assignment_epoch),
         )
     )
-    for m in members:
-        records.append(
-            (
-                cgr.ConsumerGroupCurrentMemberAssignmentKey(gid, m.member_id),
-                cgr.ConsumerGroupCurrentMemberAssignmentValue(
-                    member_epoch=m.member_epoch,
-                    previous_member_epoch=m.previous_member_epoch,
-                    state=MEMBER_STATE_BYTES[m.state],
-                    assigned_partitions=_partitions(m.assigned, topic_id),
-                    partitions_pending_revocation=_partitions(m.pending_revocation, topic_id),
-                ),
-            )
-        )
-    return {cgr.encode_key(k): cgr.encode_value(v) for k, v in records}
+    records += [current for _subscription, current in members]
+    return dict(records)
 
 
 def image_changes(old: Image, new: Image) -> list[tuple[bytes, bytes | None]]:

@@ -167,6 +167,8 @@ class ConsumerGroupProtocol:
         self._written: dict[str, Image] = {}
         """Each group's records as last appended to ``__consumer_offsets`` (what the next write diffs)."""
         self._write_seq: dict[str, int] = {}
+        self._encoded: dict[str, dict[Any, Any]] = {}
+        """Per group, the encoded records of its members and targets (``group_image``'s cache)."""
         self._prefix: dict[str, list[tuple[bytes, bytes | None]]] = {}
         """Records the next write of a group starts with (the tombstone of the classic group it replaced)."""
         self.classic = ClassicMembers(self)
@@ -226,7 +228,10 @@ class ConsumerGroupProtocol:
         A failed write leaves the group's image unknown, so the next one rewrites every record and
         tombstones every key it no longer has."""
         group = self.groups.get(group_id)
-        new = {} if group is None else group_image(group, self.topic_id)
+        cache = self._encoded.setdefault(group_id, {})
+        new = {} if group is None else group_image(group, self.topic_id, cache)
+        if group is None:
+            self._encoded.pop(group_id, None)
         old = self._written.get(group_id, {})
         records = self._prefix.pop(group_id, []) + image_changes(old, new)
         store = self.coordinator.store
@@ -271,6 +276,7 @@ class ConsumerGroupProtocol:
         """This broker no longer coordinates the group: its timers stop and it is forgotten here."""
         group = self.groups.pop(group_id, None)
         self._written.pop(group_id, None)
+        self._encoded.pop(group_id, None)
         if group is None:
             return
         for mid in list(group.members):
@@ -726,6 +732,7 @@ class ConsumerGroupProtocol:
         self.classic.shutdown()
         self.groups.clear()
         self._written.clear()
+        self._encoded.clear()
 
 
 def _copy(group: ConsumerGroup) -> ConsumerGroup:
