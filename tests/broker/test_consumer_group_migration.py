@@ -308,3 +308,25 @@ def test_the_broker_config_key_takes_kafkas_policies() -> None:
     )
     with pytest.raises(InvalidConfigError, match="group.consumer.migration.policy"):
         BrokerConfig.from_props({"group.consumer.migration.policy": "sideways"})
+
+
+def test_a_consumer_member_takes_over_a_classic_static_members_instance_id() -> None:
+    c = make()
+    a, b = classic_group(c)
+    req = Classic(c, "s").join_request()
+    n = Member(c, "n")
+    n.heartbeat()
+    out: list[Any] = []
+    c.gc.handle_join_group(
+        JoinGroupRequest(group_id=GROUP, session_timeout_ms=10_000, rebalance_timeout_ms=30_000,
+                         group_instance_id="inst-1", protocol_type="consumer", protocols=req.protocols),
+        out.append, client_id="s",
+    )  # fmt: skip
+    assert out[-1].error_code == 0
+    held = c.group.members[out[-1].member_id]
+    assert held.uses_classic_protocol and held.instance_id == "inst-1"
+    # the instance restarts speaking the consumer protocol: it takes the place over at once
+    upgraded = Member(c, "s2", instance_id="inst-1")
+    assert upgraded.heartbeat().error_code == 0
+    member = c.group.members[upgraded.member_id]
+    assert not member.uses_classic_protocol and out[-1].member_id not in c.group.members

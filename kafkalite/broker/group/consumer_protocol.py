@@ -369,6 +369,7 @@ class ConsumerGroupProtocol:
             ),
             client_id=client_id,
             client_host=client_host,
+            classic=None,  # it speaks the consumer protocol now
         )
         bump = is_new or (
             (updated.subscribed_topic_names, updated.subscribed_topic_regex, updated.server_assignor)
@@ -463,7 +464,9 @@ class ConsumerGroupProtocol:
                 self._event("consumer_group_join", group=group.group_id, member=member_id,
                             instance=req.instance_id)  # fmt: skip
                 return ConsumerGroupMember(member_id, instance_id=req.instance_id)
-            if holder.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if holder.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and not holder.uses_classic_protocol:
+                # A classic static member is replaced at once (a rolling upgrade of static members), as in
+                # Kafka; a consumer-protocol one only after it left with epoch -2.
                 raise _Reject(UnreleasedInstanceIdError.code, f"Static member {member_id} with instance id "
                               f"{req.instance_id} cannot join: the instance id is owned by {holder.member_id}.")  # fmt: skip
             self._cancel(self._session_timers, group, holder.member_id)
@@ -557,7 +560,9 @@ class ConsumerGroupProtocol:
                     epoch=updated.member_epoch, state=updated.state.value,
                     assigned=sorted(f"{t}-{p}" for t, p in updated.assigned),
                     revoking=sorted(f"{t}-{p}" for t, p in updated.pending_revocation))  # fmt: skip
-        if updated.state is MemberState.UNREVOKED_PARTITIONS:
+        if updated.uses_classic_protocol:
+            pass  # a classic member has join and sync timers instead (classic_members.py), as in Kafka
+        elif updated.state is MemberState.UNREVOKED_PARTITIONS:
             self._schedule_rebalance_timeout(group, updated)
         else:
             self._cancel(self._rebalance_timers, group, updated.member_id)
