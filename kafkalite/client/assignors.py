@@ -13,11 +13,16 @@ Java ``assign(Map<String, Integer>, ...)`` entry point, so ``Subscription.rack``
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from kafkalite.common.utils import java_string_hash
+from kafkalite.common.utils import (
+    java_hash_map_capacity,
+    java_hash_map_order,
+    java_hash_spread,
+    java_string_hash,
+)
 from kafkalite.protocol import TopicPartition
 
 __all__ = [
@@ -76,28 +81,7 @@ def _subscribed_partitions(
     return {t: n for t, n in partitions_per_topic.items() if t in wanted and n > 0}
 
 
-# --- Java HashMap iteration order ------------------------------------------------------------------------
-
-
-def _spread(h: int) -> int:
-    h &= 0xFFFFFFFF
-    return h ^ (h >> 16)
-
-
-def _capacity(max_size: int) -> int:
-    # A default-constructed HashMap starts at 16 buckets and doubles once size exceeds 3/4 of them.
-    cap = 16
-    while max_size > cap * 3 // 4:
-        cap *= 2
-    return cap
-
-
-def _java_order(keys: Iterable[str]) -> list[str]:
-    """Iteration order of a default ``HashMap<String, ?>`` filled with ``keys`` in this order."""
-    keys = list(keys)
-    mask = _capacity(len(keys)) - 1
-    # Within a bucket Java keeps insertion order (resizes split bins without reordering them).
-    return [k for _, _, k in sorted((_spread(java_string_hash(k)) & mask, i, k) for i, k in enumerate(keys))]
+# --- Java HashMap iteration order: common/utils.py (the consumer protocol's encoding needs it too) -------
 
 
 def _tp_hash(tp: TopicPartition) -> int:
@@ -125,8 +109,8 @@ class _JavaHashSet:
         return len(self._seq)
 
     def first(self) -> TopicPartition:
-        mask = _capacity(self._max) - 1  # tables never shrink
-        return min(self._seq, key=lambda tp: (_spread(_tp_hash(tp)) & mask, self._seq[tp]))
+        mask = java_hash_map_capacity(self._max) - 1  # tables never shrink
+        return min(self._seq, key=lambda tp: (java_hash_spread(_tp_hash(tp)) & mask, self._seq[tp]))
 
 
 # --- Range and round robin ------------------------------------------------------------------------------
@@ -277,7 +261,7 @@ def _sticky_assign(
 ) -> tuple[dict[str, list[TopicPartition]], dict[TopicPartition, str] | None]:
     """``AbstractStickyAssignor.assignPartitions``: returns the assignment and, on the constrained path,
     the partitions handed to a new owner while another member may still hold them."""
-    members = _java_order(subscriptions)  # Java iterates its HashMap of subscriptions
+    members = java_hash_map_order(subscriptions)  # Java iterates its HashMap of subscriptions
     all_equal = True
     first_topics: set[str] | None = None
     max_generation = DEFAULT_GENERATION

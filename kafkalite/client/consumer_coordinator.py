@@ -63,7 +63,15 @@ from kafkalite.client.abstract_coordinator import (
     _names,
 )
 from kafkalite.client.assignors import Subscription
-from kafkalite.client.consumer_protocol import (
+from kafkalite.errors import (
+    FencedInstanceIdError,
+    KafkaError,
+    RebalanceInProgressError,
+    RequestTimedOutError,
+    UnknownTopicOrPartitionError,
+)
+from kafkalite.protocol import INTERNAL_TOPICS, TopicPartition
+from kafkalite.protocol.consumer_protocol import (
     CONSUMER_PROTOCOL_TYPE,
     ConsumerAssignment,
     ConsumerProtocolError,
@@ -73,14 +81,6 @@ from kafkalite.client.consumer_protocol import (
     encode_cooperative_user_data,
     encode_sticky_user_data,
 )
-from kafkalite.errors import (
-    FencedInstanceIdError,
-    KafkaError,
-    RebalanceInProgressError,
-    RequestTimedOutError,
-    UnknownTopicOrPartitionError,
-)
-from kafkalite.protocol import INTERNAL_TOPICS, TopicPartition
 from kafkalite.protocol.group import (
     JoinGroupProtocol,
     JoinGroupResponse,

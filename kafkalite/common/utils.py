@@ -1,4 +1,4 @@
-"""Shared algorithms (Kafka's ``common.utils``): Java's ``String.hashCode``, Kafka's ``Utils.abs``, and which
+"""Shared algorithms (Kafka's ``common.utils``): Java's ``String.hashCode`` and ``HashMap`` iteration order, Kafka's ``Utils.abs``, and which
 ``__consumer_offsets`` (or ``__transaction_state``) partition, hence which broker, coordinates a key.
 
 Kafka's ``GroupMetadataManager.partitionFor`` is ``Utils.abs(groupId.hashCode()) % groupMetadataTopicPartitionCount``;
@@ -8,7 +8,17 @@ or kafkalite and a real cluster would disagree about where a group lives.
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_OFFSETS_TOPIC_PARTITIONS", "coordinator_partition", "java_string_hash", "kafka_abs"]
+from collections.abc import Iterable
+
+__all__ = [
+    "DEFAULT_OFFSETS_TOPIC_PARTITIONS",
+    "coordinator_partition",
+    "java_hash_map_capacity",
+    "java_hash_map_order",
+    "java_hash_spread",
+    "java_string_hash",
+    "kafka_abs",
+]
 
 DEFAULT_OFFSETS_TOPIC_PARTITIONS = 50  # offsets.topic.num.partitions
 _INT_MIN = -(2**31)
@@ -43,3 +53,31 @@ def coordinator_partition(
     if offsets_topic_partitions <= 0:
         raise ValueError("offsets_topic_partitions must be positive")
     return kafka_abs(java_string_hash(group_id)) % offsets_topic_partitions
+
+
+def java_hash_spread(h: int) -> int:
+    """Java's ``HashMap.hash``: the high half of the hash code folded into the low half."""
+    h &= 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
+def java_hash_map_capacity(max_size: int) -> int:
+    """The buckets of a default ``HashMap`` that has held ``max_size`` entries."""
+    # A default-constructed HashMap starts at 16 buckets and doubles once size exceeds 3/4 of them.
+    cap = 16
+    while max_size > cap * 3 // 4:
+        cap *= 2
+    return cap
+
+
+def java_hash_map_order(keys: Iterable[str]) -> list[str]:
+    """Iteration order of a default ``HashMap<String, ?>`` filled with ``keys`` in this order."""
+    keys = list(keys)
+    mask = java_hash_map_capacity(len(keys)) - 1
+    # Within a bucket Java keeps insertion order (resizes split bins without reordering them).
+    return [
+        k
+        for _, _, k in sorted(
+            (java_hash_spread(java_string_hash(k)) & mask, i, k) for i, k in enumerate(keys)
+        )
+    ]

@@ -39,10 +39,10 @@ from typing import Any
 import click
 from click.testing import CliRunner
 
-from kafkalite.client.consumer_protocol import ConsumerAssignment
 from kafkalite.errors import GroupIdNotFoundError, KafkaError
 from kafkalite.host.admin_client import AdminClient
 from kafkalite.protocol import LATEST_TIMESTAMP, TopicPartition
+from kafkalite.protocol.consumer_protocol import ConsumerAssignment
 from kafkalite.protocol.offsets_schema import GroupMetadataKey, OffsetCommitKey, decode_key, decode_value
 from kafkalite.storage.log import Log
 from kafkalite.storage.log_dirs import locate_partitions

@@ -11,7 +11,6 @@ import pytest
 
 from kafkalite.broker.group.consumer_group import ConsumerGroupState
 from kafkalite.broker.group.member import GroupState
-from kafkalite.client.consumer_protocol import ConsumerAssignment, ConsumerSubscription
 from kafkalite.config.broker import BrokerConfig
 from kafkalite.errors import (
     GroupIdNotFoundError,
@@ -24,6 +23,7 @@ from kafkalite.errors import (
     UnknownMemberIdError,
 )
 from kafkalite.protocol import TopicPartition
+from kafkalite.protocol.consumer_protocol import ConsumerAssignment, ConsumerSubscription
 from kafkalite.protocol.group import (
     HeartbeatRequest,
     JoinGroupProtocol,

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafkalite.client.consumer_protocol import (
+from kafkalite.protocol import TopicPartition as TP
+from kafkalite.protocol.consumer_protocol import (
     ConsumerAssignment,
     ConsumerProtocolError,
     ConsumerSubscription,
@@ -17,7 +18,6 @@ from kafkalite.client.consumer_protocol import (
     encode_cooperative_user_data,
     encode_sticky_user_data,
 )
-from kafkalite.protocol import TopicPartition as TP
 
 
 def test_subscription_v1_bytes_by_hand() -> None:

@@ -22,7 +22,6 @@ from kafkalite.broker.group.migration import (
     supports_classic_protocols,
     waiting_on_unreleased,
 )
-from kafkalite.client.consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from kafkalite.errors import (
     FencedInstanceIdError,
     GroupMaxSizeReachedError,
@@ -34,6 +33,7 @@ from kafkalite.errors import (
 )
 from kafkalite.protocol.api import NO_ERROR
 from kafkalite.protocol.consumer_group_records import ClassicMemberMetadata
+from kafkalite.protocol.consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from kafkalite.protocol.group import (
     HeartbeatRequest,
     HeartbeatResponse,

@@ -39,14 +39,14 @@ from kafkalite.broker.group.consumer_group import (
     MemberState,
 )
 from kafkalite.broker.group.member import GroupMetadata, GroupState, MemberMetadata
-from kafkalite.client.consumer_protocol import (
+from kafkalite.protocol import TopicPartition
+from kafkalite.protocol.consumer_group_records import ClassicMemberMetadata
+from kafkalite.protocol.consumer_protocol import (
     CONSUMER_PROTOCOL_TYPE,
     ConsumerAssignment,
     ConsumerProtocolError,
     ConsumerSubscription,
 )
-from kafkalite.protocol import TopicPartition
-from kafkalite.protocol.consumer_group_records import ClassicMemberMetadata
 
 
 class MigrationPolicy(Enum):

@@ -23,7 +23,7 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kafkalite.client.assignors import _java_order
+from kafkalite.common.utils import java_hash_map_order
 from kafkalite.protocol import TopicPartition
 from kafkalite.protocol.types import Reader, Writer
 
@@ -201,7 +201,7 @@ def encode_sticky_user_data(partitions: Iterable[TopicPartition], generation: in
     generation). Topics come in Java ``HashMap`` order, as ``groupPartitionsByTopic`` leaves them."""
     by_topic = dict(_first_seen_groups(partitions))
     w = _Writer()
-    w.topic_partitions([(t, by_topic[t]) for t in _java_order(by_topic)])
+    w.topic_partitions([(t, by_topic[t]) for t in java_hash_map_order(by_topic)])
     if generation is not None:
         w.int32(generation)
     return w.getvalue()
