@@ -28,8 +28,9 @@ from kafkalite.metadata.controller.quorum_controller import (
     QuorumController,
 )
 from kafkalite.metadata.controller.replication_control import ReplicaPlacer
+from kafkalite.net.deadline_timer import DeadlineTimer
 from kafkalite.protocol.envelope import RequestEnvelope
-from kafkalite.raft.epoch_state import NEVER, EpochState
+from kafkalite.raft.epoch_state import EpochState
 from kafkalite.raft.metadata_log import Batch
 from kafkalite.raft.snapshot import SnapshotReader
 
@@ -76,8 +77,7 @@ class KafkaRaftServer(BrokerServer):
         self.placer = placer
         self.user_transition = on_transition
         self.quorum_controller: QuorumController | None = None
-        self._ctl_timer: int | None = None
-        self._ctl_at = NEVER
+        self._ctl_timer = DeadlineTimer(self.set_timer, self.cancel_timer, self._controller_tick)
 
     # ------------------------------------------------------------------------------ life cycle
     def _metadata_listener(self) -> Any:
@@ -120,9 +120,10 @@ class KafkaRaftServer(BrokerServer):
 
     def _drop_controller(self) -> None:
         self.quorum_controller = None
-        if self._ctl_timer is not None and self.net.is_up(self.node_id):
-            self.cancel_timer(self._ctl_timer)
-        self._ctl_timer, self._ctl_at = None, NEVER
+        if self.net.is_up(self.node_id):
+            self._ctl_timer.cancel()
+        else:
+            self._ctl_timer.forget()
 
     # ------------------------------------------------------------------------------- messages
     def on_message(self, src: Any, msg: Any, now_ms: int) -> None:
@@ -145,19 +146,10 @@ class KafkaRaftServer(BrokerServer):
         if c is None:
             return
         c.poll(now_ms)
-        due = c.next_deadline_ms()
-        at = due if due is not None else NEVER
-        if at == self._ctl_at and self._ctl_timer is not None:
-            return
-        if self._ctl_timer is not None:
-            self.cancel_timer(self._ctl_timer)
-            self._ctl_timer = None
-        self._ctl_at = at
-        if at < NEVER:
-            self._ctl_timer = self.set_timer(max(1, at - now_ms), self._controller_tick)
+        self._ctl_timer.arm(c.next_deadline_ms(), now_ms)
 
     def _controller_tick(self, now_ms: int) -> None:
-        self._ctl_timer, self._ctl_at = None, NEVER
+        self._ctl_timer.fired()
         self._drive(now_ms)
 
 

@@ -31,6 +31,7 @@ from kafkalite.metadata.controller.quorum_controller import (
 from kafkalite.metadata.controller.replication_control import ReplicaPlacer
 from kafkalite.metadata.image import MetadataImage
 from kafkalite.metadata.snapshot_generator import SnapshotGenerator
+from kafkalite.net.deadline_timer import DeadlineTimer
 from kafkalite.protocol.envelope import RequestEnvelope
 from kafkalite.protocol.raft import (
     DescribeQuorumPartitionResponse,
@@ -38,7 +39,6 @@ from kafkalite.protocol.raft import (
     DescribeQuorumResponse,
 )
 from kafkalite.raft import EpochState, QuorumConfig, RaftNode
-from kafkalite.raft.epoch_state import NEVER
 from kafkalite.raft.kafka_raft_client import METADATA_TP
 from kafkalite.raft.metadata_log import MetadataLogConfig
 from kafkalite.storage.meta_properties import verify_dirs
@@ -77,8 +77,7 @@ class ControllerServer(RaftNode):
         """Called with (node id, committed image) after each committed batch: for checkers."""
         self.controller: QuorumController | None = None
         self.metrics: ControllerMetrics | None = None  # this incarnation's (None while down)
-        self._tick: int | None = None
-        self._tick_at = NEVER
+        self._tick = DeadlineTimer(self.set_timer, self.cancel_timer, _TICK)
 
     def _new_controller(self) -> QuorumController:
         rng = random.Random(f"controller/{self.node_id}/{self.net.now_ms()}/{self.rng.random()}")
@@ -132,7 +131,7 @@ class ControllerServer(RaftNode):
 
     def on_timer(self, token: Any, now_ms: int) -> None:
         if token == _TICK:
-            self._tick, self._tick_at = None, NEVER
+            self._tick.fired()
         else:
             super().on_timer(token, now_ms)
         self._drive(now_ms)
@@ -141,7 +140,7 @@ class ControllerServer(RaftNode):
         super().on_crash()
         self.controller = None
         self.metrics = None
-        self._tick, self._tick_at = None, NEVER
+        self._tick.forget()  # the timers died with the node
 
     def _drive(self, now_ms: int) -> None:
         c = self.controller
@@ -150,13 +149,4 @@ class ControllerServer(RaftNode):
         c.poll(now_ms)
         # Activation waits on the high watermark, which moves only while the Raft client handles a message
         # or a poll, and each of those ends here: no extra timer is needed for it.
-        due = c.next_deadline_ms()
-        at = due if due is not None else NEVER
-        if at == self._tick_at and self._tick is not None:
-            return
-        if self._tick is not None:
-            self.cancel_timer(self._tick)
-            self._tick = None
-        self._tick_at = at
-        if at < NEVER:
-            self._tick = self.set_timer(max(1, at - now_ms), _TICK)
+        self._tick.arm(c.next_deadline_ms(), now_ms)
