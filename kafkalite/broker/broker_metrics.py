@@ -33,6 +33,7 @@ from kafkalite.protocol import FetchRequest, ProduceRequest
 SERVER = "kafka.server"
 NETWORK = "kafka.network"
 TOPIC_METRICS = "BrokerTopicMetrics"
+MAX_PENDING = 100_000  # requests being timed at once, far above any broker's in-flight count
 _API_NAMES: dict[type, str] = {}  # request class -> Kafka's API name (ProduceRequest -> Produce)
 
 
@@ -108,6 +109,9 @@ class BrokerMetrics:
             api = _API_NAMES.get(cls) or _API_NAMES.setdefault(cls, cls.__name__.removesuffix("Request"))
         pair = self._request_meters.get(api) or self._request(api)
         pair[0].count += 1
+        if len(self._pending) >= MAX_PENDING:
+            # requests never answered (their broker dropped them): forget them rather than grow forever
+            self._pending.clear()
         self._pending[(src, correlation_id)] = (self.request_clock(), pair[1])
 
     def request_answered(self, dst: Any, correlation_id: int) -> None:

@@ -160,3 +160,16 @@ def test_a_combined_node_reports_both_sides(tmp_path):
     regs = [b.metrics.registry for b in c.brokers.values()]
     assert sum(r.value(CTL.format("ActiveControllerCount")) for r in regs) == 1
     assert sum(r.value(RM.format("LeaderCount")) for r in regs) == 1
+
+
+def test_requests_never_answered_do_not_pile_up(monkeypatch):
+    from kafkalite.broker import broker_metrics
+    from kafkalite.protocol import MetadataRequest
+
+    monkeypatch.setattr(broker_metrics, "MAX_PENDING", 10)
+    m = broker_metrics.BrokerMetrics(lambda: 0)
+    for cid in range(25):
+        m.request_received("client", cid, MetadataRequest(topics=None))
+    assert len(m._pending) <= 10
+    m.request_answered("client", 24)  # the latest is still timed
+    assert m.registry.value("kafka.network:type=RequestMetrics,name=TotalTimeMs,request=Metadata") == 1
