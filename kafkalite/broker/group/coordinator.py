@@ -977,6 +977,18 @@ class GroupCoordinator:
         respond(ListGroupsResponse(groups=out))
 
     # ============================================================================= emigration
+    def _stop_members(self, group: GroupMetadata, error_code: int) -> None:
+        """The classic group stops here: its timers stop and every waiting JoinGroup and SyncGroup is
+        answered with ``error_code``."""
+        self._cancel_timer(group.join_timer)
+        self._cancel_timer(group.sync_timer)
+        for mid in list(group.pending_members):
+            self._cancel_pending_expiry(group, mid)
+        for m in group.members.values():
+            self._cancel_timer(m.heartbeat_timer)
+            m.answer_join(JoinGroupResponse(error_code=error_code, member_id=m.member_id))
+            m.answer_sync(SyncGroupResponse(error_code=error_code))
+
     def unload_group(self, group_id: str) -> None:
         """This broker stopped leading the group's ``__consumer_offsets`` partition: the group is Dead here and
         waiting members are told NOT_COORDINATOR (they find the new coordinator). A consumer group of the
@@ -985,14 +997,7 @@ class GroupCoordinator:
         group = self.groups.pop(group_id, None)
         if group is None:
             return
-        self._cancel_timer(group.join_timer)
-        self._cancel_timer(group.sync_timer)
-        for mid in list(group.pending_members):
-            self._cancel_pending_expiry(group, mid)
-        for m in group.members.values():
-            self._cancel_timer(m.heartbeat_timer)
-            m.answer_join(JoinGroupResponse(error_code=NotCoordinatorError.code, member_id=m.member_id))
-            m.answer_sync(SyncGroupResponse(error_code=NotCoordinatorError.code))
+        self._stop_members(group, NotCoordinatorError.code)
         self._transition(group, GroupState.DEAD, "unloaded")
 
     def shutdown(self) -> None:
@@ -1028,14 +1033,7 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if group is None:
             return
-        self._cancel_timer(group.join_timer)
-        self._cancel_timer(group.sync_timer)
-        for mid in list(group.pending_members):
-            self._cancel_pending_expiry(group, mid)
-        for m in group.members.values():
-            self._cancel_timer(m.heartbeat_timer)
-            m.answer_join(JoinGroupResponse(error_code=_REBALANCING, member_id=m.member_id))
-            m.answer_sync(SyncGroupResponse(error_code=_REBALANCING))
+        self._stop_members(group, _REBALANCING)
         holder = GroupMetadata(group_id, offsets=group.offsets, pending_txn_offsets=group.pending_txn_offsets)
         self.groups[group_id] = holder
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from kafkalite.common.kafka_uuid import random_uuid
 from kafkalite.errors import (
@@ -74,6 +75,21 @@ def _usable(image: MetadataImage) -> Callable[[int], bool]:
     return usable
 
 
+def _placement_brokers(image: MetadataImage, rf: int) -> tuple[list[int], dict[str, Any]]:
+    """The brokers new replicas may go to (registered, unfenced) and the placer's rack argument, or
+    INVALID_REPLICATION_FACTOR when there are fewer than ``rf`` of them. Rack-aware only when every broker
+    registered a rack: with only some, KRaft's placer does not refuse (ZooKeeper mode's AdminUtils does),
+    it places as if there were no racks."""
+    usable = image.unfenced_brokers()
+    if rf > len(usable):
+        raise InvalidReplicationFactorError(
+            f"Unable to replicate the partition {rf} time(s): The target replication factor of "
+            f"{rf} cannot be reached because only {len(usable)} broker(s) are registered."
+        )
+    racks = {b: image.brokers[b].rack for b in usable}
+    return usable, ({"broker_racks": racks} if all(r is not None for r in racks.values()) else {})
+
+
 class ReplicationControlManager:
     def __init__(
         self,
@@ -113,16 +129,7 @@ class ReplicationControlManager:
         else:
             n = self.num_partitions if t.num_partitions == -1 else t.num_partitions
             rf = self.replication_factor if t.replication_factor == -1 else t.replication_factor
-            usable = image.unfenced_brokers()
-            if rf > len(usable):
-                raise InvalidReplicationFactorError(
-                    f"Unable to replicate the partition {rf} time(s): The target replication factor of "
-                    f"{rf} cannot be reached because only {len(usable)} broker(s) are registered."
-                )
-            racks = {b: image.brokers[b].rack for b in usable}
-            # Rack-aware when every broker registered a rack. With only some, KRaft's placer does not
-            # refuse (ZooKeeper mode's AdminUtils does): place as if there were no racks.
-            extra = {"broker_racks": racks} if all(r is not None for r in racks.values()) else {}
+            usable, extra = _placement_brokers(image, rf)
             placed = self.placer(usable, n, rf, rng=self.rng, **extra)
             assignment = {p: tuple(r) for p, r in placed.items()}
         tid = random_uuid(self.rng, image.topics)
@@ -260,14 +267,7 @@ class ReplicationControlManager:
                     )
                 plan[current + i] = tuple(replicas)
         else:
-            usable = image.unfenced_brokers()
-            if rf > len(usable):
-                raise InvalidReplicationFactorError(
-                    f"Unable to replicate the partition {rf} time(s): The target replication factor of "
-                    f"{rf} cannot be reached because only {len(usable)} broker(s) are registered."
-                )
-            racks = {b: image.brokers[b].rack for b in usable}
-            extra = {"broker_racks": racks} if all(r is not None for r in racks.values()) else {}
+            usable, extra = _placement_brokers(image, rf)
             existing = {p: list(part.replicas) for p, part in topic.partitions.items()}
             placed = assign_new_partitions(usable, existing, added, **extra)
             plan = {p: tuple(r) for p, r in placed.items()}
