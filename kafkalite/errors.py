@@ -298,6 +298,12 @@ class KafkaStorageError(KafkaError):
     code, name, retriable = 56, "KAFKA_STORAGE_ERROR", True
 
 
+class LogDirNotFoundError(KafkaError):
+    """AlterReplicaLogDirs named a directory that is not one of the broker's ``log.dirs``."""
+
+    code, name = 57, "LOG_DIR_NOT_FOUND"
+
+
 class SaslAuthenticationFailedError(KafkaError):
     code, name = 58, "SASL_AUTHENTICATION_FAILED"
 

@@ -62,6 +62,7 @@ EXPECTED: dict[int, tuple[str, bool]] = {
     53: ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", False),
     54: ("SECURITY_DISABLED", False),
     56: ("KAFKA_STORAGE_ERROR", True),
+    57: ("LOG_DIR_NOT_FOUND", False),
     58: ("SASL_AUTHENTICATION_FAILED", False),
     59: ("UNKNOWN_PRODUCER_ID", False),
     60: ("REASSIGNMENT_IN_PROGRESS", False),

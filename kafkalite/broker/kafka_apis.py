@@ -547,6 +547,8 @@ _RM_HANDLERS = {
     "OffsetForLeaderEpochRequest": "handle_offset_for_leader_epoch",
     "WriteTxnMarkersRequest": "handle_write_txn_markers",
     "DeleteRecordsRequest": "handle_delete_records",
+    "DescribeLogDirsRequest": "handle_describe_log_dirs",
+    "AlterReplicaLogDirsRequest": "handle_alter_replica_log_dirs",
 }
 _RM_HOT = {ProduceRequest: "handle_produce", FetchRequest: "handle_fetch"}  # by exact class
 _GROUP_REQUESTS = GROUP_APIS + (

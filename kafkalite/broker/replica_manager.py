@@ -43,6 +43,7 @@ from kafkalite.broker.fetcher import ReplicaFetcherManager
 from kafkalite.broker.log_manager import LogManager
 from kafkalite.broker.metadata_cache import MetadataCache
 from kafkalite.broker.partition import Partition
+from kafkalite.broker.replica_alter_log_dirs import ReplicaAlterLogDirsManager, describe_log_dirs
 from kafkalite.broker.state_change import become_leader_or_follower, stop_replicas
 from kafkalite.broker.txn.markers import write_txn_markers
 from kafkalite.common.acks import Acks
@@ -61,7 +62,12 @@ from kafkalite.errors import (
 from kafkalite.protocol import (
     INTERNAL_TOPICS,
     NO_ERROR,
+    AlterReplicaLogDirResult,
+    AlterReplicaLogDirsRequest,
+    AlterReplicaLogDirsResponse,
     DeleteRecordsRequest,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
     FetchPartitionResponse,
     FetchRequest,
     FetchResponse,
@@ -169,6 +175,8 @@ class ReplicaManager:
             except OSError as e:
                 self.failure_channel.maybe_add_offline_log_dir(d, f"Error while creating log dir {d}", e)
         self._partitions: dict[TopicPartition, Partition] = {}
+        self.alter_log_dirs = ReplicaAlterLogDirsManager(self)
+        """Future logs of replicas moving to another log dir (AlterReplicaLogDirs) and their mover."""
         self._last_producer_expiry_ms = 0
         self.fetcher_manager = ReplicaFetcherManager(self)
         self.alter_partition_manager = AlterPartitionManager(self)
@@ -275,9 +283,13 @@ class ReplicaManager:
         self._topic_configs[topic] = dict(props)
         self._min_isr_cache.pop(topic, None)
         tcfg = self.config.topic_config(props)
+        props_now = tcfg.log.to_props()
         for p in self._partitions.values():
             if p.tp.topic == topic:
-                p.log.update_config({k: v for k, v in tcfg.log.to_props().items()})
+                p.log.update_config(dict(props_now))
+        for tp, fut in self.alter_log_dirs.futures.items():
+            if tp.topic == topic:
+                fut.update_config(dict(props_now))
 
     def _min_isr(self, topic: str) -> int:
         # Cached: parsing the topic config on every produce request and every acks=all check was a
@@ -314,6 +326,9 @@ class ReplicaManager:
                     raise KafkaStorageError(f"the log dir {d} holding {tp} is offline: {offline[d]}")
                 return d
         online = [d for d in self.log_dirs if d not in offline]
+        preferred = self.alter_log_dirs.preferred_dirs.pop(tp, None)
+        if preferred in online:  # AlterReplicaLogDirs named its dir before the replica existed
+            return preferred
         if not online:
             raise KafkaStorageError(f"no online log dir on broker {self.broker_id} to create {tp} in")
         if len(online) == 1:  # nothing to balance; counting every partition made creating N of them O(N^2)
@@ -331,6 +346,7 @@ class ReplicaManager:
             if tp in self._offline_partitions:
                 raise KafkaStorageError(f"{tp} is in the offline log dir {self._offline_partitions[tp]}")
             log_config = self.config.log_config(self._topic_configs.get(tp.topic))
+            self.alter_log_dirs.prepare_open(tp)
             d = self._dir_for(tp)
             log = Log.open(
                 d / f"{tp.topic}-{tp.partition}",
@@ -343,6 +359,7 @@ class ReplicaManager:
             # The injected logger itself, not ``self._event``: one call layer less on a per-batch path.
             p = Partition(tp, log, broker_id=self.broker_id, high_watermark=hw, log_event=self._log_event)
             self._partitions[tp] = p
+            self.alter_log_dirs.resume(p)
         return p
 
     # ============================================================================= controller requests
@@ -576,6 +593,20 @@ class ReplicaManager:
             return
         self.delete_records_purgatory.watch(op, requested, req.timeout_ms)
 
+    # ================================================================================== log dirs
+    def handle_describe_log_dirs(self, env: RequestEnvelope, src: Any) -> None:
+        """Kafka's DescribeLogDirs (the listener checked DESCRIBE on the cluster): see ``describe_log_dirs``."""
+        req: DescribeLogDirsRequest = env.request  # type: ignore[assignment]
+        results = describe_log_dirs(self, req.partitions)
+        self._send(src, env.reply(DescribeLogDirsResponse(results=tuple(results))))
+
+    def handle_alter_replica_log_dirs(self, env: RequestEnvelope, src: Any) -> None:
+        """Kafka's AlterReplicaLogDirs (ALTER on the cluster): start moving each replica named to its dir."""
+        req: AlterReplicaLogDirsRequest = env.request  # type: ignore[assignment]
+        codes = self.alter_log_dirs.alter(req.targets())
+        results = tuple(AlterReplicaLogDirResult(tp=tp, error_code=c) for tp, c in sorted(codes.items()))
+        self._send(src, env.reply(AlterReplicaLogDirsResponse(results=results)))
+
     # ============================================================================= time
     def tick(self, now_ms: int) -> None:
         """Periodic work: ISR shrink check (every ``replica.lag.time.max.ms``/2), stuck ISR proposals, HW
@@ -603,6 +634,7 @@ class ReplicaManager:
                 gone = p.log.producer_state.remove_expired(now_ms, expiration)
                 if gone:
                     p.event("producer_ids_expired", producer_ids=gone)
+        self.alter_log_dirs.tick()
         self.log_manager.tick(now_ms, self._partitions.values())
 
     # ============================================================================= HW checkpoint
@@ -675,6 +707,7 @@ class ReplicaManager:
             p.leader_id = -1
             p.log.crash()  # close the files, writing nothing more to the failed disk
             self._fail_delayed(tp)
+        self.alter_log_dirs.on_dir_offline(dir, gone)
         self._event("log_dir_offline", dir=str(dir), partitions=[str(tp) for tp in gone], error=why)
         logger.warning(
             "Broker %d stopped serving replicas %s because they are in the failed log dir %s",
@@ -703,6 +736,7 @@ class ReplicaManager:
             return
         self.checkpoint_high_watermarks()
         self._stop_everything()
+        self.alter_log_dirs.close(crash=False)
         for p in self._partitions.values():
             try:
                 p.log.close()
@@ -716,6 +750,7 @@ class ReplicaManager:
         log bytes never fsynced are lost too. The object can be reused: the next LeaderAndIsr reopens logs."""
         lost = {}
         self._stop_everything()
+        self.alter_log_dirs.close(crash=True)
         for tp, p in self._partitions.items():
             n = p.log.crash(lose_unflushed)
             if n:

@@ -149,6 +149,7 @@ def stop_replicas(rm: ReplicaManager, req: StopReplicaRequest) -> StopReplicaRes
             p.leader_id = -1
             rm._event("stop_replica", tp=str(st.tp), delete=st.delete_partition)
             if st.delete_partition:
+                rm.alter_log_dirs.remove(st.tp, delete=True)
                 del rm._partitions[st.tp]
                 p.log.close()
                 shutil.rmtree(p.log.dir, ignore_errors=True)

@@ -38,6 +38,8 @@ from kafkalite.protocol import (
     AlterableConfig,
     AlterConfigOp,
     AlterConfigsResource,
+    AlterReplicaLogDir,
+    AlterReplicaLogDirsRequest,
     ConfigResourceType,
     CreatableTopic,
     CreatePartitionsRequest,
@@ -48,6 +50,8 @@ from kafkalite.protocol import (
     DeleteTopicsRequest,
     DescribeConfigsRequest,
     DescribeConfigsResource,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
     IncrementalAlterConfigsRequest,
     ListOffsetsPartition,
     ListOffsetsRequest,
@@ -324,6 +328,26 @@ class Cluster:
         if not self.run_until(lambda: cid in self._admin.answers, timeout_ms):
             raise RequestTimedOutError(f"no answer from broker {broker} to {type(req).__name__}")
         return self._admin.answers.pop(cid)
+
+    def describe_log_dirs(
+        self, broker: int, partitions: Iterable[TopicPartition] | None = None
+    ) -> DescribeLogDirsResponse:
+        """DescribeLogDirs at ``broker`` (None: every partition it hosts)."""
+        req = DescribeLogDirsRequest(partitions=None if partitions is None else tuple(partitions))
+        return self.request(broker, req)
+
+    def alter_replica_log_dirs(
+        self, broker: int, targets: Mapping[TopicPartition, str | Path]
+    ) -> dict[TopicPartition, int]:
+        """AlterReplicaLogDirs at ``broker``: move each replica to its dir; each partition's error code."""
+        by_dir: dict[str, list[TopicPartition]] = {}
+        for tp, d in targets.items():
+            by_dir.setdefault(str(d), []).append(tp)
+        req = AlterReplicaLogDirsRequest(
+            dirs=tuple(AlterReplicaLogDir(path=d, partitions=tuple(tps)) for d, tps in by_dir.items())
+        )
+        resp = self.request(broker, req)
+        return {r.tp: r.error_code for r in resp.results}
 
     def _partition_ready(self, topic: str, p: int) -> bool:
         st = self.partition_state(topic, p)

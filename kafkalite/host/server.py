@@ -497,8 +497,10 @@ class WireServer:
         log_dir: str | Path | None = None,
         config: Mapping[str, Any] | None = None,
         max_request_bytes: int = SOCKET_REQUEST_MAX_BYTES,
+        log_dirs_per_broker: int = 1,
     ) -> None:
         self.brokers = brokers
+        self.log_dirs_per_broker = log_dirs_per_broker  # >1: each broker's log.dirs are dir-0, dir-1, ...
         self.host = host
         self.ports = dict(ports or {})
         self.log_dir = log_dir
@@ -565,6 +567,7 @@ class WireServer:
                 # beside the brokers' logs, as `cluster start` keeps it: a restart finds its metadata again
                 store_dir=None if self.log_dir is None else Path(self.log_dir) / "store",
                 lock_log_dirs=True,  # real brokers: another server on these dirs is refused
+                log_dirs_per_broker=self.log_dirs_per_broker,
             )
         except BaseException:
             for srv in (srv for group in self._servers.values() for srv in group):

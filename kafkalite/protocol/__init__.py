@@ -5,7 +5,8 @@ Plain frozen dataclasses named after Kafka's APIs, carrying Kafka's error codes 
 * ``api``: ``ApiKey``, ``TopicPartition``, sentinels (``NO_LEADER``, ``EARLIEST_TIMESTAMP``, ...), the
   ``Request``/``Response`` bases and ``PartitionError``;
 * ``produce``, ``fetch`` (Fetch, ListOffsets, OffsetForLeaderEpoch), ``metadata`` (Metadata, CreateTopics,
-  DeleteTopics, DeleteRecords), ``configs`` (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs), ``controller`` (LeaderAndIsr, StopReplica, UpdateMetadata,
+  DeleteTopics, DeleteRecords), ``configs`` (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs), ``log_dirs``
+  (DescribeLogDirs, AlterReplicaLogDirs), ``controller`` (LeaderAndIsr, StopReplica, UpdateMetadata,
   ControlledShutdown, ElectLeaders, AlterPartitionReassignments), ``group`` (FindCoordinator, JoinGroup,
   SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, DescribeGroups, ListGroups), ``txn``
   (InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn, WriteTxnMarkers).
@@ -150,6 +151,17 @@ from kafkalite.protocol.group import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from kafkalite.protocol.log_dirs import (
+    INVALID_OFFSET_LAG,
+    AlterReplicaLogDir,
+    AlterReplicaLogDirResult,
+    AlterReplicaLogDirsRequest,
+    AlterReplicaLogDirsResponse,
+    DescribeLogDirsPartition,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+    DescribeLogDirsResult,
+)
 from kafkalite.protocol.metadata import (
     BrokerEndpoint,
     CreatableTopic,
@@ -228,6 +240,8 @@ REQUESTS: tuple[type[Request], ...] = (
     DescribeConfigsRequest,
     AlterConfigsRequest,
     IncrementalAlterConfigsRequest,
+    DescribeLogDirsRequest,
+    AlterReplicaLogDirsRequest,
     FindCoordinatorRequest,
     JoinGroupRequest,
     SyncGroupRequest,
@@ -251,6 +265,15 @@ REQUEST_TYPES: dict[ApiKey, type[Request]] = {cls.api_key: cls for cls in REQUES
 RESPONSE_TYPES: dict[ApiKey, type[Response]] = {cls.api_key: cls.response_type for cls in REQUESTS}
 
 __all__ = [
+    "INVALID_OFFSET_LAG",
+    "AlterReplicaLogDir",
+    "AlterReplicaLogDirResult",
+    "AlterReplicaLogDirsRequest",
+    "AlterReplicaLogDirsResponse",
+    "DescribeLogDirsPartition",
+    "DescribeLogDirsRequest",
+    "DescribeLogDirsResponse",
+    "DescribeLogDirsResult",
     "ConsumerGroupAssignment",
     "ConsumerGroupDescribedGroup",
     "ConsumerGroupDescribeRequest",

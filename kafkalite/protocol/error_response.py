@@ -24,6 +24,9 @@ from kafkalite.protocol import (
     AlterPartitionRequest,
     AlterPartitionResponse,
     AlterPartitionResult,
+    AlterReplicaLogDirResult,
+    AlterReplicaLogDirsRequest,
+    AlterReplicaLogDirsResponse,
     ConsumerGroupDescribedGroup,
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -54,6 +57,8 @@ from kafkalite.protocol import (
     DescribedGroup,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
     DescribeQuorumRequest,
     DescribeQuorumResponse,
     ElectionResult,
@@ -186,6 +191,10 @@ _BUILDERS: dict[type[Request], _Builder] = {
     DescribeConfigsRequest: _configs(DescribeConfigsResponse, DescribeConfigsResult),
     AlterConfigsRequest: _configs(AlterConfigsResponse, AlterConfigsResult),
     IncrementalAlterConfigsRequest: _configs(IncrementalAlterConfigsResponse, AlterConfigsResult),
+    DescribeLogDirsRequest: _top_level(DescribeLogDirsResponse),
+    AlterReplicaLogDirsRequest: lambda req, code, _m: AlterReplicaLogDirsResponse(
+        results=tuple(AlterReplicaLogDirResult(tp=tp, error_code=code) for tp in req.targets())
+    ),
     LeaderAndIsrRequest: lambda req, code, _m: LeaderAndIsrResponse(
         error_code=code,
         partition_errors=tuple(PartitionError(tp=s.tp, error_code=code) for s in req.partition_states),

@@ -20,6 +20,7 @@ InitProducerId              WRITE on the transactional id; without one IDEMPOTEN
 Transactions                WRITE on the transactional id, WRITE on topics, READ on the group
 Cluster administration      ALTER on the cluster (elect, reassign, ACLs, SCRAM users), DESCRIBE to list
 DescribeQuorum              DESCRIBE on the cluster (a KRaft broker forwards it to the active controller)
+DescribeLogDirs             DESCRIBE on the cluster; AlterReplicaLogDirs ALTER on the cluster
 ==========================  ==============================================================================
 """
 
@@ -344,6 +345,23 @@ def _err(**extra: Any) -> Callable[[], dict]:
     return lambda: {"error_code": CLUSTER_DENIED, "error_message": "Cluster authorization failed.", **extra}
 
 
+def _alter_replica_log_dirs(body: dict, ok: Authorize, _any: Any) -> Verdict:
+    if ok(Op.ALTER, C, CLUSTER_NAME):
+        return body, None, None
+    by_topic: dict[str, list[int]] = {}
+    for d in body.get("dirs") or []:
+        for t in d.get("topics") or []:
+            by_topic.setdefault(t["name"], []).extend(t.get("partitions") or [])
+    results = [
+        {
+            "topic_name": name,
+            "partitions": [{"partition_index": p, "error_code": CLUSTER_DENIED} for p in parts],
+        }
+        for name, parts in by_topic.items()
+    ]
+    return None, None, {"throttle_time_ms": 0, "results": results}
+
+
 _RULES: dict[int, Callable[[dict, Authorize, Any], Verdict]] = {
     0: _produce,
     1: _fetch,
@@ -369,6 +387,8 @@ _RULES: dict[int, Callable[[dict, Authorize, Any], Verdict]] = {
     28: lambda b, ok, a: _offset_commit(b, ok, a, txn=True),
     32: _configs(Op.DESCRIBE_CONFIGS, "results"),
     33: _configs(Op.ALTER_CONFIGS, "responses"),
+    34: _alter_replica_log_dirs,
+    35: _cluster(Op.DESCRIBE, lambda: {"error_code": CLUSTER_DENIED, "results": []}),
     37: _create_partitions,
     42: _delete_groups,
     43: _cluster(Op.ALTER, _err(replica_election_results=[])),

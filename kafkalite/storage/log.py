@@ -108,7 +108,10 @@ class FetchDataInfo:
 
 
 def _topic_partition(dir: Path) -> tuple[str, int]:
-    topic, _, part = dir.name.rpartition("-")
+    name = dir.name
+    if name.endswith(("-future", "-delete")):  # ``<topic>-<partition>.<id>-future``: a log being moved
+        name = name.rpartition(".")[0] or name
+    topic, _, part = name.rpartition("-")
     if topic and part.isdigit():
         return topic, int(part)
     return dir.name, 0

@@ -13,6 +13,7 @@ from kafkalite.errors import InvalidRequestError
 from kafkalite.host.cluster import Cluster
 from kafkalite.protocol import (
     REQUESTS,
+    AlterReplicaLogDirsRequest,
     FetchPartition,
     FetchRequest,
     ListOffsetsPartition,
@@ -83,6 +84,8 @@ def test_every_api_has_an_error_response_that_names_what_was_asked(cls) -> None:
         named = [v for n in req.__slots__ if isinstance(v := getattr(req, n), tuple) and v]
         if isinstance(req, WriteTxnMarkersRequest):  # a marker is answered per partition
             named = [m for m in req.markers if m.partitions]
+        if isinstance(req, AlterReplicaLogDirsRequest):  # answered per partition, a dir alone names none
+            named = [d for d in req.dirs if d.partitions]
         assert _codes(resp) or not named, resp
         if cls.api_key in SPECS:  # and it converts for the wire codec
             to_body(resp, SPECS[cls.api_key].max_version)
