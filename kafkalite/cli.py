@@ -140,6 +140,55 @@ _COMMAND_CONFIG = click.option(
 )
 
 
+@kafkalite.command("log-dirs")
+@click.option("--bootstrap-server", required=True, help="HOST:PORT of a running cluster.")
+@_COMMAND_CONFIG
+@click.option("--describe", is_flag=True, help="Describe the log dirs of the brokers asked.")
+@click.option("--broker-list", default="", help="Brokers to ask, 1,2,3 (default: every broker).")
+@click.option("--topic-list", default="", help="Topics to show, t1,t2 (default: every topic).")
+@click.option("--alter", is_flag=True, help="Move replicas between the dirs of their broker.")
+@click.option(
+    "--reassignment-json-file",
+    type=click.Path(exists=True, dir_okay=False),
+    help='--alter: Kafka\'s reassignment JSON; each partition\'s "log_dirs" names a dir per replica ("any": stay).',
+)
+def log_dirs(
+    bootstrap_server: str, command_config: str | None, describe: bool, broker_list: str, topic_list: str,
+    alter: bool, reassignment_json_file: str | None,
+) -> None:  # fmt: skip
+    """Kafka's kafka-log-dirs --describe (one JSON line, Kafka's shape); --alter moves replicas to other
+    dirs of their broker from a reassignment JSON's log_dirs, as kafka-reassign-partitions does with it
+    (kafkalite has no reassign-partitions command, so the log-dir moves live here)."""
+    from pathlib import Path
+
+    from kafkalite.errors import KafkaError  # deferred: keeps `kafkalite --help` fast
+    from kafkalite.host.admin_client import AdminClient
+    from kafkalite.tools import log_dirs as tools
+
+    if describe == alter:
+        raise click.UsageError("give exactly one of --describe, --alter")
+    if alter and not reassignment_json_file:
+        raise click.UsageError("--alter needs --reassignment-json-file")
+    try:
+        brokers = [int(b) for b in broker_list.split(",") if b.strip()]
+    except ValueError as e:
+        raise click.UsageError(f"--broker-list takes broker ids, 1,2,3: {e}") from e
+    topics = [t.strip() for t in topic_list.split(",") if t.strip()]
+    try:
+        with AdminClient(bootstrap_server, security=_properties(command_config, ())) as admin:
+            if describe:
+                click.echo(tools.format_describe(admin, brokers, topics))
+            else:
+                text = Path(reassignment_json_file).read_text()  # type: ignore[arg-type]
+                moves = tools.parse_log_dir_moves(text)
+                if not moves:
+                    raise click.UsageError('the reassignment JSON names no "log_dirs" to move to')
+                for line in tools.alter(admin, moves):
+                    click.echo(line)
+    except (KafkaError, ValueError, OSError) as e:
+        raise click.ClickException(str(e) or type(e).__name__) from e
+
+
 @kafkalite.command()
 @click.option("--bootstrap-server", required=True, help="HOST:PORT of a running cluster.")
 @_COMMAND_CONFIG

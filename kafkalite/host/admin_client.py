@@ -49,6 +49,7 @@ CREATE_ACLS, DESCRIBE_ACLS, DELETE_ACLS = 30, 29, 31
 SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 FETCH = 1
 DESCRIBE_USER_SCRAM, ALTER_USER_SCRAM = 50, 51
+ALTER_REPLICA_LOG_DIRS, DESCRIBE_LOG_DIRS = 34, 35
 RETRIABLE = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
 
 
@@ -231,6 +232,40 @@ class AdminClient:
         self.brokers = {b["node_id"]: (b["host"], b["port"]) for b in resp["brokers"]}
         self.controller_id = resp["controller_id"]
         return resp
+
+    # ------------------------------------------------------------------------------------ log dirs
+
+    def describe_log_dirs(self, broker: int, partitions: Iterable[TopicPartition] | None = None) -> dict:
+        """DescribeLogDirs at ``broker``: its answer (``results``: each dir, its error and replicas)."""
+        body: dict[str, Any] = {"topics": None}
+        if partitions is not None:
+            by_topic: dict[str, list[int]] = {}
+            for tp in partitions:
+                by_topic.setdefault(tp.topic, []).append(tp.partition)
+            body["topics"] = [{"topic": t, "partitions": sorted(ps)} for t, ps in sorted(by_topic.items())]
+        resp = self._call(broker, DESCRIBE_LOG_DIRS, body)
+        _raise(resp.get("error_code", 0), f"describe log dirs of broker {broker}")
+        return resp
+
+    def alter_replica_log_dirs(
+        self, broker: int, targets: Mapping[TopicPartition, str]
+    ) -> dict[TopicPartition, int]:
+        """AlterReplicaLogDirs at ``broker``: each replica's error code (0: its move started or was done)."""
+        dirs: dict[str, dict[str, list[int]]] = {}
+        for tp, d in targets.items():
+            dirs.setdefault(d, {}).setdefault(tp.topic, []).append(tp.partition)
+        body = {
+            "dirs": [
+                {"path": d, "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+                for d, topics in dirs.items()
+            ]
+        }
+        resp = self._call(broker, ALTER_REPLICA_LOG_DIRS, body)
+        return {
+            TopicPartition(t["topic_name"], p["partition_index"]): p["error_code"]
+            for t in resp["results"]
+            for p in t["partitions"]
+        }
 
     def topics(self) -> list[str]:
         return sorted(t["name"] for t in self.metadata()["topics"] if t["error_code"] == 0)
