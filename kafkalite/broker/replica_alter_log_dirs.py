@@ -57,7 +57,14 @@ FUTURE_SUFFIX = "-future"
 DELETE_SUFFIX = "-delete"
 MAX_DIR_NAME = 255  # a file name's longest on the usual file systems (Kafka's KAFKA-4893 limit)
 
-__all__ = ["DELETE_SUFFIX", "FUTURE_SUFFIX", "ReplicaAlterLogDirsManager", "describe_log_dirs"]
+__all__ = [
+    "DELETE_SUFFIX",
+    "FUTURE_SUFFIX",
+    "ReplicaAlterLogDirsManager",
+    "copy_step",
+    "describe_log_dirs",
+    "reconcile",
+]
 
 
 def log_dir_name(tp: TopicPartition) -> str:
@@ -215,7 +222,7 @@ class ReplicaAlterLogDirsManager:
             if p is None:
                 continue  # the partition went offline or away: remove() handles the future log
             try:
-                if self._copy(p, fut, rm.config.replica_fetch_max_bytes):
+                if copy_step(p.log, fut, rm.config.replica_fetch_max_bytes):
                     self._swap(p, fut)
             except KafkaStorageError as e:  # the failing dir is reported and goes offline on its own
                 rm._event("log_dir_move_failed", tp=str(tp), error=str(e))
@@ -223,41 +230,6 @@ class ReplicaAlterLogDirsManager:
                 rm.failure_channel.maybe_add_offline_log_dir(
                     fut.dir.parent, f"Error while moving {tp} to {fut.dir.parent}", e
                 )
-
-    def _copy(self, p: Partition, fut: Log, budget: int) -> bool:
-        """One step of the copy; True once the future log ends where the current one does."""
-        cur = p.log
-        self._reconcile(cur, fut)
-        while fut.log_end_offset < cur.log_end_offset and budget > 0:
-            data = cur.read(fut.log_end_offset, max(1, min(budget, 1 << 20))).records.read()
-            if not data:
-                break
-            first = next(iter_batches(data))[1].base_offset
-            if first < fut.log_end_offset:
-                # The current log starts inside this batch (DeleteRecords moved its start there): the
-                # future log takes the whole batch, as a follower does, and its start is raised at the swap.
-                fut.truncate_fully_and_start_at(first)
-            fut.append_as_follower(data)
-            budget -= len(data)
-        return fut.log_end_offset == cur.log_end_offset
-
-    @staticmethod
-    def _reconcile(cur: Log, fut: Log) -> None:
-        """Cut the future log back to a prefix of the current one (the current may have been truncated)."""
-        if cur.log_start_offset > fut.log_end_offset:
-            fut.truncate_fully_and_start_at(cur.log_start_offset)
-            return
-        epoch = fut.leader_epoch_cache.latest_epoch
-        keep = fut.log_end_offset
-        if epoch != UNDEFINED_EPOCH:
-            found, end = cur.leader_epoch_cache.end_offset_for(epoch, cur.log_end_offset)
-            keep = min(keep, end) if found != UNDEFINED_EPOCH else cur.log_start_offset
-        keep = min(keep, cur.log_end_offset)
-        if keep < fut.log_end_offset:
-            if keep <= fut.log_start_offset:
-                fut.truncate_fully_and_start_at(cur.log_start_offset)
-            else:
-                fut.truncate_to(keep)
 
     def _swap(self, p: Partition, fut: Log) -> None:
         """The future log becomes the partition's log (Kafka's ``replaceCurrentWithFutureLog``)."""
@@ -340,6 +312,43 @@ class ReplicaAlterLogDirsManager:
         for log, _path in self._retired:
             log.crash()
         self._retired.clear()
+
+
+# ------------------------------------------------------------------------------------- the copy
+def copy_step(cur: Log, fut: Log, budget: int) -> bool:
+    """One step of the mover: bring ``fut`` back to a prefix of ``cur``, then copy up to ``budget`` bytes
+    of ``cur``'s batches into it; True once it ends where ``cur`` does."""
+    reconcile(cur, fut)
+    while fut.log_end_offset < cur.log_end_offset and budget > 0:
+        data = cur.read(fut.log_end_offset, max(1, min(budget, 1 << 20))).records.read()
+        if not data:
+            break
+        first = next(iter_batches(data))[1].base_offset
+        if first < fut.log_end_offset:
+            # The current log starts inside this batch (DeleteRecords moved its start there): the
+            # future log takes the whole batch, as a follower does, and its start is raised at the swap.
+            fut.truncate_fully_and_start_at(first)
+        fut.append_as_follower(data)
+        budget -= len(data)
+    return fut.log_end_offset == cur.log_end_offset
+
+
+def reconcile(cur: Log, fut: Log) -> None:
+    """Cut the future log back to a prefix of the current one (the current may have been truncated)."""
+    if cur.log_start_offset > fut.log_end_offset:
+        fut.truncate_fully_and_start_at(cur.log_start_offset)
+        return
+    epoch = fut.leader_epoch_cache.latest_epoch
+    keep = fut.log_end_offset
+    if epoch != UNDEFINED_EPOCH:
+        found, end = cur.leader_epoch_cache.end_offset_for(epoch, cur.log_end_offset)
+        keep = min(keep, end) if found != UNDEFINED_EPOCH else cur.log_start_offset
+    keep = min(keep, cur.log_end_offset)
+    if keep < fut.log_end_offset:
+        if keep <= fut.log_start_offset:
+            fut.truncate_fully_and_start_at(cur.log_start_offset)
+        else:
+            fut.truncate_to(keep)
 
 
 # ---------------------------------------------------------------------------------- DescribeLogDirs
