@@ -119,12 +119,21 @@ def test_alter_replica_log_dirs_errors_are_kafkas(make_cluster):
     assert c.alter_replica_log_dirs(1, {later: there}) == {later: ReplicaNotAvailableError.code}
     c.create_topic("later", 1, 1)
     assert rm.partition(later).log.dir.parent == there, "the preferred dir was kept for the new replica"
+    # A move sent back to where the replica is cancels the copy, and its future log is deleted.
+    assert c.alter_replica_log_dirs(1, {T0: there}) == {T0: NO_ERROR}
+    future_dir = rm.alter_log_dirs.futures[T0].dir
+    assert future_dir.parent == there and future_dir.is_dir()
+    assert c.alter_replica_log_dirs(1, {T0: here}) == {T0: NO_ERROR}
+    assert not rm.alter_log_dirs.futures and not future_dir.exists()
     # An offline target dir: KAFKA_STORAGE_ERROR.
     third = next(d for d in rm.log_dirs if d not in (here, there))
     faults.fail(errno.EIO, under=third)
     rm.failure_channel.maybe_add_offline_log_dir(third, "test", OSError(errno.EIO, "I/O error"))
     c.run_for(100)
     assert c.alter_replica_log_dirs(1, {T0: third}) == {T0: KafkaStorageError.code}
+    # No future log is created while any dir is offline (the partition might have one there): as Kafka.
+    assert c.alter_replica_log_dirs(1, {T0: there}) == {T0: KafkaStorageError.code}
+    assert not rm.alter_log_dirs.futures
 
 
 def test_a_replica_moves_to_another_dir_while_acks_all_produce_goes_on_and_loses_nothing(make_cluster):
