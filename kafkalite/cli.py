@@ -328,10 +328,11 @@ def server() -> None:
     "--port", default=9092, show_default=True, help="Port of broker 1; broker N listens on port+N-1."
 )
 @click.option(
-    "--log-dir", type=click.Path(file_okay=False),
+    "--log-dir",
     help="Where the brokers keep their logs and (without --broker-id) the metadata: topics, configs, ACLs, "
     "SCRAM users, producer ids, in store/store.snapshot, so a restart finds them. Default: a temporary "
-    "directory.",
+    "directory. With --broker-id: one dir or several, comma-separated (Kafka's log.dirs; the config "
+    "file's log.dirs when not given).",
 )  # fmt: skip
 @click.option(
     "--topic", "topics", multiple=True, help="Create a topic at start: NAME[:PARTITIONS[:REPLICATION]]."
@@ -407,7 +408,7 @@ def server_start(
         lhost, lport = first.host, first.port
         config["listeners"] = listeners
         proc = BrokerProcess(
-            broker_id, host=lhost, port=lport, log_dir=log_dir or f"/tmp/kafkalite-logs-{broker_id}",
+            broker_id, host=lhost, port=lport, log_dir=_broker_log_dirs(log_dir, config, broker_id),
             store=parse_address(store) if store else None, zookeeper=zookeeper, bridge_port=inter_broker_port,
             peers=parse_peers(peers),
             config=config,
@@ -496,6 +497,13 @@ def _run_kraft_node(config: dict[str, str], inter_broker_port: int, peers: str) 
         asyncio.run(run_until_signalled(node))
     except (InvalidConfigError, ValueError, LogDirInUseError, MetaPropertiesError) as e:
         raise click.ClickException(str(e)) from e
+
+
+def _broker_log_dirs(log_dir: str | None, config: dict[str, str], broker_id: int) -> list[str]:
+    """A broker process's log dirs: --log-dir (comma-separated, as Kafka's log.dirs), else the config's
+    log.dirs (or log.dir), else a directory of its own under /tmp."""
+    text = log_dir or config.get("log.dirs") or config.get("log.dir") or f"/tmp/kafkalite-logs-{broker_id}"
+    return [d.strip() for d in text.split(",") if d.strip()]
 
 
 def _properties(path: str | None, overrides: tuple[str, ...]) -> dict[str, str]:

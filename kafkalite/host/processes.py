@@ -108,14 +108,19 @@ class BrokerProcess(WireServer):
         *,
         host: str,
         port: int,
-        log_dir: str | Path,
+        log_dir: str | Path | Sequence[str | Path],
         store: tuple[str, int] | None = None,
         zookeeper: str | None = None,
         bridge_port: int,
         peers: Mapping[int, tuple[str, int]],
         config: Mapping[str, Any] | None = None,
     ) -> None:
-        super().__init__(1, host=host, ports={broker_id: port}, log_dir=log_dir, config=config)
+        # Kafka's log.dirs: one directory, or several (JBOD), each partition replica in one of them
+        dirs = [log_dir] if isinstance(log_dir, str | Path) else list(log_dir)
+        if not dirs:
+            raise ValueError("a broker needs at least one log dir")
+        self.log_dirs = [Path(d) for d in dirs]
+        super().__init__(1, host=host, ports={broker_id: port}, log_dir=self.log_dirs[0], config=config)
         self.broker_id = broker_id
         if (store is None) == (zookeeper is None):
             raise ValueError("a broker needs either kafkalite's store or a ZooKeeper connect string")
@@ -155,7 +160,7 @@ class BrokerProcess(WireServer):
 
     def _locked_dirs(self) -> list[Path]:
         """The log dirs this process locks before it opens a port."""
-        return [Path(self.log_dir)]  # type: ignore[arg-type]
+        return list(self.log_dirs)
 
     def _remotes(self) -> dict[Any, tuple[str, int]]:
         """The bridge's peers: the other brokers and, with kafkalite's store, the store."""
@@ -165,7 +170,7 @@ class BrokerProcess(WireServer):
         """The broker node this process hosts, listening at ``sock``."""
         return KafkaBroker(
             self.broker_id,
-            Path(self.log_dir),  # type: ignore[arg-type]
+            list(self.log_dirs),
             self.config,
             host=sock[0],
             port=sock[1],
@@ -232,6 +237,11 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
+def _log_dir_arg(home: Path, count: int) -> str:
+    """``--log-dir`` of a broker process: its home, or ``count`` dirs in it (JBOD), comma-separated."""
+    return str(home) if count <= 1 else ",".join(str(home / f"dir-{i}") for i in range(count))
+
+
 def start_cluster(
     directory: str | Path,
     brokers: int = 3,
@@ -242,13 +252,15 @@ def start_cluster(
     zookeeper: str | None = None,
     timeout_s: float = 60.0,
     extra_listeners: Sequence[str] = (),
+    log_dirs_per_broker: int = 1,
 ) -> dict[str, Any]:
     """Launch the store and ``brokers`` broker processes, wait until every broker has registered and a
     controller is elected, and write ``<directory>/cluster.json``. ``base_port`` 0: free ports.
     ``zookeeper`` (Kafka's ``zookeeper.connect``): use that ZooKeeper ensemble instead of starting the store.
     ``extra_listeners``: more listeners per broker besides PLAINTEXT (which the brokers use among
     themselves), named by their security protocol (``SASL_SSL``, ...) on free ports; ``config`` carries
-    their TLS and SASL settings, and ``state["bootstrap"][name]`` their bootstrap servers."""
+    their TLS and SASL settings, and ``state["bootstrap"][name]`` their bootstrap servers.
+    ``log_dirs_per_broker`` > 1: each broker's log.dirs are ``broker-N/dir-0``, ``broker-N/dir-1``, ...."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     if (d / "cluster.json").exists() and _alive(json.loads((d / "cluster.json").read_text())):
@@ -279,7 +291,7 @@ def start_cluster(
             [f"PLAINTEXT://{host}:{ports[b]}", *(f"{n}://{host}:{p[b]}" for n, p in extra.items())]
         )
         cmd = [*exe, "server", "start", "--broker-id", str(b), *coordination,
-               "--listeners", listeners, "--log-dir", str(d / f"broker-{b}"),
+               "--listeners", listeners, "--log-dir", _log_dir_arg(d / f"broker-{b}", log_dirs_per_broker),
                "--inter-broker-port", str(bridges[b])]  # fmt: skip
         if peers:
             cmd += ["--peers", peers]
