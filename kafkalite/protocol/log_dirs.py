@@ -4,11 +4,21 @@ replica to another dir of the same broker)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from kafkalite.protocol.api import NO_ERROR, ApiKey, Message, Request, Response, TopicPartition, message
 from kafkalite.protocol.codec.binding import wire, wire_by_topic, wire_partition, wire_partitions
 
 INVALID_OFFSET_LAG = -1
 """The lag DescribeLogDirs gives when the replica's current log is not there (Kafka's value)."""
+
+
+def _by_topic(items: tuple, topic: Callable[[Any], str]) -> tuple:
+    """``items`` with each topic's together, topics in first-seen order: the order the wire writes them."""
+    order = dict.fromkeys(topic(i) for i in items)
+    return tuple(i for t in order for i in items if topic(i) == t)
+
 
 # ------------------------------------------------------------------------------------ DescribeLogDirs
 
@@ -33,6 +43,12 @@ class DescribeLogDirsResult(Message):
     partitions: tuple[DescribeLogDirsPartition, ...] = wire_by_topic("topics", DescribeLogDirsPartition)
     total_bytes: int = wire("int64", "4+", -1)
     usable_bytes: int = wire("int64", "4+", -1)
+
+    @classmethod
+    def wire_in(cls, kw: dict, body: dict, version: int) -> dict:
+        # Grouped by topic as written (see AlterReplicaLogDir.wire_in), so a read round-trips.
+        kw["partitions"] = _by_topic(kw.get("partitions", ()), lambda e: e.tp.topic)
+        return kw
 
 
 @message
@@ -63,6 +79,13 @@ class AlterReplicaLogDir(Message):
     path: str = wire("string")
     """The target directory: one of the broker's ``log.dirs``, absolute."""
     partitions: tuple[TopicPartition, ...] = wire_partitions("topics")
+
+    @classmethod
+    def wire_in(cls, kw: dict, body: dict, version: int) -> dict:
+        # A topic listed twice in one dir reads as one group, as it is written back (Kafka keys the
+        # topics of a dir by name): what a client sent and what kafkalite sends again are the same.
+        kw["partitions"] = _by_topic(kw.get("partitions", ()), lambda tp: tp.topic)
+        return kw
 
 
 @message
