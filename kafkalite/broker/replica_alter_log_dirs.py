@@ -292,6 +292,16 @@ class ReplicaAlterLogDirsManager:
             shutil.rmtree(fut.dir, ignore_errors=True)
         self.rm._event("future_log_removed", tp=str(tp), dir=str(fut.dir.parent), deleted=delete)
 
+    def delete_leftovers(self, tp: TopicPartition) -> None:
+        """``tp`` was deleted while not open here: its future and retired logs in the online dirs go too."""
+        self.preferred_dirs.pop(tp, None)
+        for d in self.rm.log_dirs:
+            if self.rm.failure_channel.has_offline(d):
+                continue
+            for suffix in (FUTURE_SUFFIX, DELETE_SUFFIX):
+                for e in self._children(d, log_dir_name(tp), suffix):
+                    shutil.rmtree(e, ignore_errors=True)
+
     def on_dir_offline(self, dir: Path, offline: Iterable[TopicPartition]) -> None:
         """A dir failed: the moves into it stop, and so do those of the partitions that went offline
         (their files stay: the disk is not to be written)."""

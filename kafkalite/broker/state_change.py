@@ -158,6 +158,7 @@ def stop_replicas(rm: ReplicaManager, req: StopReplicaRequest) -> StopReplicaRes
             # Not opened since this broker started (e.g. it was down when its topic was deleted).
             for d in rm.log_dirs:
                 shutil.rmtree(d / f"{st.tp.topic}-{st.tp.partition}", ignore_errors=True)
+            rm.alter_log_dirs.delete_leftovers(st.tp)  # a move's future log, a retired log
             rm._forget_hw_checkpoint(st.tp)
         errors.append(PartitionError(tp=st.tp, error_code=NO_ERROR))
     rm._notify_leadership([], resigned)

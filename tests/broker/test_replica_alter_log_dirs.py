@@ -4,6 +4,7 @@ acknowledged."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import shutil
 
@@ -252,3 +253,23 @@ def test_a_dir_failing_mid_move_stops_the_move_and_keeps_the_partition_where_it_
     leader = c.leader("t", 0)
     values = _values(c.brokers[leader].rm.partition(T0).log)
     assert all(b"v%d" % i in values for i in acked)
+
+
+def test_a_topic_deleted_while_its_moving_replica_was_down_leaves_no_future_log(make_cluster):
+    c = make_cluster(3, seed=8, log_dirs_per_broker=2, config={**CONFIG, "replica.fetch.max.bytes": 1024})
+    c.create_topic("t", 1, 3)
+    b = next(r for r in c.replicas("t", 0) if r != c.controller())  # the controller must stay up
+    producer = c.producer(config=PRODUCER)
+    _produce(c, producer, range(300), {}, [])
+    _source, target = _other_dir(c, b)
+    rm = c.brokers[b].rm
+    assert c.alter_replica_log_dirs(b, {T0: target}) == {T0: NO_ERROR}
+    assert c.run_until(lambda: rm.alter_log_dirs.futures[T0].log_end_offset > 0, 1000)
+    dirs = list(rm.log_dirs)
+    c.crash(b)
+    with contextlib.suppress(Exception):  # the deletion waits for the broker that is down
+        c.delete_topic("t", timeout_ms=2000)
+    c.restart(b)
+    assert c.run_until(
+        lambda: not [e for d in dirs for e in d.iterdir() if e.name.startswith("t-0")], 60_000
+    ), [e.name for d in dirs for e in d.iterdir()]
