@@ -73,6 +73,7 @@ class KRaftCluster(Cluster):
         racks: Sequence[str | None] | None = None,
         log_config: MetadataLogConfig | None = None,
         combined: bool = False,
+        log_dirs_per_broker: int = 1,
     ) -> None:
         if combined and not 0 < controllers <= brokers:
             raise ValueError(f"combined mode runs the {controllers} controllers on brokers: 1..{brokers}")
@@ -93,7 +94,7 @@ class KRaftCluster(Cluster):
         for c in () if combined else voters:
             format_dirs([self.dir / f"controller-{c}"], cluster_id, c, ignore_formatted=True)
         for b in range(1, brokers + 1):
-            dirs = [self.dir / f"broker-{b}", self.dir / f"broker-{b}-metadata"]
+            dirs = [*self._log_dirs(b, log_dirs_per_broker), self.dir / f"broker-{b}-metadata"]
             format_dirs(dirs, cluster_id, b, ignore_formatted=True)
         self.controllers: dict[int, Any] = {}
         """Each voter's controller side: a ``ControllerServer``, or a ``ControllerRole`` of a combined node."""
@@ -127,12 +128,12 @@ class KRaftCluster(Cluster):
             }
             if b in voters and combined:
                 node = KafkaRaftServer(
-                    b, [self.dir / f"broker-{b}"], props, settings=settings, placer=assign_replicas,
+                    b, self._log_dirs(b, log_dirs_per_broker), props, settings=settings, placer=assign_replicas,
                     on_transition=on_transition, **common,
                 )  # fmt: skip
                 self.controllers[b] = ControllerRole(node)
             else:
-                node = BrokerServer(b, [self.dir / f"broker-{b}"], props, **common)
+                node = BrokerServer(b, self._log_dirs(b, log_dirs_per_broker), props, **common)
             self.brokers[b] = self.net.add_node(b, node, tick_ms=BROKER_TICK_MS)
         self._admin: _Admin = self.net.add_node("admin", _Admin())
         self._clients = 0
@@ -140,6 +141,11 @@ class KRaftCluster(Cluster):
             raise RuntimeError("the KRaft cluster did not elect a controller and unfence its brokers")
 
     # ------------------------------------------------------------------------------ controllers
+    def _log_dirs(self, broker: int, count: int) -> list[Path]:
+        """Broker ``broker``'s log.dirs: ``broker-N``, or ``count`` > 1 dirs in it (JBOD)."""
+        home = self.dir / f"broker-{broker}"
+        return [home] if count <= 1 else [home / f"dir-{i}" for i in range(count)]
+
     def active_controller(self) -> Any:
         live = [
             c

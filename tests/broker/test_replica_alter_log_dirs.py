@@ -273,3 +273,32 @@ def test_a_topic_deleted_while_its_moving_replica_was_down_leaves_no_future_log(
     assert c.run_until(
         lambda: not [e for d in dirs for e in d.iterdir() if e.name.startswith("t-0")], 60_000
     ), [e.name for d in dirs for e in d.iterdir()]
+
+
+def test_kraft_brokers_describe_their_log_dirs_and_move_a_replica_between_them():
+    from kafkalite.host.kraft_cluster import KRaftCluster
+
+    c = KRaftCluster(3, 3, seed=9, log_dirs_per_broker=2, config={"replica.fetch.max.bytes": 1024})
+    try:
+        c.create_topic("t", 1, 3, config={"min.insync.replicas": 2})
+        c.create_topic("u", 1, 3)
+        b = c.leader("t", 0)
+        rm = c.brokers[b].rm
+        assert [r.log_dir for r in c.describe_log_dirs(b).results] == [str(d) for d in rm.log_dirs]
+        assert sorted(len(r.partitions) for r in c.describe_log_dirs(b).results) == [1, 1], "one per dir"
+        producer = c.producer(config=PRODUCER)
+        acked: dict[int, int] = {}
+        errors: list = []
+        _produce(c, producer, range(300), acked, errors)
+        source, target = _other_dir(c, b)
+        assert c.alter_replica_log_dirs(b, {T0: target}) == {T0: NO_ERROR}
+        _produce(c, producer, range(300, 500), acked, errors)
+        producer.flush()
+        assert c.run_until(lambda: not rm.alter_log_dirs.futures, 30_000)
+        c.run_for(1000)
+        assert not errors and len(acked) == 500
+        log = rm.partition(T0).log
+        assert log.dir == target / "t-0" and not (source / "t-0").exists()
+        assert sorted(_values(log)) == sorted(b"v%d" % i for i in range(500)), "every acked record, once"
+    finally:
+        c.close()
