@@ -49,23 +49,22 @@ def check_records(
     with ``ts_deltas`` (inclusive bounds, message.timestamp.before/after.max.ms).
     """
     lo, hi = span if span is not None else (0, len(data))
-    if 0 < count <= _VECTOR_MAX_RECORDS and count * MIN_RECORD_SIZE <= hi - lo:
-        if ts_deltas is None:
-            plan = _PLANS.get((count, lo, hi))
-            if plan is not None and _fits(plan, data):
-                return (plan.first_null if null_keys else -1), -1
-            runs: list[tuple] = []
-            first_null = _check_runs(data, count, lo, hi, runs)  # reads the span in place: no copy
-            if first_null is not None:
-                _remember(data, count, lo, hi, runs, first_null)
-                return (first_null if null_keys else -1), -1
-        if span is not None:
-            data = data[lo:hi]
+    fits = count > 0 and count * MIN_RECORD_SIZE <= hi - lo
+    if fits and ts_deltas is None:
+        plan = _PLANS.get((count, lo, hi))
+        if plan is not None and _fits(plan, data):
+            return (plan.first_null if null_keys else -1), -1
+        runs: list[tuple] = []
+        first_null = _check_runs(data, count, lo, hi, runs)  # reads the span in place: no copy
+        if first_null is not None:
+            _remember(data, count, lo, hi, runs, first_null)
+            return (first_null if null_keys else -1), -1
+    if span is not None:
+        data = data[lo:hi]
+    if fits and count <= _VECTOR_MAX_RECORDS:
         found = _check_vectorised(data, count, null_keys, ts_deltas)
         if found is not None:
             return found
-    elif span is not None:
-        data = data[lo:hi]
     return _check_exact(data, count, null_keys, ts_deltas)
 
 
@@ -82,8 +81,21 @@ _OD2 = (
     bytes(((d << 1) & 0x7F) | 0x80 for d in range(_VECTOR_MAX_RECORDS + 1)),  # d >= 64: first byte
     bytes((d << 1) >> 7 for d in range(_VECTOR_MAX_RECORDS + 1)),  # and second
 )
+# Offset deltas from 8192 to 2**20-1 take three bytes: a full producer batch of small records (1 MB of
+# 100-byte values is ~9,000 records) has them. Their columns are made per run (``_od3``).
+_OD3_END = 1 << 20
 _FLIP = bytes(b ^ 0x80 for b in range(256))  # with translate: bytes >= 0x80 become ASCII
 _MAX_RUNS = 16
+
+
+def _od3(i: int, k: int) -> tuple[bytes, bytes, bytes]:
+    """The three bytes of the zig-zag varints of offset deltas ``i`` to ``i+k-1``, as three columns."""
+    z = np.arange(i, i + k, dtype=np.int64) << 1
+    return (
+        ((z & 0x7F) | 0x80).astype(np.uint8).tobytes(),
+        (((z >> 7) & 0x7F) | 0x80).astype(np.uint8).tobytes(),
+        (z >> 14).astype(np.uint8).tobytes(),
+    )
 
 
 def _check_runs(data, n: int, lo: int, size: int, runs: list | None = None) -> int | None:
@@ -100,7 +112,8 @@ def _check_runs(data, n: int, lo: int, size: int, runs: list | None = None) -> i
         stride, const_cols, tsd_col, tsd_size, od_col, od_size, keyless = shape
         if keyless and first_null < 0:
             first_null = i
-        k = min(n - i, (size - pos) // stride, (64 if od_size == 1 else _VECTOR_MAX_RECORDS + 1) - i)
+        od_end = 64 if od_size == 1 else _VECTOR_MAX_RECORDS + 1 if od_size == 2 else _OD3_END
+        k = min(n - i, (size - pos) // stride, od_end - i)
         hi = pos + k * stride
         m = k  # records of the run that match the first, from the first on
         for c in const_cols:
@@ -121,8 +134,9 @@ def _check_runs(data, n: int, lo: int, size: int, runs: list | None = None) -> i
             if col != want:
                 m = min(m, _mismatch(col, want))
         else:
-            for j in (0, 1):
-                col, want = data[pos + od_col + j : hi : stride], _OD2[j][i : i + k]
+            wants = (_OD2[0][i : i + k], _OD2[1][i : i + k]) if od_size == 2 else _od3(i, k)
+            for j, want in enumerate(wants):
+                col = data[pos + od_col + j : hi : stride]
                 if col != want:
                     m = min(m, _mismatch(col, want))
         if runs is not None:
@@ -204,7 +218,7 @@ def _record_shape(data, pos: int, size: int, index: int) -> tuple | None:
         od_col = tsd_col + tsd_size
         od, q = decode_varint(data, pos + od_col)
         od_size = q - pos - od_col
-        if not tsd_size or od != index or od_size > 2:
+        if not tsd_size or od != index or od_size > 3:
             return None
         kl, r = decode_varint(data, q)
         const += range(q - pos, r - pos)

@@ -65,6 +65,29 @@ def test_vectorised_walk_agrees_with_the_exact_one_on_big_batches():
     assert check_records(with_headers, 100) == (-1, -1) == _check_exact(with_headers, 100, False)
 
 
+def test_a_full_producer_batch_past_8191_records_takes_the_runs_walk():
+    # 1 MB of 100-byte values is ~9,000 records (what librdkafka sends to a busy leader, batch.size 1 MB):
+    # offset deltas from 8,192 on are three-byte varints. The runs walk must answer for them too; the
+    # exact walk, a hundred times slower, made the leader slower, so batches grew, so more took it.
+    n = 9_082
+    section = records([b"x" * 100] * n)
+    assert _check_runs(section, n, 0, len(section)) == 0  # the walk answered: record 0 has no key
+    assert check_records(section, n) == (-1, -1) == _check_exact(section, n, False)
+    keyless_last = records([b"v"] * n, keys=[b"k"] * (n - 1) + [None])
+    assert _check_runs(keyless_last, n, 0, len(keyless_last)) == n - 1
+    wrong = records([b"x" * 100] * n, deltas=[*range(9_000), 9_001, *range(9_001, n)])
+    assert _check_runs(wrong, n, 0, len(wrong)) is None
+    with pytest.raises(InvalidRecordError, match=f"record 9000 of {n}: has offset delta 9001"):
+        check_records(wrong, n)
+    # 8,193 empty records: the layout is small enough to be remembered, and the next batch checked by it
+    empty = records([b""] * 8_193)
+    assert check_records(empty, 8_193) == (-1, -1) == check_records(empty, 8_193)
+    late = bytearray(empty)
+    late[-4] = 2  # the last record's offset delta 8,192 -> 16,384 (third byte of its varint)
+    with pytest.raises(InvalidRecordError, match="record 8192 of 8193: has offset delta 16384"):
+        check_records(bytes(late), 8_193)
+
+
 # ----- bounded inflation ----------------------------------------------------------------------------
 def test_a_gzip_bomb_is_refused_in_little_memory():
     bomb = poison_batches()["gzip bomb"]
@@ -247,6 +270,40 @@ def alike_sections(draw) -> tuple[bytes, int]:
 def test_the_runs_walk_accepts_only_what_the_exact_walk_accepts(case):
     section, n = case
     fast = _check_runs(section, n, 0, len(section)) if n > 0 else None
+    event("runs walk answered" if fast is not None else "runs walk declined")
+    try:
+        exact = _check_exact(section, n, True)
+    except InvalidRecordError:
+        assert fast is None
+        return
+    if fast is not None:
+        assert (fast, -1) == exact
+
+
+_LONG: dict[int, bytes] = {}
+
+
+@st.composite
+def long_alike_sections(draw) -> tuple[bytes, int]:
+    """More than 8,191 alike records (three-byte offset deltas from 8,192 on), then byte edits, most
+    often in the framing of a record past the 8,191st."""
+    n = draw(st.sampled_from([8_193, 8_194, 8_300]))
+    if n not in _LONG:
+        _LONG[n] = records([b"v" * 5] * n)
+    out = bytearray(_LONG[n])
+    size = len(records([b"v" * 5], deltas=[8_192]))  # every record from the 8,193rd on
+    for _ in range(draw(st.integers(0, 2))):
+        late = len(out) - (n - draw(st.integers(8_192, n - 1))) * size + draw(st.integers(0, size - 1))
+        at = draw(st.just(late) | st.integers(0, len(out) - 1))
+        out[at] = draw(st.integers(0, 255))
+    return bytes(out), n + draw(st.sampled_from([0, 0, 0, 1, -1]))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(long_alike_sections())
+def test_the_runs_walk_accepts_only_what_the_exact_walk_accepts_past_8191_records(case):
+    section, n = case
+    fast = _check_runs(section, n, 0, len(section))
     event("runs walk answered" if fast is not None else "runs walk declined")
     try:
         exact = _check_exact(section, n, True)
