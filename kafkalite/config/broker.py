@@ -114,6 +114,22 @@ def _protocol_map(name: str, value: Any) -> str:
     return text
 
 
+# The SASL mechanisms kafkalite's listeners serve (kafkalite.security.listeners reads the key per listener).
+_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def _sasl_mechanisms(name: str, value: Any) -> str:
+    allowed = "a comma-separated list of " + ", ".join(_SASL_MECHANISMS)
+    if not isinstance(value, (str, list, tuple)):
+        raise invalid(name, value, "expected a comma-separated list", allowed)
+    items = value.split(",") if isinstance(value, str) else [str(v) for v in value]
+    mechanisms = [m.strip().upper() for m in items if m.strip()]
+    bad = [m for m in mechanisms if m not in _SASL_MECHANISMS]
+    if bad:
+        raise invalid(name, value, f"kafkalite does not serve {', '.join(bad)}", allowed)
+    return ",".join(mechanisms)
+
+
 @dataclass(frozen=True)
 class BrokerConfig(DeclaredConfig):
     """A broker's settings; build with ``from_props`` (Kafka names) or keyword fields."""
@@ -365,6 +381,12 @@ class BrokerConfig(DeclaredConfig):
         "sasl.jaas.config", "PASSWORD", None,
         "JAAS line of the SASL login; for PLAIN, its user_<name>=\"<password>\" entries are the users.",
         nullable=True,
+    )  # fmt: skip
+    sasl_enabled_mechanisms: str = key(
+        "sasl.enabled.mechanisms", "LIST", ",".join(_SASL_MECHANISMS),
+        "SASL mechanisms a SASL listener accepts in SaslHandshake; another gets UNSUPPORTED_SASL_MECHANISM. "
+        "Kafka's default is GSSAPI (Kerberos), which kafkalite does not serve.",
+        check=_sasl_mechanisms, valid="a comma-separated list of " + ", ".join(_SASL_MECHANISMS),
     )  # fmt: skip
     authorizer_class_name: str = key(
         "authorizer.class.name", "STRING", "",

@@ -104,3 +104,14 @@ def test_security_keys_parse_and_reach_the_props_the_broker_reads(tmp_path):
 def test_a_bad_security_value_is_refused_naming_the_key(key, value, words):
     with pytest.raises(InvalidConfigError, match=words):
         BrokerConfig.from_props({key: value})
+
+
+def test_sasl_enabled_mechanisms_is_declared_and_checked_when_the_broker_is_configured():
+    # The SASL listeners always read the key; declared, it is listed with the broker's settings and a
+    # mechanism kafkalite does not serve (Kafka's own default, GSSAPI) is refused when the config is parsed.
+    key = BrokerConfig.config_keys()["sasl.enabled.mechanisms"]
+    assert (key.type, key.default) == ("LIST", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512")
+    c = BrokerConfig.from_props({"sasl.enabled.mechanisms": " plain, SCRAM-SHA-512 "})
+    assert c.sasl_enabled_mechanisms == c.to_props()["sasl.enabled.mechanisms"] == "PLAIN,SCRAM-SHA-512"
+    with pytest.raises(InvalidConfigError, match=r"'sasl.enabled.mechanisms'.*does not serve GSSAPI"):
+        BrokerConfig.from_props({"sasl.enabled.mechanisms": "PLAIN,GSSAPI"})
