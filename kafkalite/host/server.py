@@ -377,7 +377,10 @@ class ClientConnection(BaseNode):
             code = ILLEGAL_SASL_STATE if sasl is None else sasl.handshake(body["mechanism"])
             mechs = [] if sasl is None else sasl.mechanisms
             answer = {"error_code": code, "mechanisms": mechs}
-            message = None
+            # SaslHandshake's answer has no message field; the log names what was asked and what is served
+            message = (
+                f"mechanism {body['mechanism']!r} asked, the listener enables {', '.join(mechs) or 'none'}"
+            )
         elif sasl is None:
             code, message, out = ILLEGAL_SASL_STATE, "this listener does not speak SASL", b""
             answer = {"error_code": code, "error_message": message, "auth_bytes": b""}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import logging
 import socket
 import ssl
 import struct
@@ -406,6 +407,23 @@ def test_plaintext_to_tls_and_requests_before_sasl_are_refused_and_others_still_
         assert struct.unpack(">ii", s.recv(8))[1] == 9
     context = ssl.create_default_context(cafile=None)
     assert context.verify_mode == ssl.CERT_REQUIRED
+
+
+def test_a_refused_sasl_mechanism_is_logged_with_the_mechanism_and_the_enabled_ones(secure, caplog) -> None:
+    # The handshake's answer carries no message, so the broker's log is where an operator learns what a
+    # client asked for; it used to read "SASL error 33: None".
+    caplog.set_level(logging.INFO, logger="kafkalite.host")
+    host, port = secure.server.endpoints["SASL_PLAINTEXT"][1]
+    with socket.create_connection((host, port), timeout=5) as s:
+        mech = b"GSSAPI"
+        body = struct.pack(">hhih", 17, 1, 8, -1) + struct.pack(">h", len(mech)) + mech
+        s.sendall(struct.pack(">i", len(body)) + body)
+        assert struct.unpack(">iih", s.recv(10))[1:] == (8, 33)  # UNSUPPORTED_SASL_MECHANISM
+    logged = [r.getMessage() for r in caplog.records if "SASL error 33" in r.getMessage()]
+    assert logged == [
+        "closing connection after SASL error 33: mechanism 'GSSAPI' asked, "
+        "the listener enables PLAIN, SCRAM-SHA-256, SCRAM-SHA-512"
+    ], logged
 
 
 def test_kafka_python_sasl_ssl_scram(secure, certs) -> None:
