@@ -443,15 +443,22 @@ class Producer(BaseNode):
     def send_offsets_to_transaction(
         self,
         offsets: Mapping[TopicPartition, int],
-        group_id: str,
+        group_id: Any,
         *,
         generation_id: int = -1,
         member_id: str = "",
+        group_instance_id: str | None = None,
         timeout_ms: int | None = None,
     ) -> None:
         """Commit a consumer group's offsets as part of this transaction (Kafka's
         sendOffsetsToTransaction): they count only if the transaction commits, together with what it
-        wrote. ``offsets`` are the next offsets to read, per input partition."""
+        wrote. ``offsets`` are the next offsets to read, per input partition. ``group_id`` is the group's
+        id, or the consumer's ``group_metadata()`` (its member id, generation or member epoch and instance
+        id then let the coordinator refuse a commit from a member no longer in the group)."""
+        if not isinstance(group_id, str):
+            meta = group_id
+            group_id, generation_id = meta.group_id, meta.generation_id
+            member_id, group_instance_id = meta.member_id, meta.group_instance_id
         tm = self._txn_manager("send_offsets_to_transaction")
         if tm.txn_state != "IN_TRANSACTION":
             raise InvalidTxnStateError(
@@ -459,7 +466,8 @@ class Producer(BaseNode):
             )
         parts = tuple(OffsetCommitPartition(tp=tp, committed_offset=o) for tp, o in sorted(offsets.items()))
         op = {"kind": "offsets", "phase": "add", "group_id": group_id, "generation_id": generation_id,
-              "member_id": member_id, "partitions": parts, "group_coordinator": -1}  # fmt: skip
+              "member_id": member_id, "group_instance_id": group_instance_id, "partitions": parts,
+              "group_coordinator": -1}  # fmt: skip
         self._txn_call(op, timeout_ms)
         tm.offsets_added = True
 

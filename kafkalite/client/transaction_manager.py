@@ -318,7 +318,8 @@ class TransactionManager:
         else:
             req = TxnOffsetCommitRequest(
                 transactional_id=tid, group_id=op["group_id"], producer_id=pid, producer_epoch=epoch,
-                generation_id=op["generation_id"], member_id=op["member_id"], partitions=op["partitions"],
+                generation_id=op["generation_id"], member_id=op["member_id"],
+                group_instance_id=op.get("group_instance_id"), partitions=op["partitions"],
             )  # fmt: skip
             sender.send_txn(op["group_coordinator"], req, now)
 

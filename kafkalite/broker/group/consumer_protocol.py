@@ -606,14 +606,25 @@ class ConsumerGroupProtocol:
 
     # ============================================================================= offset commits
     def validate_offset_commit(
-        self, group_id: str, member_id: str, instance_id: str | None, member_epoch: int
+        self,
+        group_id: str,
+        member_id: str,
+        instance_id: str | None,
+        member_epoch: int,
+        *,
+        transactional: bool = False,
     ) -> int | None:
-        """The error of an OffsetCommit to ``group_id`` if it is a consumer group (None if it is not one)."""
+        """The error of an OffsetCommit (or, ``transactional``, a TxnOffsetCommit) to ``group_id`` if it is a
+        consumer group (None if it is not one)."""
         group = self.groups.get(group_id)
         if group is None:
             return None
         if member_epoch < 0 and not member_id and not group.members:
             return NO_ERROR  # a commit from outside the group (assign(), admin) while nobody consumes
+        if transactional and member_epoch == -1 and not member_id and instance_id is None:
+            # TxnOffsetCommit before v3 carries no group metadata, and a producer may send none: as in
+            # Kafka (KAFKA-18060), such a commit is not checked against the members.
+            return NO_ERROR
         member = group.members.get(member_id)
         if member is None:
             return UnknownMemberIdError.code
@@ -621,7 +632,11 @@ class ConsumerGroupProtocol:
             return FencedInstanceIdError.code
         if member_epoch != member.member_epoch:
             # A classic member knows generations, not epochs: Kafka answers it ILLEGAL_GENERATION.
-            return IllegalGenerationError.code if member.uses_classic_protocol else StaleMemberEpochError.code
+            if transactional or member.uses_classic_protocol:
+                # TxnOffsetCommit has no STALE_MEMBER_EPOCH (its clients know ILLEGAL_GENERATION as an
+                # abortable error), and a classic member knows generations, not epochs.
+                return IllegalGenerationError.code
+            return StaleMemberEpochError.code
         return NO_ERROR
 
     # ============================================================================= leaving and fencing

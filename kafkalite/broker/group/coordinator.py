@@ -867,16 +867,8 @@ class GroupCoordinator:
     def _validate_commit(self, req: OffsetCommitRequest) -> int:
         if not req.group_id:
             return InvalidGroupIdError.code
-        consumer = self.consumer.validate_offset_commit(
-            req.group_id, req.member_id, req.group_instance_id, req.generation_id
-        )
+        consumer = self._validate_consumer_group_commit(req, transactional=False)
         if consumer is not None:
-            # A KIP-848 consumer group: its offsets live on a memberless classic group record.
-            holder = self.groups.get(req.group_id)
-            if holder is not None and holder.is_(GroupState.DEAD):
-                return _COORDINATOR_NA
-            if consumer == _NONE and holder is None:
-                self.groups[req.group_id] = GroupMetadata(req.group_id)
             return consumer
         group = self.groups.get(req.group_id)
         if group is None:
@@ -901,6 +893,24 @@ class GroupCoordinator:
         self._schedule_heartbeat(group, member, member.session_timeout_ms)
         return _NONE
 
+    def _validate_consumer_group_commit(
+        self, req: OffsetCommitRequest | TxnOffsetCommitRequest, *, transactional: bool
+    ) -> int | None:
+        """The error of a (Txn)OffsetCommit to a KIP-848 consumer group, checked against its members
+        (None: ``req.group_id`` is no consumer group). Its offsets live on a memberless classic group record,
+        made here when the commit is accepted."""
+        code = self.consumer.validate_offset_commit(
+            req.group_id, req.member_id, req.group_instance_id, req.generation_id, transactional=transactional
+        )
+        if code is None:
+            return None
+        holder = self.groups.get(req.group_id)
+        if holder is not None and holder.is_(GroupState.DEAD):
+            return _COORDINATOR_NA
+        if code == _NONE and holder is None:
+            self.groups[req.group_id] = GroupMetadata(req.group_id)
+        return code
+
     def handle_txn_offset_commit(self, req: TxnOffsetCommitRequest, respond: Respond) -> None:
         """Offsets written inside a producer's transaction (``OffsetMetadataManager.commit_txn_offsets``)."""
 
@@ -910,6 +920,15 @@ class GroupCoordinator:
 
         if not req.group_id:
             answer(InvalidGroupIdError.code)
+            return
+        consumer = self._validate_consumer_group_commit(req, transactional=True)
+        if consumer is not None:
+            if consumer != _NONE:
+                answer(consumer)
+            else:
+                self.offset_manager.commit_txn_offsets(
+                    self.groups[req.group_id], (req.producer_id, req.producer_epoch), req.partitions, answer
+                )
             return
         group = self.groups.get(req.group_id)
         if group is None:
