@@ -83,3 +83,78 @@ def test_txn_offsets_of_a_member_count_on_commit_and_go_on_abort(cluster: Cluste
         producer.send_offsets_to_transaction({TP: 11}, meta._replace(generation_id=r.member_epoch + 1))
     producer.abort_transaction()
     assert cluster.group_offsets("g") == {TP: 7}
+
+
+def _copy_some(c: Cluster, app: str, stop_after: int, crash: bool, inputs: int) -> int:
+    """One instance of a consume-transform-produce app (``group.protocol=consumer``): per poll, the records
+    go to ``out`` and the consumer's offsets to the transaction. Stops after ``stop_after`` transactions,
+    with the last one left open and the app crashed (it neither commits nor leaves) when ``crash``, or
+    once the group's offsets cover the ``inputs``."""
+    consumer = c.consumer(
+        f"{app}-consumer", group_id="copy", group_protocol="consumer", isolation_level="read_committed",
+        auto_offset_reset="earliest", enable_auto_commit=False, max_poll_records=4,
+    )  # fmt: skip
+    consumer.subscribe(["in"])
+    producer = c.producer(f"{app}-producer", transactional_id="copier", linger_ms=0)
+    producer.init_transactions()
+    done = 0
+    for _ in range(1000):
+        if done == stop_after:
+            break
+        batch = consumer.poll(200)
+        if not batch:
+            if sum(c.group_offsets("copy").values()) == inputs:
+                break
+            continue
+        producer.begin_transaction()
+        for recs in batch.values():
+            for r in recs:
+                producer.send("out", r.value.upper(), key=r.key)
+        meta = consumer.group_metadata()
+        producer.send_offsets_to_transaction(
+            {tp: recs[-1].offset + 1 for tp, recs in batch.items()}, "copy",
+            generation_id=meta.generation_id, member_id=meta.member_id,
+        )  # fmt: skip
+        done += 1
+        if crash and done == stop_after:
+            # Its records reach the log, its transaction stays open: the next instance's producer aborts it.
+            producer.flush()
+            assert c.run_until(producer.idle, 10_000)
+            c.net.crash(f"{app}-consumer")
+            c.net.crash(f"{app}-producer")
+            return done
+        producer.commit_transaction()
+    consumer.close()
+    producer.close()
+    return done
+
+
+def test_a_consumer_protocol_app_copies_a_topic_exactly_once_across_its_crash(make_cluster) -> None:
+    c = make_cluster(3, config=FAST)
+    for topic in ("in", "out"):
+        c.create_topic(topic, partitions=3, replication_factor=3)
+    feeder = c.producer("feeder", linger_ms=0)
+    inputs = [f"v{i:03d}".encode() for i in range(30)]
+    for i, v in enumerate(inputs):
+        feeder.send("in", v, key=str(i).encode())
+    feeder.flush()
+    assert c.run_until(feeder.idle, 30_000)
+
+    assert _copy_some(c, "first", stop_after=3, crash=True, inputs=len(inputs)) == 3
+    # The second instance takes over once the first one's session has expired; it starts from the
+    # offsets of the first one's committed transactions, and its init_transactions aborted the open one.
+    _copy_some(c, "second", stop_after=10_000, crash=False, inputs=len(inputs))
+    assert sum(c.group_offsets("copy").values()) == len(inputs)
+
+    reader = c.consumer("reader", isolation_level="read_committed", auto_offset_reset="earliest")
+    reader.assign([TopicPartition("out", p) for p in range(3)])
+    out: list[bytes] = []
+    for _ in range(20):
+        out += [r.value for recs in reader.poll(200).values() for r in recs]
+    assert sorted(out) == sorted(v.upper() for v in inputs), "every input once in out, nothing aborted"
+    everything = c.consumer("raw", isolation_level="read_uncommitted", auto_offset_reset="earliest")
+    everything.assign([TopicPartition("out", p) for p in range(3)])
+    raw: list[bytes] = []
+    for _ in range(20):
+        raw += [r.value for recs in everything.poll(200).values() for r in recs]
+    assert len(raw) > len(out), "the crashed instance's open transaction wrote to out (and was aborted)"
