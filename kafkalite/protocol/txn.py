@@ -118,14 +118,17 @@ class TxnOffsetCommitRequest(Request):
 
     api_key = ApiKey.TXN_OFFSET_COMMIT
     response_type = TxnOffsetCommitResponse
-    versions = (0, 2)
+    versions = (0, 3)
+    flexible_from = 3
     transactional_id: str = wire("string", "0+", "")
     group_id: str = wire("string", "0+", "")
     producer_id: int = wire("int64", "0+", NO_PRODUCER_ID)
     producer_epoch: int = wire("int16", "0+", NO_PRODUCER_EPOCH)
-    generation_id: int = -1
-    member_id: str = ""
-    group_instance_id: str | None = None
+    # v3 (KIP-447): the consumer's group metadata, checked by the group coordinator. Before it, a commit
+    # carries none and is taken from an old client.
+    generation_id: int = wire("int32", "3+", -1)
+    member_id: str = wire("string", "3+", "")
+    group_instance_id: str | None = wire("string", "3+", None, nullable="3+")
 
     # Not @message: its fast __init__ sets only a class's own slots, and this one inherits them. Kept inside
     # the request: it is no message of its own.
