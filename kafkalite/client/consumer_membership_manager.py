@@ -20,12 +20,12 @@ Only the partitions that move stop; every other partition keeps being consumed, 
 partition to a member while another one still reports owning it.
 
 **Errors**, as Kafka's client handles them: FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID -> the member's
-partitions are lost (``on_partitions_lost``) and it rejoins with epoch 0, keeping its member id (so does
-GROUP_ID_NOT_FOUND to a member with an epoch: its group is gone, e.g. deleted);
+partitions are lost (``on_partitions_lost``) and it rejoins with epoch 0, keeping its member id;
 NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE / no answer -> find the coordinator again, then send every field;
-COORDINATOR_LOAD_IN_PROGRESS -> retry after ``retry.backoff.ms``; anything else (UNRELEASED_INSTANCE_ID,
-FENCED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR, GROUP_MAX_SIZE_REACHED, INVALID_REQUEST, ...) is fatal and raised
-by the next ``poll``. Leaving sends epoch -1; a static member (``group.instance.id``) sends -2 so the broker
+COORDINATOR_LOAD_IN_PROGRESS -> retry after ``retry.backoff.ms``; anything else (GROUP_ID_NOT_FOUND even to a
+member with an epoch, UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR, GROUP_MAX_SIZE_REACHED,
+INVALID_REQUEST, ...) is fatal: the member goes FATAL for good (no heartbeat, no rejoin, no leave), its
+partitions are lost, and the next ``poll`` raises the error. Leaving sends epoch -1; a static member (``group.instance.id``) sends -2 so the broker
 keeps its partitions until its session expires. A member whose application stops polling for
 ``max.poll.interval.ms`` leaves (epoch -1) and rejoins at its next ``poll``, its partitions lost.
 
@@ -52,7 +52,6 @@ from kafkalite.client.consumer_coordinator import (
 )
 from kafkalite.errors import (
     FencedMemberEpochError,
-    GroupIdNotFoundError,
     StaleMemberEpochError,
     UnknownMemberIdError,
 )
@@ -76,12 +75,11 @@ __all__ = ["ConsumerMembershipManager", "MemberState"]
 _FENCED_EPOCH = FencedMemberEpochError.code
 _UNKNOWN_MEMBER = UnknownMemberIdError.code
 _STALE_EPOCH = StaleMemberEpochError.code
-_GROUP_GONE = GroupIdNotFoundError.code
 DEFAULT_HEARTBEAT_INTERVAL_MS = 5_000  # until the broker's first answer says otherwise
 
 
 class MemberState(Enum):
-    """Kafka's ``MemberState`` of the new consumer (FATAL is ``fatal`` being set)."""
+    """Kafka's ``MemberState`` of the new consumer."""
 
     UNSUBSCRIBED = "UNSUBSCRIBED"
     JOINING = "JOINING"
@@ -91,6 +89,8 @@ class MemberState(Enum):
     FENCED = "FENCED"
     LEAVING = "LEAVING"
     STALE = "STALE"
+    FATAL = "FATAL"
+    """A heartbeat got an error the member cannot recover from: it sends nothing more to the group."""
 
 
 class ConsumerMembershipManager(ConsumerCoordinator):
@@ -183,6 +183,8 @@ class ConsumerMembershipManager(ConsumerCoordinator):
         self._run_callbacks()
         if self.fatal is not None:
             err, self.fatal = self.fatal, None
+            if self._lost_pending:
+                self._release_lost()  # a fatal member's partitions are lost before its error is raised
             raise err
         err = None
         if self._lost_pending:
@@ -303,6 +305,8 @@ class ConsumerMembershipManager(ConsumerCoordinator):
 
     def maybe_leave_group(self, reason: str) -> bool:
         """Heartbeat with epoch -1 (a static member: -2, keeping its place until its session expires)."""
+        if self.state is MemberState.FATAL:
+            return False  # a fatal member sends nothing, not even its leave (as Kafka's)
         in_group = self.member_epoch > 0 and self.state not in (MemberState.UNSUBSCRIBED, MemberState.FENCED)
         epoch = (
             LEAVE_GROUP_STATIC_MEMBER_EPOCH
@@ -334,7 +338,8 @@ class ConsumerMembershipManager(ConsumerCoordinator):
     def unsubscribe(self) -> Exception | None:
         err = super().unsubscribe()
         self.regex = None
-        self.state = MemberState.UNSUBSCRIBED  # type: ignore[assignment]
+        if self.state is not MemberState.FATAL:  # FATAL is for good
+            self.state = MemberState.UNSUBSCRIBED  # type: ignore[assignment]
         return err
 
     # =============================================================================== background
@@ -463,10 +468,7 @@ class ConsumerMembershipManager(ConsumerCoordinator):
                 self._take_target(resp.assignment.topic_partitions)
             elif self.state is MemberState.JOINING:
                 self.state = MemberState.STABLE  # type: ignore[assignment]
-        elif code in (_FENCED_EPOCH, _UNKNOWN_MEMBER) or (code == _GROUP_GONE and epoch > 0):
-            # GROUP_ID_NOT_FOUND to a member already in the group: the coordinator no longer has the group
-            # (coordinators reload consumer groups from __consumer_offsets at a failover, so this is rare).
-            # Kafka's client gives up here; rejoining is what gets the member its partitions back.
+        elif code in (_FENCED_EPOCH, _UNKNOWN_MEMBER):
             if epoch == self.member_epoch and mid == self.member_id:
                 self._sent = {}
                 self._fence(f"heartbeat: {_err_name(code)}")
@@ -477,9 +479,20 @@ class ConsumerMembershipManager(ConsumerCoordinator):
             self._sent = {}
             self._next_hb = now + self.cfg.retry_backoff_ms
         else:
-            self._fail(_error(code, f"ConsumerGroupHeartbeat for group {self.group_id} failed: "
-                              f"{resp.error_message or _err_name(code)}"))  # fmt: skip
+            self._transition_to_fatal(_error(code, f"ConsumerGroupHeartbeat for group {self.group_id} "
+                                             f"failed: {resp.error_message or _err_name(code)}"))  # fmt: skip
         self.c._kick()
+
+    def _transition_to_fatal(self, err: Exception) -> None:
+        """Kafka's ``transitionToFatal``: no more heartbeats, joins or leaves; what the member owned is lost
+        (``on_partitions_lost`` at the next ``poll``, which then raises ``err``)."""
+        previous = self.state
+        self._fail(err)
+        self.state = MemberState.FATAL  # type: ignore[assignment]
+        self._target = None
+        self._unresolved = ()
+        if previous not in (MemberState.UNSUBSCRIBED, MemberState.LEAVING):
+            self._lost_pending = True
 
 
 def _by_topic_id(

@@ -259,3 +259,28 @@ def test_a_member_that_stops_polling_leaves_and_rejoins_at_its_next_poll(cluster
     poll_all([a, b], 40)  # a's next poll reports its partitions lost, and it rejoins
     assert "lost" in [kind for _, kind, _ in rec.calls]
     assert len(a.assignment()) == len(b.assignment()) == 3 and stable([a, b])
+
+
+def test_group_id_not_found_to_a_member_with_an_epoch_is_fatal(cluster: Cluster) -> None:
+    """As Kafka's consumer: the member goes FATAL (its partitions lost, its error raised by the next poll)
+    and sends nothing more to the group, neither heartbeat nor rejoin nor leave."""
+    from kafkalite.errors import GroupIdNotFoundError
+
+    rec = Recorder(cluster)
+    a = member(cluster, "a", listener=rec)
+    cluster.run_until(lambda: (poll_all([a], 1), stable([a]) and a.assignment())[1], 30_000)
+    owned = set(a.assignment())
+    assert len(owned) == 6 and a._coord.member_epoch > 0
+    coordinator = cluster.brokers[cluster.coordinator("g")].group_coordinator
+    coordinator.consumer.unload_group("g")  # the coordinator no longer has the group
+    with pytest.raises(GroupIdNotFoundError):
+        poll_all([a], 30)
+    assert a._coord.state is MemberState.FATAL
+    assert rec.calls[-1][1:] == ("lost", owned) and a.assignment() == set()
+    beats = a.metrics["heartbeat-total"]
+    poll_all([a], 30)  # the error is raised once; the member stays out of the group
+    a.close()
+    assert a._coord.state is MemberState.FATAL
+    assert "g" not in coordinator.consumer.groups, "the fatal member did not rejoin"
+    assert a.metrics["heartbeat-total"] == beats, "nor heartbeat"
+    assert not cluster.events("consumer_left"), "nor leave"
