@@ -139,3 +139,30 @@ def test_offset_commit_checks_the_member_epoch(cluster: Cluster) -> None:
     fetched = cluster.request(coord, OffsetFetchRequest(group_id="g", partitions=(tp,)))
     assert [(p.tp, p.committed_offset) for p in fetched.partitions] == [(tp, 42)]
     assert cluster.group_offsets("g") == {tp: 42}
+
+
+def test_offsets_of_subscribed_topics_do_not_expire_while_the_group_has_members(make_cluster) -> None:
+    """Kafka's consumer-group offset expiration: a topic some member subscribes to keeps its offsets; the
+    others (and all of them once the group is empty) expire by commit time."""
+    cfg = {**FAST, "offsets.retention.minutes": 1, "offsets.retention.check.interval.ms": 1000}
+    c = make_cluster(3, config=cfg)
+    c.create_topic("orders", partitions=6, replication_factor=1)
+    c.create_topic("other", partitions=1, replication_factor=1)
+    coord = c.coordinator("g")
+    r = join(c, coord)
+    parts = owned(r, c)
+    kept, dropped = TopicPartition("orders", 2), TopicPartition("other", 0)
+    req = OffsetCommitRequest(
+        group_id="g", generation_id=r.member_epoch, member_id=r.member_id,
+        partitions=(OffsetCommitPartition(tp=kept, committed_offset=5),
+                    OffsetCommitPartition(tp=dropped, committed_offset=9)),
+    )  # fmt: skip
+    assert [p.error_code for p in c.request(coord, req).partitions] == [0, 0]
+    for _ in range(30):  # two minutes of heartbeats
+        c.run_for(4_000)
+        assert beat(c, coord, r.member_id, r.member_epoch, parts).error_code == 0
+    assert c.group_offsets("g") == {kept: 5}, "the subscribed topic's offset stays, the other expired"
+    leave = ConsumerGroupHeartbeatRequest(group_id="g", member_id=r.member_id, member_epoch=-1)
+    assert c.request(coord, leave).error_code == 0
+    c.run_for(2_000)
+    assert c.group_offsets("g") == {}, "an empty group's offsets expire by commit time"

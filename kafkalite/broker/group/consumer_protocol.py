@@ -529,6 +529,15 @@ class ConsumerGroupProtocol:
             out[m.member_id] = frozenset(subs)
         return out
 
+    def subscribed_topic_names(self, group_id: str) -> frozenset[str]:
+        """The topics the members of consumer group ``group_id`` subscribe to, by name or by a regex matching
+        an existing topic (none if it is no consumer group)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return frozenset()
+        names = {t for m in group.members.values() for t in m.subscribed_topic_names}
+        return frozenset(names.union(*self._subscriptions(group).values()))
+
     def _subscribed_partitions(self, group: ConsumerGroup) -> dict[str, int]:
         topics = self.topics()
         return {t: topics[t] for s in self._subscriptions(group).values() for t in s}

@@ -299,7 +299,10 @@ class OffsetMetadataManager:
         group = self.coordinator.groups.get(group_id)
         if group is None or group.is_(GroupState.DEAD):
             return [], False
-        expired = group.remove_expired_offsets(now_ms, retention_ms)
+        # A KIP-848 consumer group keeps the offsets of the topics its members subscribe to for as long as
+        # it has members (Kafka's ConsumerGroup.isSubscribedToTopic); the rest expire by commit time.
+        subscribed = self.coordinator.consumer.subscribed_topic_names(group_id)
+        expired = group.remove_expired_offsets(now_ms, retention_ms, subscribed)
         if expired:
             self._event("group_offsets_expired", group=group_id, partitions=[str(tp) for tp in expired])
         dead = group.is_(GroupState.EMPTY) and not group.offsets and not group.pending_members

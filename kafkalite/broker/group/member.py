@@ -319,15 +319,21 @@ class GroupMetadata:
     def remove_all_offsets(self) -> list[TopicPartition]:
         return self.remove_offsets(list(self.offsets))
 
-    def remove_expired_offsets(self, now_ms: int, retention_ms: int) -> list[TopicPartition]:
+    def remove_expired_offsets(
+        self, now_ms: int, retention_ms: int, subscribed: frozenset[str] = frozenset()
+    ) -> list[TopicPartition]:
         """Kafka's ``removeExpiredOffsets``: offsets older than ``retention_ms`` go. An Empty consumer group
         counts from when it became Empty (its currentStateTimestamp); a group used only for commits (no
         protocol type) counts from each commit. Groups with members keep their offsets here (Kafka also
-        expires, in a Stable group, offsets of topics no member subscribes to)."""
+        expires, in a Stable group, offsets of topics no member subscribes to). Offsets of the
+        ``subscribed`` topics are kept (a KIP-848 consumer group's, whose offsets this memberless group
+        holds)."""
         if self.protocol_type is not None and not self.is_(GroupState.EMPTY):
             return []
         expired = []
         for tp, om in sorted(self.offsets.items()):
+            if tp.topic in subscribed:
+                continue
             base = om.commit_timestamp_ms
             if self.protocol_type is not None and self.state_timestamp_ms >= 0:
                 base = self.state_timestamp_ms
