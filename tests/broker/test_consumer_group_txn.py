@@ -158,3 +158,32 @@ def test_a_consumer_protocol_app_copies_a_topic_exactly_once_across_its_crash(ma
     for _ in range(20):
         raw += [r.value for recs in everything.poll(200).values() for r in recs]
     assert len(raw) > len(out), "the crashed instance's open transaction wrote to out (and was aborted)"
+
+
+def test_offset_retention_spares_offsets_pending_in_an_open_transaction(make_cluster) -> None:
+    """Kafka keeps a partition's offset while a transaction has one pending for it, and does not remove a
+    group with an open transaction's offsets: the transaction's COMMIT then finds its offsets' group."""
+    from kafkalite.protocol.group import OffsetCommitRequest
+
+    cfg = {**FAST, "offsets.retention.minutes": 1, "offsets.retention.check.interval.ms": 1000}
+    c = make_cluster(3, config=cfg)
+    c.create_topic("orders", partitions=6, replication_factor=1)
+    r = join(c)
+    commit = OffsetCommitRequest(
+        group_id="g", generation_id=r.member_epoch, member_id=r.member_id,
+        partitions=(OffsetCommitPartition(tp=TP, committed_offset=1),),
+    )  # fmt: skip
+    assert c.request(c.coordinator("g"), commit).partitions[0].error_code == 0
+    producer = c.producer("app", transactional_id="slow", linger_ms=0, transaction_timeout_ms=600_000)
+    producer.init_transactions()
+    producer.begin_transaction()
+    producer.send_offsets_to_transaction({TP: 3}, "g", generation_id=r.member_epoch, member_id=r.member_id)
+    producer.send_offsets_to_transaction({TP: 4}, "fresh")  # a group with no offset but this pending one
+    # The member leaves (the group is empty); the transaction stays open longer than the retention.
+    leave = ConsumerGroupHeartbeatRequest(group_id="g", member_id=r.member_id, member_epoch=-1)
+    assert c.request(c.coordinator("g"), leave).error_code == 0
+    c.run_for(90_000)
+    assert c.group_offsets("g") == {TP: 1}, "an offset with a pending transactional one does not expire"
+    producer.commit_transaction()
+    assert c.group_offsets("g") == {TP: 3}
+    assert c.group_offsets("fresh") == {TP: 4}, "the group of the open transaction's offsets stayed"

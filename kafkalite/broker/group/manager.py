@@ -305,7 +305,13 @@ class OffsetMetadataManager:
         expired = group.remove_expired_offsets(now_ms, retention_ms, subscribed)
         if expired:
             self._event("group_offsets_expired", group=group_id, partitions=[str(tp) for tp in expired])
-        dead = group.is_(GroupState.EMPTY) and not group.offsets and not group.pending_members
+        # A group with an open transaction's offsets stays: its COMMIT marker is still to find it.
+        dead = (
+            group.is_(GroupState.EMPTY)
+            and not group.offsets
+            and not group.pending_members
+            and not group.pending_txn_offsets
+        )
         if dead:
             self.coordinator.remove_group(group, "empty group without offsets")
         return expired, dead

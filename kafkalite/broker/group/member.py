@@ -327,12 +327,13 @@ class GroupMetadata:
         protocol type) counts from each commit. Groups with members keep their offsets here (Kafka also
         expires, in a Stable group, offsets of topics no member subscribes to). Offsets of the
         ``subscribed`` topics are kept (a KIP-848 consumer group's, whose offsets this memberless group
-        holds)."""
+        holds), and so are those an open transaction has an offset pending for (its COMMIT replaces them)."""
         if self.protocol_type is not None and not self.is_(GroupState.EMPTY):
             return []
+        pending = {tp for offsets in self.pending_txn_offsets.values() for tp in offsets}
         expired = []
         for tp, om in sorted(self.offsets.items()):
-            if tp.topic in subscribed:
+            if tp.topic in subscribed or tp in pending:
                 continue
             base = om.commit_timestamp_ms
             if self.protocol_type is not None and self.state_timestamp_ms >= 0:
