@@ -478,3 +478,48 @@ def test_clients_cannot_produce_to_the_offsets_topic(cluster: Cluster) -> None:
     # The coordinator's own writes still go through.
     join_and_sync(cluster, coord, "g1")
     assert cluster.replica(coord, OFFSETS_TOPIC, p).log_end_offset > end
+
+
+def test_txn_offset_commit_to_a_classic_group_checks_the_member_as_kafka_does(cluster) -> None:
+    """ClassicGroup's transactional check: the member and generation when the request names them (v3), its
+    group metadata not required (before v3), and the group's state not enforced."""
+    from kafkalite.errors import IllegalGenerationError, UnknownMemberIdError
+    from kafkalite.protocol.txn import TxnOffsetCommitRequest
+
+    coord = cluster.coordinator("g")
+    member, gen = join_and_sync(cluster, coord, "g")
+
+    def txn(group: str, member_id: str, generation: int, instance: str | None = None) -> int:
+        coord = cluster.coordinator(group)
+        req = TxnOffsetCommitRequest(
+            transactional_id="t", group_id=group, producer_id=4000, producer_epoch=0,
+            generation_id=generation, member_id=member_id, group_instance_id=instance,
+            partitions=(OffsetCommitPartition(tp=TP, committed_offset=1),),
+        )  # fmt: skip
+        return cluster.request(coord, req).partitions[0].error_code
+
+    assert txn("g", member, gen) == 0
+    assert txn("g", "", -1) == 0  # no group metadata: an old client
+    assert txn("g", "stranger", gen) == UnknownMemberIdError.code
+    assert txn("g", member, gen + 1) == IllegalGenerationError.code
+    assert txn("g", member, -1) == IllegalGenerationError.code
+    assert txn("g", member, gen, instance="i-1") == UnknownMemberIdError.code  # no such static member
+    assert txn("nope", "m", 3) == IllegalGenerationError.code  # a group this coordinator does not have
+    assert "nope" not in cluster.brokers[cluster.coordinator("nope")].group_coordinator.groups
+    assert txn("simple", "", -1) == 0  # a new group used for commits only
+
+
+def test_txn_offset_commit_from_a_fenced_static_member_is_refused(cluster) -> None:
+    from kafkalite.errors import FencedInstanceIdError
+    from kafkalite.protocol.txn import TxnOffsetCommitRequest
+
+    coord = cluster.coordinator("s")
+    protocols = (JoinGroupProtocol(name="range", metadata=b"sub"),)
+    r = cluster.request(coord, JoinGroupRequest(group_id="s", group_instance_id="i-1", protocols=protocols))
+    assert r.error_code == 0, r
+    req = TxnOffsetCommitRequest(
+        transactional_id="t", group_id="s", producer_id=4000, producer_epoch=0, generation_id=r.generation_id,
+        member_id="someone-else", group_instance_id="i-1",
+        partitions=(OffsetCommitPartition(tp=TP, committed_offset=1),),
+    )  # fmt: skip
+    assert cluster.request(coord, req).partitions[0].error_code == FencedInstanceIdError.code

@@ -932,18 +932,36 @@ class GroupCoordinator:
             return
         group = self.groups.get(req.group_id)
         if group is None:
+            if req.generation_id >= 0:
+                answer(_ILLEGAL_GENERATION)  # a member of a group this coordinator does not have
+                return
             group = self.groups[req.group_id] = GroupMetadata(req.group_id)
-        if group.is_(GroupState.DEAD):
-            answer(_COORDINATOR_NA)
-            return
-        if req.generation_id >= 0 and (
-            not group.has(req.member_id) or req.generation_id != group.generation_id
-        ):
-            answer(_ILLEGAL_GENERATION)
+        code = self._validate_classic_txn_commit(group, req)
+        if code != _NONE:
+            answer(code)
             return
         self.offset_manager.commit_txn_offsets(
             group, (req.producer_id, req.producer_epoch), req.partitions, answer
         )
+
+    def _validate_classic_txn_commit(self, group: GroupMetadata, req: TxnOffsetCommitRequest) -> int:
+        """A classic group's TxnOffsetCommit check (Kafka's ClassicGroup.validateOffsetCommit, transactional):
+        the group's state is not enforced, and a request without group metadata (before v3) is taken."""
+        if group.is_(GroupState.DEAD):
+            return _COORDINATOR_NA
+        if req.generation_id < 0 and group.is_(GroupState.EMPTY):
+            return _NONE
+        if req.generation_id < 0 and not req.member_id and req.group_instance_id is None:
+            return _NONE
+        if req.group_instance_id is not None and group.static_member_id(req.group_instance_id) is None:
+            return _UNKNOWN_MEMBER
+        if group.is_static_member_fenced(req.group_instance_id, req.member_id):
+            return _FENCED
+        if not group.has(req.member_id):
+            return _UNKNOWN_MEMBER
+        if req.generation_id != group.generation_id:
+            return _ILLEGAL_GENERATION
+        return _NONE
 
     def handle_offset_fetch(self, req: OffsetFetchRequest, respond: Respond) -> None:
         group = self.groups.get(req.group_id)
