@@ -478,7 +478,7 @@ class Producer(BaseNode):
     def abort_transaction(self, timeout_ms: int | None = None) -> None:
         """Drop what has not been sent, then ask the coordinator to abort the transaction."""
         tm = self._txn_manager("abort_transaction")
-        if tm.txn_state == "IN_TRANSACTION":
+        if tm.txn_state in ("IN_TRANSACTION", "ABORTABLE_ERROR"):
             now = self.net._now
             for batch in self.accumulator.abort_all():
                 self._sender.fail_batch(batch, KafkaError("Failing batch since transaction was aborted"), now)
@@ -496,8 +496,13 @@ class Producer(BaseNode):
         tm.start_end(commit)
         self.flush()
         limit = self.config.max_block_ms if timeout_ms is None else timeout_ms
-        if not self.net.run_until(self.idle, limit):  # every send of the transaction answered first
+        # Every send of the transaction answered first (a commit stops early if it can only be aborted).
+        if not self.net.run_until(
+            lambda: self.idle() or (commit and tm.txn_state == "ABORTABLE_ERROR"), limit
+        ):
             raise RequestTimedOutError(f"Timeout expired after {limit} ms while flushing the transaction")
+        if commit and tm.txn_state == "ABORTABLE_ERROR":
+            tm.raise_abortable("commit")  # a partition could not join it while it flushed
         if tm.needs_end_txn():
             self._txn_call({"kind": "end", "commit": commit}, timeout_ms)
         tm.ended()

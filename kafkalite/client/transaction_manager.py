@@ -71,7 +71,10 @@ class TransactionManager:
         self.log = log
         # Transactions (KIP-98): the id, the client-side state and the partitions the coordinator knows.
         self.transactional_id = transactional_id
-        self.txn_state = "UNINITIALIZED"  # READY, IN_TRANSACTION, COMMITTING, ABORTING, FATAL_ERROR
+        # then READY, IN_TRANSACTION, COMMITTING, ABORTING, ABORTABLE_ERROR, FATAL_ERROR
+        self.txn_state = "UNINITIALIZED"
+        self.abortable_error: Exception | None = None
+        """Why the transaction can only be aborted now (ABORTABLE_ERROR)."""
         self.txn_partitions: set[TopicPartition] = set()
         self.new_partitions: set[TopicPartition] = set()
         self.coordinator = -1
@@ -235,7 +238,9 @@ class TransactionManager:
 
     def start_end(self, commit: bool) -> None:
         """Enter COMMITTING or ABORTING; an abort forgets the partitions whose batches were dropped."""
-        if self.txn_state != "IN_TRANSACTION":
+        if self.txn_state == "ABORTABLE_ERROR" and commit:
+            self.raise_abortable("commit")
+        if self.txn_state not in ("IN_TRANSACTION", "ABORTABLE_ERROR"):
             raise InvalidTxnStateError(
                 f"Cannot {'commit' if commit else 'abort'} a transaction in state {self.txn_state}: "
                 "call begin_transaction() first"
@@ -244,12 +249,19 @@ class TransactionManager:
         if not commit:
             self.new_partitions.clear()  # their batches were dropped: nothing of them reaches the log
 
+    def raise_abortable(self, what: str) -> None:
+        """Kafka's abortable error: a part of the transaction failed, so it cannot commit; abort it."""
+        err = self.abortable_error
+        raise type(err)(f"Cannot {what} the transaction: it must be aborted, as an earlier request of it "
+                        f"failed ({err})")  # fmt: skip
+
     def needs_end_txn(self) -> bool:
         """Whether the coordinator knows of the transaction (else it ends without an EndTxn, as in Kafka)."""
         return bool(self.txn_partitions or self.new_partitions or self.offsets_added)
 
     def ended(self) -> None:
         self.txn_state = "READY"
+        self.abortable_error = None
         self.txn_partitions.clear()
         self.offsets_added = False
 
@@ -363,6 +375,12 @@ class TransactionManager:
             if code in (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH_CODE, INVALID_PRODUCER_ID_MAPPING):
                 self.txn_state = "FATAL_ERROR"
                 self.op_error = err
+            elif self.txn_state in ("IN_TRANSACTION", "COMMITTING") and isinstance(
+                resp, AddPartitionsToTxnResponse | AddOffsetsToTxnResponse | TxnOffsetCommitResponse
+            ):
+                # A part of the transaction is missing: as Kafka's client, it can only be aborted now.
+                self.txn_state = "ABORTABLE_ERROR"
+                self.abortable_error = err
             if self.op is not None:
                 self.op["error"], self.op["done"] = err, True
             return False

@@ -187,3 +187,31 @@ def test_offset_retention_spares_offsets_pending_in_an_open_transaction(make_clu
     producer.commit_transaction()
     assert c.group_offsets("g") == {TP: 3}
     assert c.group_offsets("fresh") == {TP: 4}, "the group of the open transaction's offsets stayed"
+
+
+def test_a_refused_txn_offset_commit_leaves_a_transaction_that_can_only_abort(cluster: Cluster) -> None:
+    """Kafka's abortable error: once the coordinator refuses the offsets (a member no longer in the group),
+    committing would write the records without them, so commit_transaction fails; the abort works and the
+    producer goes on with a new transaction."""
+    r = join(cluster)
+    producer = cluster.producer("app", transactional_id="copier", linger_ms=0)
+    producer.init_transactions()
+    producer.begin_transaction()
+    producer.send("orders", b"x", partition=0)
+    with pytest.raises(UnknownMemberIdError):
+        producer.send_offsets_to_transaction({TP: 5}, "g", generation_id=r.member_epoch, member_id="gone")
+    with pytest.raises(UnknownMemberIdError, match="must be aborted"):
+        producer.commit_transaction()
+    producer.abort_transaction()
+    assert cluster.group_offsets("g") == {}
+    producer.begin_transaction()
+    producer.send("orders", b"y", partition=0)
+    producer.send_offsets_to_transaction({TP: 6}, "g", generation_id=r.member_epoch, member_id=r.member_id)
+    producer.commit_transaction()
+    assert cluster.group_offsets("g") == {TP: 6}
+    reader = cluster.consumer("reader", isolation_level="read_committed", auto_offset_reset="earliest")
+    reader.assign([TopicPartition("orders", 0)])
+    got: list[bytes] = []
+    for _ in range(10):
+        got += [rec.value for recs in reader.poll(200).values() for rec in recs]
+    assert got == [b"y"], "the aborted transaction's record is not read"
