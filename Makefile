@@ -7,7 +7,8 @@
 #
 # Set-up (runs once, guarded by $(STAMP)): a Python 3.11 venv in .venv from the pinned requirements.txt,
 # kafkalite installed editable, a Java 17 runtime via apt if `java` is missing, Debian's ZooKeeper (for
-# the tests on a real ensemble) via apt if missing, a CJK font (Debian's fonts-wqy-microhei) via apt if
+# the tests on a real ensemble) via apt if missing, Debian's RabbitMQ (the queues chapter runs a private node beside
+# kafkalite; nothing is started or enabled) via apt if missing, a CJK font (Debian's fonts-wqy-microhei) via apt if
 # missing, Debian's chromium and chromedriver (for the browser test) via apt if missing, and the book's
 # browser assets (MathJax, thebe) in _vendor/ via npm, with a web font of the Chinese characters the book
 # uses (tools/cjk_font.py). Last, a class-sharing archive of Spark's classes for the book's short-lived Spark
@@ -71,10 +72,11 @@ help:
 setup .venv: $(STAMP)
 
 $(STAMP): requirements.txt pyproject.toml tools/vendor.sha256 tools/vendor_assets.sh tools/ensure_java.sh \
-		tools/ensure_zookeeper.sh tools/ensure_cjk_font.sh tools/ensure_chromium.sh
+		tools/ensure_zookeeper.sh tools/ensure_rabbitmq.sh tools/ensure_cjk_font.sh tools/ensure_chromium.sh
 	@test -n "$(PYTHON311)" || { echo "Python 3.11 is needed (as python3.11, or as python3)" >&2; exit 1; }
 	tools/ensure_java.sh
 	tools/ensure_zookeeper.sh
+	tools/ensure_rabbitmq.sh
 	tools/ensure_cjk_font.sh
 	tools/ensure_chromium.sh
 	test -x $(PY) || $(PYTHON311) -m venv $(VENV)
