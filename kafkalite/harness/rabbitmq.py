@@ -44,9 +44,9 @@ def missing_reason() -> str:
 
 
 def server_version() -> str:
-    """The installed package's version from its application file, e.g. ``3.10.8``; '' if unknown."""
-    for app in sorted(Path("/usr/lib/rabbitmq/lib").glob("rabbitmq_server-*/ebin/rabbit.app")):
-        return app.parent.parent.name.removeprefix("rabbitmq_server-")
+    """The installed server's version from its directory's name, e.g. ``3.10.8``; '' if unknown."""
+    for home in sorted(Path("/usr/lib/rabbitmq/lib").glob("rabbitmq_server-*")):
+        return home.name.removeprefix("rabbitmq_server-")
     return ""
 
 

@@ -80,3 +80,8 @@ def test_available_names_what_is_missing(monkeypatch, tmp_path):
     assert "not installed" in rabbitmq.missing_reason()
     with pytest.raises(rabbitmq.RabbitMQError, match="not installed"):
         rabbitmq.RabbitMQNode().start()
+
+
+@needs_rabbitmq
+def test_server_version_is_the_installed_one():
+    assert rabbitmq.server_version().count(".") == 2, rabbitmq.server_version()
