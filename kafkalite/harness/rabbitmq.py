@@ -27,15 +27,23 @@ from typing import Any
 RABBITMQ_BIN = Path("/usr/lib/rabbitmq/bin")
 SERVER = RABBITMQ_BIN / "rabbitmq-server"
 CTL = RABBITMQ_BIN / "rabbitmqctl"
+# Set to "none" to run as if RabbitMQ were not installed (how the queues chapter's stored-results path is checked).
+HIDE_ENV = "KAFKALITE_RABBITMQ"
+
+
+def _hidden() -> bool:
+    return os.environ.get(HIDE_ENV, "").strip().lower() == "none"
 
 
 def available() -> bool:
     """True when RabbitMQ's server and epmd (Erlang's port mapper) are installed."""
-    return os.access(SERVER, os.X_OK) and shutil.which("epmd") is not None
+    return not _hidden() and os.access(SERVER, os.X_OK) and shutil.which("epmd") is not None
 
 
 def missing_reason() -> str:
     """Why ``available()`` is False, in words (for a skip message or a chapter's note)."""
+    if _hidden():
+        return f"RabbitMQ is hidden ({HIDE_ENV}=none)"
     if not os.access(SERVER, os.X_OK):
         return f"RabbitMQ is not installed ({SERVER} not found; tools/ensure_rabbitmq.sh installs it)"
     if shutil.which("epmd") is None:

@@ -85,3 +85,9 @@ def test_available_names_what_is_missing(monkeypatch, tmp_path):
 @needs_rabbitmq
 def test_server_version_is_the_installed_one():
     assert rabbitmq.server_version().count(".") == 2, rabbitmq.server_version()
+
+
+def test_hidden_by_the_environment(monkeypatch):
+    monkeypatch.setenv(rabbitmq.HIDE_ENV, "none")
+    assert not rabbitmq.available()
+    assert "hidden" in rabbitmq.missing_reason()
