@@ -460,6 +460,8 @@ def rabbitmq_throughput(node: Any, messages: int) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------- all of it
 DEFAULTS = {"messages": 1000, "prefetch": 10, "keys": 6, "slow_ms": 10.0, "throughput_messages": 20_000}
+# Messages per key in the ordering comparison: enough that the fast consumer passes the slow one on some key.
+ORDERING_PER_KEY = 20
 TOPICS = {"pull": 1, "retention": 1, "fanout": 1, "ordering": 2, "slow": 1, "throughput": 1}
 
 
@@ -470,7 +472,7 @@ def run_rabbitmq(node: Any, p: dict[str, Any]) -> dict[str, Any]:
         "push": rabbitmq_push(node, n, p["prefetch"]),
         "retention": rabbitmq_retention(node, n),
         "fanout": rabbitmq_fanout(node, n),
-        "ordering": rabbitmq_ordering(node, n // 5, p["keys"], p["slow_ms"]),
+        "ordering": rabbitmq_ordering(node, ORDERING_PER_KEY * p["keys"], p["keys"], p["slow_ms"]),
         "slow_consumer": rabbitmq_slow_consumer(node, n, n // 10),
         "throughput": rabbitmq_throughput(node, p["throughput_messages"]),
     }
