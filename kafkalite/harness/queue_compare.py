@@ -431,6 +431,56 @@ def rabbitmq_slow_consumer(node: Any, messages: int, consumed: int) -> dict[str,
     }
 
 
+def rabbitmq_memory_alarm(
+    node: Any, headroom_bytes: int = 30_000_000, body_bytes: int = 10_000
+) -> dict[str, Any]:
+    """No consumer while a publisher goes on: the queue grows in the broker's memory until the memory alarm
+    blocks every publishing connection. The watermark is set to the node's memory now plus ``headroom_bytes``
+    (rabbitmqctl set_vm_memory_high_watermark absolute) so the alarm comes after tens of megabytes, not
+    gigabytes. Then a consumer on another connection drains the queue, and the alarm clears."""
+    status = json.loads(node.ctl("status", "--formatter", "json"))
+    totals = status["memory"]["total"]
+    now = totals.get(status.get("mem_calculation_strategy", "rss"), totals["rss"])
+    node.ctl("set_vm_memory_high_watermark", "absolute", str(now + headroom_bytes))
+    conn = node.connect()
+    ch = conn.channel()
+    ch.queue_declare("backlog")
+    events: list[str] = []
+    conn.add_on_connection_blocked_callback(lambda _c, _m: events.append("blocked"))
+    conn.add_on_connection_unblocked_callback(lambda _c, _m: events.append("unblocked"))
+    body = b"x" * body_bytes
+    sent = 0
+    deadline = time.monotonic() + 60
+    while "blocked" not in events and time.monotonic() < deadline:
+        ch.basic_publish("", "backlog", body)
+        sent += 1
+        if sent % 50 == 0:
+            conn.process_data_events(0)
+    alarms = [
+        a.get("resource") for a in json.loads(node.ctl("status", "--formatter", "json")).get("alarms", [])
+    ]
+    reader = node.connect()
+    rch = reader.channel()
+    drained = 0
+    while "unblocked" not in events and time.monotonic() < deadline:
+        method, _props, _body = rch.basic_get("backlog", auto_ack=True)
+        if method is not None:
+            drained += 1
+        else:
+            conn.process_data_events(0.05)
+        if drained % 100 == 0:
+            conn.process_data_events(0)
+    reader.close()
+    conn.close()
+    return {
+        "blocked": "blocked" in events,
+        "alarms": alarms,
+        "published_before_block_bytes": sent * body_bytes,
+        "unblocked_after_drain": "unblocked" in events,
+        "drained": drained,
+    }
+
+
 def rabbitmq_throughput(node: Any, messages: int) -> dict[str, Any]:
     """Publish ``messages`` (no confirms: pika's blocking channel would wait a round trip for each), wait until
     the queue holds them all, then consume with prefetch 500 and an ack per 100."""
@@ -475,6 +525,8 @@ def run_rabbitmq(node: Any, p: dict[str, Any]) -> dict[str, Any]:
         "ordering": rabbitmq_ordering(node, ORDERING_PER_KEY * p["keys"], p["keys"], p["slow_ms"]),
         "slow_consumer": rabbitmq_slow_consumer(node, n, n // 10),
         "throughput": rabbitmq_throughput(node, p["throughput_messages"]),
+        # Last: it lowers the node's memory watermark.
+        "memory_alarm": rabbitmq_memory_alarm(node),
     }
 
 

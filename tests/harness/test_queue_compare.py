@@ -69,3 +69,12 @@ def test_rabbitmq_deletes_on_ack_copies_per_queue_and_pushes_up_to_prefetch(node
 def test_rabbitmq_competing_consumers_reorder_a_key(node):
     r = qc.rabbitmq_ordering(node, 120, 6, 10.0)
     assert r["processed"] == 120 and r["keys_out_of_order"] >= 1, r
+
+
+def test_rabbitmq_memory_alarm_blocks_the_publisher_until_a_consumer_drains():
+    if not rabbitmq.available():
+        pytest.skip(rabbitmq.missing_reason())
+    with rabbitmq.RabbitMQNode() as own:  # its own node: the test lowers the memory watermark
+        r = qc.rabbitmq_memory_alarm(own, headroom_bytes=20_000_000)
+    assert r["blocked"] and r["alarms"] == ["memory"] and r["unblocked_after_drain"], r
+    assert r["published_before_block_bytes"] >= 20_000_000, r
