@@ -461,15 +461,16 @@ def rabbitmq_memory_alarm(
     ]
     reader = node.connect()
     rch = reader.channel()
-    drained = 0
+    rch.basic_qos(prefetch_count=1000)
+    drained = [0]
+
+    def on_message(_ch: Any, _method: Any, _props: Any, _body: bytes) -> None:
+        drained[0] += 1
+
+    rch.basic_consume("backlog", on_message, auto_ack=True)
     while "unblocked" not in events and time.monotonic() < deadline:
-        method, _props, _body = rch.basic_get("backlog", auto_ack=True)
-        if method is not None:
-            drained += 1
-        else:
-            conn.process_data_events(0.05)
-        if drained % 100 == 0:
-            conn.process_data_events(0)
+        reader.process_data_events(time_limit=0.02)
+        conn.process_data_events(0)
     reader.close()
     conn.close()
     return {
@@ -477,7 +478,7 @@ def rabbitmq_memory_alarm(
         "alarms": alarms,
         "published_before_block_bytes": sent * body_bytes,
         "unblocked_after_drain": "unblocked" in events,
-        "drained": drained,
+        "drained": drained[0],
     }
 
 
