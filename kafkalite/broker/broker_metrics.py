@@ -47,6 +47,9 @@ class BrokerMetrics:
         self._pending: dict[tuple[Any, int], tuple[float, Histogram]] = {}
         self._topic_meters: dict[tuple[str, str], Meter] = {}
         self._topic_in: dict[str, tuple[Meter, Meter]] = {}
+        # replication marks run per follower fetch and append: per-topic meters found by topic alone
+        self._replication_out: dict[str, Meter] = {}
+        self._replication_in: dict[str, Meter] = {}
         self._request_meters: dict[str, tuple[Meter, Histogram]] = {}
         r = self.registry
         self.messages_in = r.meter(SERVER, TOPIC_METRICS, "MessagesInPerSec")
@@ -85,16 +88,22 @@ class BrokerMetrics:
     def fetched(self, topic: str, size: int, *, follower: bool) -> None:
         """A fetch response carries ``size`` bytes of ``topic`` (to a consumer, or to a follower)."""
         if follower:
-            self.replication_bytes_out.mark(size)
-            self._topic("ReplicationBytesOutPerSec", topic).mark(size)
+            self.replication_bytes_out.count += size
+            m = self._replication_out.get(topic)
+            if m is None:
+                m = self._replication_out[topic] = self._topic("ReplicationBytesOutPerSec", topic)
         else:
-            self.bytes_out.mark(size)
-            self._topic("BytesOutPerSec", topic).mark(size)
+            self.bytes_out.count += size
+            m = self._topic("BytesOutPerSec", topic)
+        m.count += size
 
     def replicated_in(self, topic: str, size: int) -> None:
         """A follower appended ``size`` bytes it fetched from the leader."""
-        self.replication_bytes_in.mark(size)
-        self._topic("ReplicationBytesInPerSec", topic).mark(size)
+        self.replication_bytes_in.count += size
+        m = self._replication_in.get(topic)
+        if m is None:
+            m = self._replication_in[topic] = self._topic("ReplicationBytesInPerSec", topic)
+        m.count += size
 
     # ------------------------------------------------------------------------------ requests
     def request_received(self, src: Any, correlation_id: int, request: Any) -> None:

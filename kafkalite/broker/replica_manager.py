@@ -515,9 +515,10 @@ class ReplicaManager:
     ) -> None:
         """Send a fetch's answer, counting its bytes out (to a consumer, or to a follower)."""
         follower = env.request.replica_id >= 0  # type: ignore[attr-defined]
+        fetched = self.metrics.fetched
         for r in results:
             if r.records:
-                self.metrics.fetched(r.tp.topic, len(r.records), follower=follower)
+                fetched(r.tp.topic, len(r.records), follower=follower)
         self._send(src, env.reply(FetchResponse(partitions=results)))
 
     def _update_follower(
