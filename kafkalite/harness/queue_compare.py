@@ -202,7 +202,15 @@ def kafka_ordering(bootstrap: str, messages: int, keys: int, slow_ms: float) -> 
         counts[partition] = done
         c.close()
 
-    threads = [threading.Thread(target=run, args=(p, d)) for p, d in ((0, slow_ms / 1000), (1, 0.0))]
+    return _two_consumers(run, slow_ms, processed, owner, keys, counts)
+
+
+def _two_consumers(
+    run: Any, slow_ms: float, processed: list, owner: dict, keys: int, counts: dict
+) -> dict[str, Any]:
+    """Run consumer 0 (``slow_ms`` per message) and consumer 1 (no delay) side by side, then count how
+    the keys fared: on one consumer only, and processed out of order."""
+    threads = [threading.Thread(target=run, args=(i, d)) for i, d in ((0, slow_ms / 1000), (1, 0.0))]
     for t in threads:
         t.start()
     for t in threads:
@@ -396,19 +404,7 @@ def rabbitmq_ordering(node: Any, messages: int, keys: int, slow_ms: float) -> di
             c.process_data_events(time_limit=0.05)
         c.close()
 
-    threads = [threading.Thread(target=run, args=(i, d)) for i, d in ((0, slow_ms / 1000), (1, 0.0))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    late = _inversions(processed)
-    return {
-        "processed": len(processed),
-        "keys": keys,
-        "keys_on_one_consumer": sum(1 for s in owner.values() if len(s) == 1),
-        "keys_out_of_order": sum(1 for n in late.values() if n),
-        "per_consumer": counts,
-    }
+    return _two_consumers(run, slow_ms, processed, owner, keys, counts)
 
 
 def rabbitmq_slow_consumer(node: Any, messages: int, consumed: int) -> dict[str, Any]:
