@@ -163,6 +163,10 @@ class Gauge:
 Metric = Meter | Histogram | Gauge
 
 
+def _name(domain: str, type: str, name: str, tags: dict[str, Any]) -> MetricName:
+    return MetricName(domain, type, name, tuple((k, str(v)) for k, v in tags.items()))
+
+
 @dataclass
 class MetricsRegistry:
     """One process's (one broker incarnation's) metrics, by name; ``tick`` keeps the meters' rates."""
@@ -172,7 +176,7 @@ class MetricsRegistry:
     _next_tick_ms: int | None = None
 
     def meter(self, domain: str, type: str, name: str, **tags: Any) -> Meter:
-        key = MetricName(domain, type, name, tuple((k, str(v)) for k, v in tags.items()))
+        key = _name(domain, type, name, tags)
         m = self.metrics.get(key)
         if m is None:
             m = self.metrics[key] = Meter(self.now_ms())
@@ -180,7 +184,7 @@ class MetricsRegistry:
         return m
 
     def histogram(self, domain: str, type: str, name: str, **tags: Any) -> Histogram:
-        key = MetricName(domain, type, name, tuple((k, str(v)) for k, v in tags.items()))
+        key = _name(domain, type, name, tags)
         m = self.metrics.get(key)
         if m is None:
             m = self.metrics[key] = Histogram()
@@ -189,12 +193,8 @@ class MetricsRegistry:
 
     def gauge(self, domain: str, type: str, name: str, read: Callable[[], float], **tags: Any) -> Gauge:
         """Register (or replace: a new incarnation of the component reads its own state) a gauge."""
-        key = MetricName(domain, type, name, tuple((k, str(v)) for k, v in tags.items()))
-        g = self.metrics[key] = Gauge(read)
+        g = self.metrics[_name(domain, type, name, tags)] = Gauge(read)
         return g
-
-    def remove(self, name: MetricName) -> None:
-        self.metrics.pop(name, None)
 
     def tick(self, now_ms: int) -> None:
         """Advance the meters' averages by every whole interval that has passed."""

@@ -25,7 +25,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 from kafkalite.common.metrics import PERCENTILES, MetricName, percentile_key
 
-__all__ = ["LoopIdle", "MetricsEndpoint", "exposition", "prometheus_name"]
+__all__ = ["LoopIdle", "MetricsEndpoint", "prometheus_name"]
 
 IDLE_NAME = MetricName("kafka.server", "KafkaRequestHandlerPool", "RequestHandlerAvgIdlePercent")
 
@@ -101,13 +101,6 @@ class _Collector:
                 prom = prometheus_name(IDLE_NAME)
                 family(prom, "gauge", IDLE_NAME).add_sample(prom, base_labels, self.idle.value)
         yield from families.values()
-
-
-def exposition(brokers: Mapping[int, Any], idle: LoopIdle | None = None) -> bytes:
-    """The text a scrape gets for these brokers' metrics (``BrokerMetrics`` or None each, by broker id)."""
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Collector(lambda: brokers, idle))
-    return generate_latest(registry)
 
 
 class MetricsEndpoint:

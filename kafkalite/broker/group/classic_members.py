@@ -127,20 +127,10 @@ class ClassicMembers:
             classic=ClassicMemberMetadata(req.session_timeout_ms, protocols),
         )
         p = self.p
-        bump = updated.member_id not in group.members or (
+        changed = updated.member_id not in group.members or (
             updated.subscribed_topic_names != member.subscribed_topic_names
         )
-        group.update_member(updated)
-        partitions = p._subscribed_partitions(group)
-        if partitions != group.subscribed_partitions:
-            group.subscribed_partitions = partitions
-            bump = True
-        if bump:
-            group.group_epoch += 1
-            p._event("consumer_group_epoch", group=group.group_id, epoch=group.group_epoch,
-                     member=updated.member_id, members=len(group.members), classic=True)  # fmt: skip
-        if group.group_epoch > group.assignment_epoch:
-            p._compute_target(group)
+        p._update_member(group, updated, changed, classic=True)
         reconciled = p._reconcile(group, updated, owned_partitions(sub))
         self.cancel(self._join_timers, group, reconciled.member_id)
         response = JoinGroupResponse(

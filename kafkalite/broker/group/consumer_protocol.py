@@ -371,21 +371,15 @@ class ConsumerGroupProtocol:
             client_host=client_host,
             classic=None,  # it speaks the consumer protocol now
         )
-        bump = is_new or (
-            (updated.subscribed_topic_names, updated.subscribed_topic_regex, updated.server_assignor)
-            != (member.subscribed_topic_names, member.subscribed_topic_regex, member.server_assignor)
+        self._update_member(
+            group,
+            updated,
+            is_new
+            or (
+                (updated.subscribed_topic_names, updated.subscribed_topic_regex, updated.server_assignor)
+                != (member.subscribed_topic_names, member.subscribed_topic_regex, member.server_assignor)
+            ),
         )
-        group.update_member(updated)
-        partitions = self._subscribed_partitions(group)
-        if partitions != group.subscribed_partitions:
-            group.subscribed_partitions = partitions
-            bump = True
-        if bump:
-            group.group_epoch += 1
-            self._event("consumer_group_epoch", group=group.group_id, epoch=group.group_epoch,
-                        member=updated.member_id, members=len(group.members))  # fmt: skip
-        if group.group_epoch > group.assignment_epoch:
-            self._compute_target(group)
         reconciled = self._reconcile(group, updated, owned)
         self._schedule_session_timeout(group, reconciled.member_id)
         full = joining or (
@@ -555,6 +549,25 @@ class ConsumerGroupProtocol:
         group.assignment_epoch = group.group_epoch
         self._event("consumer_group_target", group=group.group_id, epoch=group.assignment_epoch, assignor=name,
                     target={mid: sorted(f"{t}-{p}" for t, p in tps) for mid, tps in sorted(group.target.items())})  # fmt: skip
+
+    def _update_member(
+        self, group: ConsumerGroup, updated: ConsumerGroupMember, subscription_changed: bool, **event: Any
+    ) -> None:
+        """Put ``updated`` in the group. A changed subscription, or a change in the partitions the group's
+        subscriptions resolve to, bumps the group epoch; a group epoch past the target assignment's
+        computes a new target. ``event``: extra fields of the epoch event."""
+        group.update_member(updated)
+        bump = subscription_changed
+        partitions = self._subscribed_partitions(group)
+        if partitions != group.subscribed_partitions:
+            group.subscribed_partitions = partitions
+            bump = True
+        if bump:
+            group.group_epoch += 1
+            self._event("consumer_group_epoch", group=group.group_id, epoch=group.group_epoch,
+                        member=updated.member_id, members=len(group.members), **event)  # fmt: skip
+        if group.group_epoch > group.assignment_epoch:
+            self._compute_target(group)
 
     def _reconcile(
         self, group: ConsumerGroup, member: ConsumerGroupMember, owned: frozenset[GroupPartition] | None
