@@ -131,6 +131,7 @@ class ReplicaManager:
         log_event: Callable[..., None],
         file_ops: FileOps = OS_FILE_OPS,
         metadata_cache: MetadataCache | None = None,
+        metrics: BrokerMetrics | None = None,
     ) -> None:
         self.broker_id = broker_id
         # The broker's cache (it applies UpdateMetadata); a fresh one when the replica manager runs alone.
@@ -157,8 +158,8 @@ class ReplicaManager:
         self.on_leadership_change: LeadershipListener | None = None
         """Called with (partitions this broker now leads, partitions it stopped leading) after a
         LeaderAndIsr or StopReplica changed them: the group coordinator loads or unloads its groups."""
-        self.metrics = BrokerMetrics(clock.now_ms)
-        """The broker's metrics (it passes its own); a private set when the replica manager runs alone."""
+        self.metrics = metrics if metrics is not None else BrokerMetrics(clock.now_ms)
+        """The broker's metrics; a private set when the replica manager runs alone."""
         self.on_txn_marker: Callable[[TopicPartition, int, bool], None] | None = None
         """Called when a transaction marker was written here (the group coordinator completes the
         producer's transactional offsets in ``__consumer_offsets``)."""

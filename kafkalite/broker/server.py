@@ -165,8 +165,8 @@ class KafkaBroker(BaseNode):
             # logs several events per produced batch.
             log_event=partial(self.net.log, self.node_id),
             metadata_cache=self.cache,
+            metrics=self.metrics,
         )
-        rm.metrics = self.metrics
         self.metrics.replica_manager_gauges(rm)
         return rm
 
