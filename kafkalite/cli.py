@@ -157,8 +157,8 @@ def log_dirs(
     alter: bool, reassignment_json_file: str | None,
 ) -> None:  # fmt: skip
     """Kafka's kafka-log-dirs --describe (one JSON line, Kafka's shape); --alter moves replicas to other
-    dirs of their broker from a reassignment JSON's log_dirs, as kafka-reassign-partitions does with it
-    (kafkalite has no reassign-partitions command, so the log-dir moves live here)."""
+    dirs of their broker from a reassignment JSON's log_dirs (kafkalite's shortcut: `reassign-partitions
+    --execute` does the same with Kafka's tool, along with moves between brokers)."""
     from pathlib import Path
 
     from kafkalite.errors import KafkaError  # deferred: keeps `kafkalite --help` fast
@@ -185,6 +185,95 @@ def log_dirs(
                     raise click.UsageError('the reassignment JSON names no "log_dirs" to move to')
                 for line in tools.alter(admin, moves):
                     click.echo(line)
+    except (KafkaError, ValueError, OSError) as e:
+        raise click.ClickException(str(e) or type(e).__name__) from e
+
+
+_REASSIGN_ACTIONS = ("generate", "execute", "verify", "cancel", "list")
+
+
+@kafkalite.command("reassign-partitions")
+@click.option("--bootstrap-server", required=True, help="HOST:PORT of a running cluster.")
+@_COMMAND_CONFIG
+@click.option("--generate", is_flag=True, help="Propose an assignment of some topics over a broker list.")
+@click.option("--execute", is_flag=True, help="Start the reassignment a JSON file describes.")
+@click.option("--verify", is_flag=True, help="Show how far the reassignment of a JSON file has got.")
+@click.option("--cancel", is_flag=True, help="Cancel the moves of a JSON file still in progress.")
+@click.option("--list", "do_list", is_flag=True, help="List every reassignment in progress.")
+@click.option(
+    "--reassignment-json-file",
+    type=click.Path(exists=True, dir_okay=False),
+    help='Kafka\'s reassignment JSON: {"version":1,"partitions":[{"topic","partition","replicas","log_dirs"}]}.',
+)
+@click.option(
+    "--topics-to-move-json-file",
+    type=click.Path(exists=True, dir_okay=False),
+    help='--generate: {"version":1,"topics":[{"topic":"foo"}]}.',
+)
+@click.option("--broker-list", help="--generate: the brokers to place replicas on, 1,2,3.")
+@click.option("--disable-rack-aware", is_flag=True, help="--generate: ignore the brokers' racks.")
+@click.option("--additional", is_flag=True, help="--execute: start even while other reassignments run.")
+@click.option(
+    "--timeout", type=int, default=10_000, show_default=True,
+    help="ms to wait for log dir moves to start (a replica must first reach its new broker).",
+)  # fmt: skip
+@click.option(
+    "--preserve-throttles", is_flag=True, help="Accepted for Kafka's scripts; kafkalite sets no throttles."
+)
+@click.option("--throttle", type=int, default=-1, hidden=True)
+@click.option("--replica-alter-log-dirs-throttle", type=int, default=-1, hidden=True)
+def reassign_partitions(
+    bootstrap_server: str, command_config: str | None, generate: bool, execute: bool, verify: bool,
+    cancel: bool, do_list: bool, reassignment_json_file: str | None, topics_to_move_json_file: str | None,
+    broker_list: str | None, disable_rack_aware: bool, additional: bool, timeout: int,
+    preserve_throttles: bool, throttle: int, replica_alter_log_dirs_throttle: int,
+) -> None:  # fmt: skip
+    """Kafka's kafka-reassign-partitions: move partitions between brokers and replicas between log dirs,
+    with Kafka's JSON files and Kafka's output. --verify exits 0 either way; its lines say what moves."""
+    from pathlib import Path
+
+    from kafkalite.errors import KafkaError  # deferred: keeps `kafkalite --help` fast
+    from kafkalite.host.admin_client import AdminClient
+    from kafkalite.tools import reassign_partitions as tool
+
+    chosen = [
+        a for a, on in zip(_REASSIGN_ACTIONS, (generate, execute, verify, cancel, do_list), strict=True) if on
+    ]
+    if len(chosen) != 1:
+        raise click.UsageError(
+            "Command must include exactly one action: " + ", ".join(f"--{a}" for a in _REASSIGN_ACTIONS)
+        )
+    action = chosen[0]
+    needs = {"generate": ("topics_to_move_json_file", "broker_list")}.get(
+        action, () if action == "list" else ("reassignment_json_file",)
+    )
+    given = {"topics_to_move_json_file": topics_to_move_json_file, "broker_list": broker_list,
+             "reassignment_json_file": reassignment_json_file}  # fmt: skip
+    for name in needs:
+        if not given[name]:
+            raise click.UsageError(f'Missing required argument "[{name.replace("_", "-")}]"')
+    if throttle >= 0 or replica_alter_log_dirs_throttle >= 0:
+        raise click.UsageError("kafkalite does not throttle replication: leave out --throttle")
+    try:
+        with AdminClient(bootstrap_server, security=_properties(command_config, ())) as admin:
+            if action == "list":
+                click.echo(tool.list_reassignments(admin))
+            elif action == "generate":
+                topics = tool.parse_topics_to_move(Path(topics_to_move_json_file).read_text())  # type: ignore[arg-type]
+                brokers = tool.parse_broker_list(broker_list)  # type: ignore[arg-type]
+                click.echo(tool.generate(admin, topics, brokers, rack_aware=not disable_rack_aware)[2])
+            else:
+                plan = tool.parse_plan(Path(reassignment_json_file).read_text())  # type: ignore[arg-type]
+                if action == "execute":
+                    lines = tool.execute(admin, plan, additional=additional, timeout_s=timeout / 1000)
+                elif action == "verify":
+                    lines = tool.verify(admin, plan)[1]
+                else:
+                    lines = tool.cancel(admin, plan, timeout_s=timeout / 1000)
+                click.echo("\n".join(lines))
+    except tool.ReassignmentError as e:
+        click.echo(str(e))
+        raise SystemExit(1) from e
     except (KafkaError, ValueError, OSError) as e:
         raise click.ClickException(str(e) or type(e).__name__) from e
 

@@ -50,6 +50,7 @@ SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 FETCH = 1
 DESCRIBE_USER_SCRAM, ALTER_USER_SCRAM = 50, 51
 ALTER_REPLICA_LOG_DIRS, DESCRIBE_LOG_DIRS = 34, 35
+ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 45, 46
 RETRIABLE = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
 
 
@@ -264,6 +265,54 @@ class AdminClient:
         return {
             TopicPartition(t["topic_name"], p["partition_index"]): p["error_code"]
             for t in resp["results"]
+            for p in t["partitions"]
+        }
+
+    # ---------------------------------------------------------------------------- reassignments
+
+    def alter_partition_reassignments(
+        self, targets: Mapping[TopicPartition, Iterable[int] | None]
+    ) -> dict[TopicPartition, tuple[int, str | None]]:
+        """AlterPartitionReassignments at the controller: each partition's target replicas (None cancels
+        its reassignment); answers each partition's (error code, message)."""
+        by_topic: dict[str, list[dict]] = {}
+        for tp, replicas in sorted(targets.items()):
+            by_topic.setdefault(tp.topic, []).append(
+                {"partition_index": tp.partition, "replicas": None if replicas is None else list(replicas)}
+            )
+        body = {
+            "timeout_ms": int(self.timeout_s * 1000),
+            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+        }
+        resp = self._call(self.controller_id, ALTER_PARTITION_REASSIGNMENTS, body)
+        _raise(resp["error_code"], "alter partition reassignments", resp.get("error_message"))
+        return {
+            TopicPartition(t["name"], p["partition_index"]): (p["error_code"], p.get("error_message"))
+            for t in resp["responses"]
+            for p in t["partitions"]
+        }
+
+    def list_partition_reassignments(
+        self, partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, tuple[list[int], list[int], list[int]]]:
+        """ListPartitionReassignments at the controller: each moving partition (of ``partitions``; all
+        when None) -> (replicas, adding replicas, removing replicas)."""
+        topics = None
+        if partitions is not None:
+            by_topic: dict[str, list[int]] = {}
+            for tp in partitions:
+                by_topic.setdefault(tp.topic, []).append(tp.partition)
+            topics = [{"name": t, "partition_indexes": sorted(ps)} for t, ps in sorted(by_topic.items())]
+        body = {"timeout_ms": int(self.timeout_s * 1000), "topics": topics}
+        resp = self._call(self.controller_id, LIST_PARTITION_REASSIGNMENTS, body)
+        _raise(resp["error_code"], "list partition reassignments", resp.get("error_message"))
+        return {
+            TopicPartition(t["name"], p["partition_index"]): (
+                list(p["replicas"]),
+                list(p["adding_replicas"]),
+                list(p["removing_replicas"]),
+            )
+            for t in resp["topics"]
             for p in t["partitions"]
         }
 

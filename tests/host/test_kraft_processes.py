@@ -297,7 +297,7 @@ def test_metadata_quorum_through_a_broker_shows_what_the_controllers_do(cluster)
     assert sorted(int(r[0]) for r in rows) == [1, 2, 3, 3001, 3002, 3003]
 
 
-def test_admin_clients_grow_elect_and_reassign_on_kraft(cluster) -> None:
+def test_admin_clients_grow_elect_and_reassign_on_kraft(cluster, tmp_path) -> None:
     """confluent-kafka's create_partitions and elect_leaders and kafka-python's partition reassignments
     against the process cluster: brokers forward them, the quorum controller writes the records."""
     kp = pytest.importorskip("kafka")
@@ -330,6 +330,20 @@ def test_admin_clients_grow_elect_and_reassign_on_kraft(cluster) -> None:
         assert leaders(bs, "adm")[0][0] in target
     finally:
         ka.close()
+    # the same through `kafkalite reassign-partitions`, Kafka's tool and JSON
+    (old1,) = leaders(bs, "adm")[1][1]
+    target1 = [b for b in (3, 2, 1) if b != old1][:2]
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"partitions": [{"topic": "adm", "partition": 1, "replicas": target1}]}))
+    tool = ["reassign-partitions", "--bootstrap-server", bs, "--reassignment-json-file", str(plan)]
+    r = CliRunner().invoke(kafkalite, [*tool, "--execute"])
+    assert r.output.splitlines()[-1] == "Successfully started partition reassignment for adm-1", r.output
+    wait_for(
+        lambda: "is completed." in CliRunner().invoke(kafkalite, [*tool, "--verify"]).output,
+        30,
+        "adm-1 to move",
+    )
+    wait_for(lambda: sorted(leaders(bs, "adm")[1][1]) == sorted(target1), 30, "adm-1's target ISR")
     cons = ck.Consumer({"bootstrap.servers": bs, "group.id": "adm-reader", "auto.offset.reset": "earliest",
                         "enable.auto.commit": False, **QUIET})  # fmt: skip
     cons.assign([ck.TopicPartition("adm", 0)])
