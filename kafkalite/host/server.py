@@ -201,10 +201,15 @@ class ClientConnection(BaseNode):
         self.next_write = 0
         self.closed = False
         # Fetch data goes out with sendfile (zero copy) except through TLS, which must encrypt it in
-        # user space (as in Kafka). Pieces wait in ``outq`` while a sendfile is under way.
+        # user space (as in Kafka). Pieces wait in ``outq`` while a slice is going out.
         self.zero_copy = server.zero_copy and (listener is None or not listener.tls)
         self.outq: deque[bytes | _FilePiece] = deque()
-        self.sending: asyncio.Task | None = None
+        self.sending: _FilePiece | None = None  # the slice going out now
+        self._sent = 0  # of its bytes
+        # A second descriptor of the socket, watched for room while a slice goes out: the event loops
+        # refuse to watch the transport's own one (asyncio and uvloop alike)
+        self._watch_fd: int | None = None
+        self._watch_loop: asyncio.AbstractEventLoop | None = None
         # After a failed authentication: requests are ignored until the delayed close
         self.auth_failed = False
         self._delayed_close: asyncio.TimerHandle | None = None
@@ -445,26 +450,58 @@ class ClientConnection(BaseNode):
                 self.writer.write(part)
                 stats.bytes_out += len(part)
             else:
-                self.sending = asyncio.get_running_loop().create_task(self._sendfile(part))
+                self.sending, self._sent = part, 0
+                self._send_slice()
 
-    async def _sendfile(self, piece: _FilePiece) -> None:
-        """One slice straight from the page cache to the socket (``loop.sendfile``: ``os.sendfile`` on a
-        plain socket), then whatever queued up behind it."""
+    def _send_slice(self) -> None:
+        """Send the pending slice straight from the page cache to the socket with ``os.sendfile``, as far
+        as the socket takes it, then whatever queued up behind it; called again when the socket has room.
+
+        Not ``loop.sendfile``: uvloop does not implement it, and asyncio's pauses reading, spends a task
+        and an event-loop turn per call and reopens nothing cheaper. The bytes written before the slice
+        (the frame's head) must have left the transport first, or they would be overtaken."""
+        piece = self.sending
+        if piece is None or self.closed:
+            return
+        transport = self.writer.transport
         try:
-            loop = asyncio.get_running_loop()
-            sent = await loop.sendfile(self.writer.transport, piece.file, piece.position, piece.size)
-            if sent != piece.size:
-                # the log was truncated under the fetch (Kafka fails the send the same way)
-                raise KafkaStorageError(f"sent {sent} of {piece.size} bytes: segment truncated")
-            self.server.stats.bytes_out += sent
-            self.server.stats.zero_copy_bytes += sent
-        except (KafkaStorageError, OSError, RuntimeError) as e:
+            if transport.get_write_buffer_size():
+                self._watch()  # the head is still queued in the transport: wait for it to drain
+                return
+            out = transport.get_extra_info("socket").fileno()
+            fd = piece.file.fileno()
+            while self._sent < piece.size:
+                n = os.sendfile(out, fd, piece.position + self._sent, piece.size - self._sent)
+                if n == 0:
+                    # the log was truncated under the fetch (Kafka fails the send the same way)
+                    raise KafkaStorageError(f"sent {self._sent} of {piece.size} bytes: segment truncated")
+                self._sent += n
+        except (BlockingIOError, InterruptedError):
+            self._watch()  # the socket's buffer is full: go on when it has room
+            return
+        except (KafkaStorageError, OSError) as e:
             log.info("closing connection: sendfile failed (%s)", e)
             self.close()
-        finally:
-            piece.file.close()
-            self.sending = None
+            return
+        self._unwatch()
+        stats = self.server.stats
+        stats.bytes_out += piece.size
+        stats.zero_copy_bytes += piece.size
+        piece.file.close()
+        self.sending = None
         self._flush()
+
+    def _watch(self) -> None:
+        if self._watch_fd is None:
+            self._watch_fd = os.dup(self.writer.transport.get_extra_info("socket").fileno())
+            self._watch_loop = asyncio.get_running_loop()
+            self._watch_loop.add_writer(self._watch_fd, self._send_slice)
+
+    def _unwatch(self) -> None:
+        if self._watch_fd is not None:
+            self._watch_loop.remove_writer(self._watch_fd)
+            os.close(self._watch_fd)
+            self._watch_fd = None
 
     def close(self) -> None:
         if self._delayed_close is not None:
@@ -472,7 +509,11 @@ class ClientConnection(BaseNode):
             self._delayed_close = None
         if not self.closed:
             self.closed = True
+            self._unwatch()  # before the transport closes the socket: no watch outlives it
             self.writer.close()
+            if self.sending is not None:
+                self.sending.file.close()
+                self.sending = None
             for part in self.outq:
                 if not isinstance(part, bytes):
                     part.file.close()

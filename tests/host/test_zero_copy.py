@@ -111,6 +111,67 @@ def test_pipelined_responses_keep_their_order_around_a_sendfile(tmp_path):
     assert stats.zero_copy_bytes == 200_000
 
 
+class _LoopWithoutSendfile(asyncio.SelectorEventLoop):
+    """An event loop without ``loop.sendfile``, as uvloop's (it inherits the abstract one, which raises)."""
+
+    async def sendfile(self, *args: object, **kwargs: object) -> int:
+        raise NotImplementedError
+
+
+def test_slices_go_out_on_a_loop_without_loop_sendfile(tmp_path):
+    """uvloop has no ``loop.sendfile``: the connection calls ``os.sendfile`` itself, so fetches are served
+    there too, larger than the socket's buffer, behind and before other responses."""
+    data = os.urandom(8 << 20)
+    (tmp_path / "d.log").write_bytes(data)
+
+    async def run() -> tuple[bytes, ServerStats, bool]:
+        conn, reader, srv = await _pair()
+        piece = _FilePiece.of(FileSlice(tmp_path / "d.log", 100, len(data) - 100))
+        conn._finish(0, b"first")
+        conn._finish(1, [b"head", piece, b"tail"])
+        conn._finish(2, b"last")
+        got = bytearray()
+        while len(got) < 5 + 4 + len(data) - 100 + 4 + 4:
+            more = await reader.read(1 << 16)
+            if not more:
+                break  # closed by the server
+            got += more
+            await asyncio.sleep(0)  # a slow reader: the socket's buffer fills and the slice waits
+        closed = conn.closed
+        conn.close()
+        srv.close()
+        return bytes(got), conn.server.stats, closed
+
+    loop = _LoopWithoutSendfile()
+    try:
+        got, stats, closed = loop.run_until_complete(run())
+    finally:
+        loop.close()
+    assert not closed, "the connection closed instead of sending the slice"
+    assert got == b"first" + b"head" + data[100:] + b"tail" + b"last"
+    assert stats.zero_copy_bytes == len(data) - 100
+
+
+def test_closing_in_the_middle_of_a_slice_leaves_no_descriptor_open(tmp_path):
+    (tmp_path / "e.log").write_bytes(os.urandom(16 << 20))
+
+    async def run() -> tuple[bool, int]:
+        conn, reader, srv = await _pair()
+        before = len(os.listdir("/proc/self/fd"))
+        conn._finish(0, [b"head", _FilePiece.of(FileSlice(tmp_path / "e.log", 0, 16 << 20))])
+        await reader.readexactly(1 << 20)  # the slice is under way, the socket's buffer full
+        waiting = conn.sending is not None
+        conn.close()
+        srv.close()
+        await asyncio.sleep(0.05)
+        return waiting, len(os.listdir("/proc/self/fd")) - before
+
+    waiting, left_open = asyncio.run(run())
+    assert waiting, "the slice was sent whole before the close (the test did not test the close)"
+    # the server's socket is gone (-1); its watched duplicate and the slice's file must be gone too
+    assert left_open <= -1, f"{left_open + 1} descriptors left open by a connection closed mid-slice"
+
+
 def test_a_slice_truncated_before_it_is_sent_closes_only_that_connection(tmp_path):
     (tmp_path / "b.log").write_bytes(os.urandom(100_000))
 
