@@ -858,6 +858,11 @@ class BackgroundServer:
     def bootstrap_servers(self) -> str:
         return self.server.bootstrap_servers
 
+    @property
+    def thread_ident(self) -> int | None:
+        """The loop thread's ident: what ``time.pthread_getcpuclockid`` takes to time the brokers' CPU."""
+        return self._thread.ident
+
     def call(self, fn: Any, *args: Any, timeout: float = 60, **kwargs: Any) -> Any:
         async def run() -> Any:
             return fn(*args, **kwargs)

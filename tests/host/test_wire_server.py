@@ -232,6 +232,8 @@ def test_bench_wire_reports_every_case_and_the_ceiling():
         f.mb_per_s > 0 and f.faults_per_fetch >= 0 and f.cpu_ms_per_fetch >= 0
         for f in r.fetch_serving.values()
     )
+    assert all(f.broker_cpu_ms_per_fetch is not None for f in r.fetch_serving.values())
+    assert "broker) and" in r.table()  # the broker thread's own CPU beside the process's
 
 
 def test_sendfile_serving_takes_no_page_fault_per_page_served():
@@ -243,10 +245,12 @@ def test_sendfile_serving_takes_no_page_fault_per_page_served():
     with BackgroundServer(1) as one:
         one.create_topic("t", 1, 1)
         produce_case(one.bootstrap_servers, "t", 40_000, bytes(100), {"acks": "1"})
-        served = fetch_serving(one.bootstrap_servers, "t", rounds=5)
+        served = fetch_serving(one.bootstrap_servers, "t", rounds=5, broker_thread=one.thread_ident)
         # the last sendfile is counted once it returns, which may be after the client has read it all
         assert one.server.stats.zero_copy_bytes >= 4 * 4_000_000
     assert served.mb_per_s > 0
+    # the broker's thread alone: some CPU, and no more than the whole process's (its client included)
+    assert 0 < served.broker_cpu_ms_per_fetch <= served.cpu_ms_per_fetch + 1e-6
     assert served.faults_per_fetch < 4_000_000 / 4096 / 10  # a tenth of a fault per page served, at most
 
 
