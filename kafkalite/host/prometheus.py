@@ -47,10 +47,13 @@ class LoopIdle:
         self._cpu = time.process_time()
 
     def sample(self) -> None:
-        wall, cpu = time.monotonic(), time.process_time()
+        wall = time.monotonic()
         dt = wall - self._wall
         if dt < 0.05:
             return
+        # read only now: the process's CPU clock sums every thread's, dearer than the wall clock, and the
+        # loop calls this once a turn
+        cpu = time.process_time()
         idle = min(1.0, max(0.0, 1.0 - (cpu - self._cpu) / dt))
         weight = 1.0 - math.exp(-dt / self.WINDOW_S)
         self.value += weight * (idle - self.value)

@@ -137,3 +137,21 @@ def test_the_metrics_command_shows_each_groups_lag():
             'kafka_consumergroup_lag{consumergroup="slow-readers",partition="0",topic="lagged"} 15'
             in raw.output
         )
+
+
+def test_loop_idle_reads_the_process_cpu_clock_once_per_sampling_interval(monkeypatch):
+    """The loop samples its idleness every turn; the process's CPU clock (a system call that sums every
+    thread) is read only when 50 ms of wall time have passed, not on every turn."""
+    from kafkalite.host import prometheus
+
+    wall = [100.0]
+    reads = []
+    monkeypatch.setattr(prometheus.time, "monotonic", lambda: wall[0])
+    monkeypatch.setattr(prometheus.time, "process_time", lambda: reads.append(1) or 0.0)
+    idle = prometheus.LoopIdle()
+    reads.clear()
+    for _ in range(1000):
+        wall[0] += 0.0001  # 1,000 turns in 100 ms
+        idle.sample()
+    assert len(reads) == 2, f"the CPU clock was read {len(reads)} times in 1,000 turns over 100 ms"
+    assert idle.value == 1.0, "a loop that used no CPU is wholly idle"
