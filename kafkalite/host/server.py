@@ -457,9 +457,9 @@ class ClientConnection(BaseNode):
         """Send the pending slice straight from the page cache to the socket with ``os.sendfile``, as far
         as the socket takes it, then whatever queued up behind it; called again when the socket has room.
 
-        Not ``loop.sendfile``: uvloop does not implement it, and asyncio's pauses reading, spends a task
-        and an event-loop turn per call and reopens nothing cheaper. The bytes written before the slice
-        (the frame's head) must have left the transport first, or they would be overtaken."""
+        Not ``loop.sendfile``: uvloop does not implement it, and asyncio's pauses reading and spends a
+        task, plus an event-loop turn after every partial send. The bytes written before the slice (the
+        frame's head) must have left the transport first, or they would be overtaken."""
         piece = self.sending
         if piece is None or self.closed:
             return
