@@ -137,6 +137,7 @@ class MetadataDelta:
                 r.rack,
                 r.fenced,
                 r.in_controlled_shutdown,
+                tuple(sorted(r.log_dirs)),
             )
             self.changed_brokers.add(r.broker_id)
         elif isinstance(r, FenceBrokerRecord | UnfenceBrokerRecord):
@@ -148,7 +149,10 @@ class MetadataDelta:
             b = self._broker(r.broker_id, r.broker_epoch, "change")
             fenced = {1: True, -1: False}.get(r.fenced, b.fenced)
             shutdown = b.in_controlled_shutdown or r.in_controlled_shutdown == 1
-            self._brokers_w()[r.broker_id] = replace(b, fenced=fenced, in_controlled_shutdown=shutdown)
+            dirs = tuple(sorted(r.log_dirs)) if r.log_dirs else b.directories  # empty: no change
+            self._brokers_w()[r.broker_id] = replace(
+                b, fenced=fenced, in_controlled_shutdown=shutdown, directories=dirs
+            )
             self.changed_brokers.add(r.broker_id)
         elif isinstance(r, UnregisterBrokerRecord):
             self._broker(r.broker_id, r.broker_epoch, "unregister")

@@ -14,6 +14,9 @@ from types import MappingProxyType
 
 from kafkalite.common.scram import ScramCredential
 from kafkalite.metadata.records import (
+    DIR_LOST,
+    DIR_MIGRATING,
+    DIR_UNASSIGNED,
     NO_LEADER,
     NO_LEADER_CHANGE,
     AccessControlEntryRecord,
@@ -43,6 +46,18 @@ class BrokerRegistration:
     rack: str | None = None
     fenced: bool = True
     in_controlled_shutdown: bool = False
+    directories: tuple[uuid.UUID, ...] = ()
+    """Its online log dirs, sorted (KIP-858): those it registered, less those it reported offline."""
+
+    def has_online_dir(self, dir: uuid.UUID) -> bool:
+        """Whether a replica assigned to ``dir`` here is on a working disk (Kafka's ``DirectoryId.isOnline``):
+        an unassigned or migrating replica counts as online, a lost one never; a broker that registered no
+        dirs is taken at its word, since it halts when its last dir fails."""
+        if dir in (DIR_UNASSIGNED, DIR_MIGRATING):
+            return True
+        if dir == DIR_LOST:
+            return False
+        return not self.directories or dir in self.directories
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,11 +72,24 @@ class PartitionRegistration:
     removing_replicas: tuple[int, ...] = ()
     adding_replicas: tuple[int, ...] = ()
     leader_recovery_state: int = 0
+    directories: tuple[uuid.UUID, ...] = ()
+    """The log dir of each replica, in replica order (KIP-858); empty: nothing known (all migrating)."""
+
+    def directory(self, broker_id: int) -> uuid.UUID:
+        """The log dir holding ``broker_id``'s replica (DIR_MIGRATING when not known)."""
+        if len(self.directories) == len(self.replicas) and broker_id in self.replicas:
+            return self.directories[self.replicas.index(broker_id)]
+        return DIR_MIGRATING
+
+    def dirs(self) -> tuple[uuid.UUID, ...]:
+        """``directories``, one per replica (DIR_MIGRATING for each when none are known)."""
+        return tuple(self.directory(r) for r in self.replicas)
 
     @classmethod
     def from_record(cls, r: PartitionRecord) -> PartitionRegistration:
         return cls(
             replicas=r.replicas,
+            directories=_dirs(r.replicas, r.directories),
             isr=r.isr,
             leader=r.leader,
             leader_epoch=r.leader_epoch,
@@ -77,8 +105,16 @@ class PartitionRegistration:
         leader, leader_epoch = self.leader, self.leader_epoch
         if c.leader != NO_LEADER_CHANGE:
             leader, leader_epoch = c.leader, self.leader_epoch + 1
+        replicas = self.replicas if c.replicas is None else c.replicas
+        if c.directories:
+            dirs = c.directories
+        elif replicas == self.replicas:
+            dirs = self.directories
+        else:  # the replicas changed and the record names no dirs: each staying replica keeps its own
+            dirs = tuple(self.directory(r) for r in replicas)
         return PartitionRegistration(
-            replicas=self.replicas if c.replicas is None else c.replicas,
+            replicas=replicas,
+            directories=_dirs(replicas, dirs),
             isr=self.isr if c.isr is None else c.isr,
             leader=leader,
             leader_epoch=leader_epoch,
@@ -89,6 +125,14 @@ class PartitionRegistration:
                 self.leader_recovery_state if c.leader_recovery_state == -1 else c.leader_recovery_state
             ),
         )
+
+
+def _dirs(replicas: tuple[int, ...], dirs: tuple[uuid.UUID, ...]) -> tuple[uuid.UUID, ...]:
+    """A record's directories as the registration keeps them: none when all are migrating (what a record
+    without them means, as Kafka's ``defaultToMigrating``), so old and new records replay alike."""
+    if len(dirs) != len(replicas) or all(d == DIR_MIGRATING for d in dirs):
+        return ()
+    return tuple(dirs)
 
 
 @dataclass(frozen=True, slots=True)

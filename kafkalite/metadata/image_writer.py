@@ -36,6 +36,7 @@ def image_records(image: MetadataImage) -> list[MetadataRecord]:
                 rack=b.rack,
                 fenced=b.fenced,
                 in_controlled_shutdown=b.in_controlled_shutdown,
+                log_dirs=b.directories,
             )
         )
     for t in sorted(image.topics.values(), key=lambda t: t.name):
@@ -53,6 +54,7 @@ def image_records(image: MetadataImage) -> list[MetadataRecord]:
                     leader_recovery_state=r.leader_recovery_state,
                     leader_epoch=r.leader_epoch,
                     partition_epoch=r.partition_epoch,
+                    directories=r.directories,
                 )
             )
     for (kind, name), keys in sorted(image.configs.items()):

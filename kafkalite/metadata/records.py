@@ -19,6 +19,14 @@ if TYPE_CHECKING:
     from kafkalite.common.scram import ScramCredential
 
 ZERO_UUID = uuid.UUID(int=0)
+DIR_MIGRATING = uuid.UUID(int=0)
+"""A replica's directory when nothing is known of it (Kafka's ``DirectoryId.MIGRATING``: a record from
+before KIP-858, or a broker that registered no dirs); it counts as online."""
+DIR_UNASSIGNED = uuid.UUID(int=1)
+"""A replica not placed in a dir yet (``DirectoryId.UNASSIGNED``): the broker will say where it put it
+(AssignReplicasToDirs); it counts as online."""
+DIR_LOST = uuid.UUID(int=2)
+"""``DirectoryId.LOST``: the replica's dir is gone; never online."""
 NO_LEADER = -1
 NO_LEADER_CHANGE = -2
 """PartitionChangeRecord's ``leader`` when the leader did not change (Kafka's ``NO_LEADER_CHANGE``)."""
@@ -96,7 +104,7 @@ class UnregisterBrokerRecord(MetadataRecord):
 @message
 class BrokerRegistrationChangeRecord(MetadataRecord):
     api_key = 17
-    version = 1
+    version = 2
     valid_versions = (0, 2)
     broker_id: int = wire("int32")
     broker_epoch: int = wire("int64")
@@ -104,6 +112,7 @@ class BrokerRegistrationChangeRecord(MetadataRecord):
     """-1 unfenced, 0 no change, 1 fenced (Kafka's ``BrokerRegistrationFencingChange``)."""
     in_controlled_shutdown: int = wire("int8", "1+", 0, tag=1)
     log_dirs: tuple[uuid.UUID, ...] = wire("[]uuid", "2+", (), tag=2)
+    """The broker's online dirs now (KIP-858: some went offline); empty is no change."""
 
 
 # ------------------------------------------------------------------------------------ topics, partitions
@@ -128,6 +137,7 @@ class PartitionRecord(MetadataRecord):
     changes (and, in Kafka, ISR shrinks that remove the leader's followers are not leader changes)."""
 
     api_key = 3
+    version = 1
     valid_versions = (0, 2)
     partition_id: int = wire("int32", "0+", -1)
     topic_id: uuid.UUID = wire("uuid", "0+", ZERO_UUID)
@@ -140,6 +150,7 @@ class PartitionRecord(MetadataRecord):
     leader_epoch: int = wire("int32", "0+", -1)
     partition_epoch: int = wire("int32", "0+", -1)
     directories: tuple[uuid.UUID, ...] = wire("[]uuid", "1+", ())
+    """The log dir holding each replica, in replica order (KIP-858); empty reads as all DIR_MIGRATING."""
     eligible_leader_replicas: tuple[int, ...] | None = wire("[]int32", "2+", None, nullable="2+", tag=1)
     last_known_elr: tuple[int, ...] | None = wire("[]int32", "2+", None, nullable="2+", tag=2)
 
@@ -149,6 +160,7 @@ class PartitionChangeRecord(MetadataRecord):
     """A change to a partition: a None field (a ``leader`` of -2) did not change."""
 
     api_key = 5
+    version = 1
     valid_versions = (0, 2)
     partition_id: int = wire("int32", "0+", -1)
     topic_id: uuid.UUID = wire("uuid", "0+", ZERO_UUID)

@@ -1,5 +1,5 @@
-"""A KRaft broker's requests to the active controller (KIP-631): BrokerRegistration, BrokerHeartbeat and
-AllocateProducerIds (KIP-730).
+"""A KRaft broker's requests to the active controller (KIP-631): BrokerRegistration, BrokerHeartbeat,
+AllocateProducerIds (KIP-730) and AssignReplicasToDirs (KIP-858: which log dir holds each replica).
 
 Field names, version ranges and defaults are Kafka's (``BrokerRegistrationRequest.json`` and its
 siblings); every version is flexible. The request classes keep ``versions = None``: kafkalite serves them
@@ -109,9 +109,76 @@ class AllocateProducerIdsRequest(Request):
     broker_epoch: int = wire("int64", "0+", -1)
 
 
+# -------------------------------------------------------------------------------- AssignReplicasToDirs
+
+
+@message
+class AssignPartition(Message):
+    partition_index: int = wire("int32")
+
+
+@message
+class AssignTopic(Message):
+    topic_id: uuid.UUID = wire("uuid")
+    partitions: tuple[AssignPartition, ...] = wire("[]struct", "0+", (), items=AssignPartition)
+
+
+@message
+class AssignDirectory(Message):
+    id: uuid.UUID = wire("uuid")
+    topics: tuple[AssignTopic, ...] = wire("[]struct", "0+", (), items=AssignTopic)
+
+
+@message
+class AssignPartitionResult(Message):
+    partition_index: int = wire("int32")
+    error_code: int = wire("int16", "0+", NO_ERROR)
+
+
+@message
+class AssignTopicResult(Message):
+    topic_id: uuid.UUID = wire("uuid")
+    partitions: tuple[AssignPartitionResult, ...] = wire("[]struct", "0+", (), items=AssignPartitionResult)
+
+
+@message
+class AssignDirectoryResult(Message):
+    id: uuid.UUID = wire("uuid")
+    topics: tuple[AssignTopicResult, ...] = wire("[]struct", "0+", (), items=AssignTopicResult)
+
+
+@message
+class AssignReplicasToDirsResponse(Response):
+    api_key = ApiKey.ASSIGN_REPLICAS_TO_DIRS
+    throttle_time_ms: int = wire("int32", "0+", 0)
+    error_code: int = wire("int16", "0+", NO_ERROR)
+    directories: tuple[AssignDirectoryResult, ...] = wire("[]struct", "0+", (), items=AssignDirectoryResult)
+
+
+@message
+class AssignReplicasToDirsRequest(Request):
+    """A broker tells the controller in which of its log dirs (``meta.properties`` directory.id) it
+    placed each replica, so the controller knows which partitions a failed dir takes offline."""
+
+    api_key = ApiKey.ASSIGN_REPLICAS_TO_DIRS
+    response_type = AssignReplicasToDirsResponse
+    flexible_from = 0
+    broker_id: int = wire("int32")
+    broker_epoch: int = wire("int64", "0+", -1)
+    directories: tuple[AssignDirectory, ...] = wire("[]struct", "0+", (), items=AssignDirectory)
+
+
 __all__ = [
     "AllocateProducerIdsRequest",
     "AllocateProducerIdsResponse",
+    "AssignDirectory",
+    "AssignDirectoryResult",
+    "AssignPartition",
+    "AssignPartitionResult",
+    "AssignReplicasToDirsRequest",
+    "AssignReplicasToDirsResponse",
+    "AssignTopic",
+    "AssignTopicResult",
     "BrokerHeartbeatRequest",
     "BrokerHeartbeatResponse",
     "BrokerRegistrationRequest",

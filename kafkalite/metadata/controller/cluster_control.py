@@ -59,6 +59,7 @@ class ClusterControlManager:
             ),
             rack=req.rack,
             fenced=True,
+            log_dirs=tuple(sorted(req.log_dirs)),
         )
 
     @staticmethod

@@ -9,6 +9,10 @@ replica outside the ISR, unless the election is unclean. A replica set that drop
 epoch even when the leader stays, so the removed replica's fetches are fenced. The ISR never empties: if
 the target would drop its last member, that member stays, so the partition can be led again by it once
 it comes back, with nothing acknowledged lost.
+
+With KIP-858 each replica also has a log dir: a replica whose dir its broker reported offline cannot lead
+(Kafka's ``LeaderAcceptor``), and the record names the replicas' dirs again whenever they change (a
+replica that joins gets its broker's default dir, a replica that stays keeps its own).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import uuid
 from collections.abc import Callable, Sequence
 
 from kafkalite.metadata.image import PartitionRegistration
-from kafkalite.metadata.records import NO_LEADER, NO_LEADER_CHANGE, PartitionChangeRecord
+from kafkalite.metadata.records import DIR_MIGRATING, NO_LEADER, NO_LEADER_CHANGE, PartitionChangeRecord
 
 
 def reassignment_replicas(
@@ -85,12 +89,23 @@ def partition_change(
     target_replicas: Sequence[int] | None = None,
     target_adding: Sequence[int] | None = None,
     target_removing: Sequence[int] | None = None,
+    dir_online: Callable[[int, uuid.UUID], bool] | None = None,
+    default_dir: Callable[[int], uuid.UUID] | None = None,
+    target_dirs: dict[int, uuid.UUID] | None = None,
 ) -> PartitionChangeRecord | None:
     """The record, or None if nothing would change. With ``unclean`` (the topic's
     ``unclean.leader.election.enable``, or ElectLeaders' unclean type) a partition no ISR member can lead
     is given to the first usable replica outside it, which becomes the whole ISR: available again, at the
     price of what only the ISR had (Kafka's unclean election). ``preferred`` is ElectLeaders' preferred
-    election. The ``target_*`` replica lists default to the partition's own."""
+    election. The ``target_*`` replica lists default to the partition's own. ``dir_online(broker, dir)``
+    says whether a replica's dir is online (a replica in an offline dir may not lead); ``default_dir``
+    gives a new replica's dir; ``target_dirs`` sets some replicas' dirs (AssignReplicasToDirs)."""
+    if dir_online is not None:
+        acceptable, online = usable, dir_online
+
+        def usable(r: int) -> bool:
+            return acceptable(r) and online(r, part.directory(r))
+
     isr = tuple(part.isr if target_isr is None else target_isr)
     if not isr:
         isr = part.isr
@@ -108,6 +123,7 @@ def partition_change(
     new_leader = NO_LEADER_CHANGE if leader == part.leader else leader
     if new_leader == NO_LEADER_CHANGE and not set(part.replicas) <= set(replicas):
         new_leader = part.leader  # a replica leaves: a new leader epoch fences it
+    dirs = _directories(part, replicas, default_dir, target_dirs or {})
     rec = PartitionChangeRecord(
         partition_id=partition_id,
         topic_id=topic_id,
@@ -116,9 +132,29 @@ def partition_change(
         replicas=None if replicas == part.replicas else replicas,
         adding_replicas=None if adding == part.adding_replicas else adding,
         removing_replicas=None if removing == part.removing_replicas else removing,
+        directories=dirs,
     )
-    if (rec.isr, rec.replicas, rec.adding_replicas, rec.removing_replicas) == (None,) * 4 and (
-        rec.leader == NO_LEADER_CHANGE
-    ):
+    if (rec.isr, rec.replicas, rec.adding_replicas, rec.removing_replicas, rec.directories) == (
+        None,
+    ) * 5 and (rec.leader == NO_LEADER_CHANGE):
         return None
     return rec
+
+
+def _directories(
+    part: PartitionRegistration,
+    replicas: tuple[int, ...],
+    default_dir: Callable[[int], uuid.UUID] | None,
+    target: dict[int, uuid.UUID],
+) -> tuple[uuid.UUID, ...] | None:
+    """The replicas' dirs for the record, or None when they do not change (Kafka's
+    ``setAssignmentChanges``): a replica keeps its dir, a new one gets its broker's default."""
+    known = dict(zip(part.replicas, part.dirs(), strict=True))
+    known.update(target)
+    dirs = tuple(
+        known[r] if r in known else (default_dir(r) if default_dir is not None else DIR_MIGRATING)
+        for r in replicas
+    )
+    if dirs == part.dirs() or (not part.directories and all(d == DIR_MIGRATING for d in dirs)):
+        return None  # no change (all migrating is what no dirs at all already means)
+    return dirs

@@ -71,6 +71,8 @@ from kafkalite.protocol.api import Response
 from kafkalite.protocol.broker_lifecycle import (
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
+    AssignReplicasToDirsRequest,
+    AssignReplicasToDirsResponse,
     BrokerHeartbeatRequest,
     BrokerHeartbeatResponse,
     BrokerRegistrationRequest,
@@ -128,6 +130,7 @@ CONTROLLER_REQUESTS = (
     ElectLeadersRequest,
     AlterPartitionReassignmentsRequest,
     ListPartitionReassignmentsRequest,
+    AssignReplicasToDirsRequest,
 )
 
 _BOUNDED = (
@@ -330,6 +333,8 @@ class QuorumController:
             records, resp = self._create_topics(req)
         elif isinstance(req, AllocateProducerIdsRequest):
             records, resp = self._allocate_producer_ids(req)
+        elif isinstance(req, AssignReplicasToDirsRequest):
+            records, resp = self._assign_replicas_to_dirs(req)
         elif isinstance(req, DeleteTopicsRequest):
             records, resp = self._delete_topics(req)
         elif isinstance(req, IncrementalAlterConfigsRequest):
@@ -387,6 +392,14 @@ class QuorumController:
         except KafkaError as e:
             return [], BrokerHeartbeatResponse(error_code=e.code)
         self.cluster.touch(req.broker_id, now)
+        records, resp = self._heartbeat_state(b, req)
+        if req.offline_log_dirs:  # KIP-858: after the state change, as Kafka's processBrokerHeartbeat
+            after = _replayed(self.image, records)
+            records += self.replication.handle_directories_offline(after, b.id, b.epoch, req.offline_log_dirs)
+        return records, resp
+
+    def _heartbeat_state(self, b: Any, req: BrokerHeartbeatRequest) -> tuple[list, Response]:
+        """The records and answer of a heartbeat's fencing, unfencing or controlled shutdown."""
         caught_up = req.current_metadata_offset >= b.epoch
         records: list[MetadataRecord] = []
         fenced = b.fenced
@@ -579,6 +592,13 @@ class QuorumController:
             return [], AllocateProducerIdsResponse(error_code=e.code)
         rec, start, size = producer_id_control.allocate(self.image, req.broker_id, req.broker_epoch)
         return [rec], AllocateProducerIdsResponse(producer_id_start=start, producer_id_len=size)
+
+    def _assign_replicas_to_dirs(self, req: AssignReplicasToDirsRequest) -> tuple[list, Response]:
+        try:
+            self.cluster.check_broker_epoch(self.image, req.broker_id, req.broker_epoch)
+        except KafkaError as e:
+            return [], AssignReplicasToDirsResponse(error_code=e.code)
+        return self.replication.assign_replicas_to_dirs(self.image, req)
 
     def _new_id(self) -> uuid.UUID:
         return uuid.UUID(int=self.rng.getrandbits(128), version=4)

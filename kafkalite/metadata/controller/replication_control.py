@@ -8,11 +8,18 @@ default) enables it. The admin requests on partitions are here too: CreatePartit
 ``kafkalite.metadata.placement`` places added partitions), ElectLeaders, the automatic preferred leader
 balancing, and KIP-455 reassignments, which live in the partition's own registration (adding and
 removing replicas) and complete through ``partition_change`` when the ISR allows.
+
+JBOD in KRaft (KIP-858): every replica has a log dir in its partition's registration. A new replica gets
+its broker's only dir, or stays unassigned until the broker says where it put it (AssignReplicasToDirs);
+a broker whose heartbeat reports a dir offline leaves the ISR of every partition it holds in that dir,
+which gets another leader from its ISR (``handle_directories_offline``), while its replicas in its other
+dirs keep their places.
 """
 
 from __future__ import annotations
 
 import random
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -30,8 +37,10 @@ from kafkalite.errors import (
     NewLeaderElectedError,
     NoReassignmentInProgressError,
     NotControllerError,
+    NotLeaderOrFollowerError,
     PreferredLeaderNotAvailableError,
     TopicAlreadyExistsError,
+    UnknownTopicIdError,
     UnknownTopicOrPartitionError,
 )
 from kafkalite.metadata.controller.configuration_control import validate_topic_config
@@ -40,13 +49,16 @@ from kafkalite.metadata.controller.partition_change import (
     reassignment_replicas,
     revert_reassignment,
 )
-from kafkalite.metadata.delta import TOPIC_RESOURCE
+from kafkalite.metadata.delta import TOPIC_RESOURCE, MetadataDelta
 from kafkalite.metadata.image import MetadataImage, PartitionRegistration
 from kafkalite.metadata.partition_assignment import partitions_to_add, validate_manual_assignment
 from kafkalite.metadata.placement import assign_new_partitions
 from kafkalite.metadata.records import (
+    DIR_MIGRATING,
+    DIR_UNASSIGNED,
     NO_LEADER,
     NO_LEADER_CHANGE,
+    BrokerRegistrationChangeRecord,
     ConfigRecord,
     MetadataRecord,
     PartitionChangeRecord,
@@ -54,6 +66,13 @@ from kafkalite.metadata.records import (
     TopicRecord,
 )
 from kafkalite.protocol.api import NO_ERROR
+from kafkalite.protocol.broker_lifecycle import (
+    AssignDirectoryResult,
+    AssignPartitionResult,
+    AssignReplicasToDirsRequest,
+    AssignReplicasToDirsResponse,
+    AssignTopicResult,
+)
 from kafkalite.protocol.controller import AlterPartitionItem, AlterPartitionResult, OngoingReassignment
 from kafkalite.protocol.metadata import CreatableTopic, CreatableTopicResult, CreatePartitionsTopic
 from kafkalite.protocol.topic_partition import TopicPartition
@@ -73,6 +92,34 @@ def _usable(image: MetadataImage) -> Callable[[int], bool]:
         return reg is not None and not reg.fenced and not reg.in_controlled_shutdown
 
     return usable
+
+
+def default_dir(image: MetadataImage, broker_id: int) -> uuid.UUID:
+    """Where a new replica on ``broker_id`` goes (Kafka's ``ClusterControlManager.defaultDir``): its only
+    log dir; unassigned when it has several (the broker picks one and reports it) or is not registered;
+    migrating when it registered none."""
+    reg = image.brokers.get(broker_id)
+    if reg is None:
+        return DIR_UNASSIGNED
+    if not reg.directories:
+        return DIR_MIGRATING
+    return reg.directories[0] if len(reg.directories) == 1 else DIR_UNASSIGNED
+
+
+def _dir_online(image: MetadataImage) -> Callable[[int, uuid.UUID], bool]:
+    def online(broker_id: int, dir: uuid.UUID) -> bool:
+        reg = image.brokers.get(broker_id)
+        return reg is not None and reg.has_online_dir(dir)
+
+    return online
+
+
+def _change(image: MetadataImage, *args: Any, **kwargs: Any) -> PartitionChangeRecord | None:
+    """``partition_change`` with what the image says of log dirs: a replica in an offline dir may not
+    lead, a new replica gets its broker's default dir."""
+    return partition_change(
+        *args, dir_online=_dir_online(image), default_dir=lambda b: default_dir(image, b), **kwargs
+    )
 
 
 def _placement_brokers(image: MetadataImage, rf: int) -> tuple[list[int], dict[str, Any]]:
@@ -144,6 +191,7 @@ class ReplicationControlManager:
                     leader=replicas[0],
                     leader_epoch=0,
                     partition_epoch=0,
+                    directories=tuple(default_dir(image, r) for r in replicas),
                 )
             )
         for name, value in t.configs:
@@ -168,7 +216,7 @@ class ReplicationControlManager:
                 if broker_id not in part.isr and part.leader != broker_id:
                     continue
                 isr = tuple(r for r in part.isr if r != broker_id)
-                rec = partition_change(t.id, p, part, usable, isr, unclean=self.unclean(image, t.name))
+                rec = _change(image, t.id, p, part, usable, isr, unclean=self.unclean(image, t.name))
                 if rec is not None:
                     out.append(rec)
         return out
@@ -185,10 +233,104 @@ class ReplicationControlManager:
             unclean = self.unclean(image, t.name)
             for p, part in sorted(t.partitions.items()):
                 if part.leader == -1 and (broker_id in part.isr or (unclean and broker_id in part.replicas)):
-                    rec = partition_change(t.id, p, part, usable, unclean=unclean)
+                    rec = _change(image, t.id, p, part, usable, unclean=unclean)
                     if rec is not None:
                         out.append(rec)
         return out
+
+    # ------------------------------------------------------------------------- log dirs (KIP-858)
+    def handle_directories_offline(
+        self, image: MetadataImage, broker_id: int, broker_epoch: int, offline: Sequence[uuid.UUID]
+    ) -> list[MetadataRecord]:
+        """Kafka's ``handleDirectoriesOffline``: for each dir of ``broker_id`` its heartbeat newly reports
+        offline, take the broker out of the ISR of every partition whose replica there is in that dir (a
+        new leader from the rest of the ISR where it led), then record the dirs it has left. Dirs already
+        known offline, or never registered, change nothing."""
+        reg = image.brokers.get(broker_id)
+        if reg is None:
+            return []
+        newly = [d for d in reg.directories if d in offline]
+        if not newly:
+            return []
+        out: list[MetadataRecord] = []
+        for t in sorted(image.topics.values(), key=lambda t: t.name):
+            for p, part in sorted(t.partitions.items()):
+                if broker_id not in part.replicas or part.directory(broker_id) not in newly:
+                    continue
+                rec = self._without(image, t.id, p, part, broker_id, t.name)
+                if rec is not None:
+                    out.append(rec)
+        remaining = tuple(d for d in reg.directories if d not in offline)
+        # Kafka writes the remaining dirs (an empty list would read as no change: the broker halts then)
+        out.append(
+            BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=broker_epoch, log_dirs=remaining)
+        )
+        return out
+
+    def _without(
+        self,
+        image: MetadataImage,
+        tid: uuid.UUID,
+        p: int,
+        part: PartitionRegistration,
+        broker_id: int,
+        topic: str,
+    ) -> PartitionChangeRecord | None:
+        """``part`` with ``broker_id`` out of its ISR and never its leader (Kafka's
+        ``generateLeaderAndIsrUpdates`` with a broker to remove)."""
+        base = _usable(image)
+
+        def usable(b: int) -> bool:
+            return b != broker_id and base(b)
+
+        isr = tuple(r for r in part.isr if r != broker_id)
+        return _change(image, tid, p, part, usable, isr, unclean=self.unclean(image, topic))
+
+    def assign_replicas_to_dirs(
+        self, image: MetadataImage, req: AssignReplicasToDirsRequest
+    ) -> tuple[list[MetadataRecord], AssignReplicasToDirsResponse]:
+        """Kafka's ``handleAssignReplicasToDirs`` (the caller checked the broker epoch): record each
+        replica's dir; a replica placed in a dir already offline is then treated as offline (out of the
+        ISR, not leading). Per partition UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, or
+        NOT_LEADER_OR_FOLLOWER when the broker holds no replica of it."""
+        b = req.broker_id
+        reg = image.brokers[b]
+        records: list[MetadataRecord] = []
+        img = image
+        offline: list[tuple[uuid.UUID, int]] = []
+        dirs_out = []
+        for d in req.directories:
+            topics_out = []
+            for t in d.topics:
+                topic = img.topics.get(t.topic_id)
+                results = []
+                for q in t.partitions:
+                    i = q.partition_index
+                    part = None if topic is None else topic.partitions.get(i)
+                    if topic is None:
+                        code = UnknownTopicIdError.code
+                    elif part is None:
+                        code = UnknownTopicOrPartitionError.code
+                    elif b not in part.replicas:
+                        code = NotLeaderOrFollowerError.code
+                    else:
+                        code = NO_ERROR
+                        rec = _change(img, t.topic_id, i, part, _usable(img), target_dirs={b: d.id})
+                        if rec is not None:
+                            records.append(rec)
+                            img = _replayed(img, [rec])
+                        if not reg.has_online_dir(d.id):
+                            offline.append((t.topic_id, i))
+                    results.append(AssignPartitionResult(partition_index=i, error_code=code))
+                topics_out.append(AssignTopicResult(topic_id=t.topic_id, partitions=tuple(results)))
+            dirs_out.append(AssignDirectoryResult(id=d.id, topics=tuple(topics_out)))
+        for tid, i in offline:
+            t = img.topics[tid]
+            rec = self._without(img, tid, i, t.partitions[i], b, t.name)
+            if rec is not None:
+                records.append(rec)
+                img = _replayed(img, [rec])
+        return records, AssignReplicasToDirsResponse(directories=tuple(dirs_out))
 
     # ---------------------------------------------------------------------------- AlterPartition
     def alter_partition(
@@ -201,8 +343,14 @@ class ReplicationControlManager:
         except KafkaError as e:
             return None, AlterPartitionResult(tp=item.tp, error_code=e.code)
         assert t is not None and part is not None
-        rec = partition_change(
-            t.id, item.tp.partition, part, _usable(image), item.new_isr, unclean=self.unclean(image, t.name)
+        rec = _change(
+            image,
+            t.id,
+            item.tp.partition,
+            part,
+            _usable(image),
+            item.new_isr,
+            unclean=self.unclean(image, t.name),
         )
         after = part if rec is None else part.merge(rec)
         if rec is not None and rec.leader not in (NO_LEADER_CHANGE, broker_id):
@@ -288,6 +436,7 @@ class ReplicationControlManager:
                     leader=isr[0],
                     leader_epoch=0,
                     partition_epoch=0,
+                    directories=tuple(default_dir(image, r) for r in replicas),
                 )
             )
         return records
@@ -307,8 +456,8 @@ class ReplicationControlManager:
         preferred = election_type == PREFERRED
         if (preferred and part.leader == part.replicas[0]) or (not preferred and part.leader != NO_LEADER):
             return None, ElectionNotNeededError.code
-        rec = partition_change(
-            t.id, tp.partition, part, _usable(image), preferred=preferred, unclean=not preferred
+        rec = _change(
+            image, t.id, tp.partition, part, _usable(image), preferred=preferred, unclean=not preferred
         )
         if rec is None:
             code = PreferredLeaderNotAvailableError if preferred else EligibleLeadersNotAvailableError
@@ -340,7 +489,7 @@ class ReplicationControlManager:
                 break
             t = image.topic(tp.topic)
             assert t is not None
-            rec = partition_change(t.id, tp.partition, t.partitions[tp.partition], usable, preferred=True)
+            rec = _change(image, t.id, tp.partition, t.partitions[tp.partition], usable, preferred=True)
             if rec is not None:
                 out.append(rec)
         return out
@@ -369,14 +518,14 @@ class ReplicationControlManager:
                     f"Unable to revert partition assignment for {tp.topic}:{tp.partition} because it would "
                     "require an unclean leader election."
                 )
-            return partition_change(
-                t.id, tp.partition, part, usable, isr, unclean=unclean,
+            return _change(
+                image, t.id, tp.partition, part, usable, isr, unclean=unclean,
                 target_replicas=replicas, target_adding=(), target_removing=(),
             )  # fmt: skip
         validate_manual_assignment(tp.partition, target, image.brokers)
         replicas, adding, removing = reassignment_replicas(part.replicas, target)
-        return partition_change(
-            t.id, tp.partition, part, usable,
+        return _change(
+            image, t.id, tp.partition, part, usable,
             target_replicas=replicas, target_adding=adding, target_removing=removing,
         )  # fmt: skip
 
@@ -398,3 +547,10 @@ class ReplicationControlManager:
                     )
                 )
         return out
+
+
+def _replayed(image: MetadataImage, records: Sequence[MetadataRecord]) -> MetadataImage:
+    delta = MetadataDelta(image)
+    for r in records:
+        delta.replay(r)
+    return delta.apply(image.offset, image.epoch)
