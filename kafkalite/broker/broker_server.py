@@ -9,12 +9,17 @@ fetches ``__cluster_metadata`` as an observer of the controllers' Raft quorum, r
 blocks from it (AllocateProducerIds) and forwards it the clients' admin requests (``ForwardingManager``),
 ACL and SCRAM changes included. No LeaderAndIsr, UpdateMetadata or StopReplica crosses the network.
 
+With several log dirs (JBOD in KRaft, KIP-858) the broker registers their ids (``meta.properties``
+directory.id), tells the controller where it put each replica (``AssignmentsManager``), and when a dir
+fails reports it in its heartbeats, so the controller moves the leaderships of the partitions in it.
+
 The metadata log lives in ``metadata_log_dir`` (Kafka's ``metadata.log.dir``), apart from the partition
 logs so the log manager never mistakes it for a partition.
 """
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +29,12 @@ from kafkalite.broker.kafka_apis import KafkaApis
 from kafkalite.broker.metadata_cache import MetadataCache
 from kafkalite.broker.rpc_producer_id_manager import RPCProducerIdManager
 from kafkalite.broker.server import KafkaBroker
+from kafkalite.common.kafka_uuid import uuid_from_str
 from kafkalite.common.scram import ScramCredential
+from kafkalite.metadata.assignments_manager import AssignmentsManager
 from kafkalite.metadata.broker_lifecycle_manager import BrokerLifecycleManager
 from kafkalite.metadata.controller.scram_control import MECHANISM_NAMES
+from kafkalite.metadata.image import MetadataImage
 from kafkalite.metadata.metadata_loader import MetadataLoader
 from kafkalite.metadata.snapshot_generator import SnapshotGenerator
 from kafkalite.protocol.broker_lifecycle import Listener
@@ -76,6 +84,10 @@ class BrokerServer(KafkaBroker):
         self.lifecycle: BrokerLifecycleManager | None = None
         self.pids: RPCProducerIdManager | None = None
         self.forwarding: ForwardingManager | None = None
+        self.assignments: AssignmentsManager | None = None
+        self.dir_ids: dict[Path, uuid.UUID] = {}
+        """Each log dir's id (its ``meta.properties`` directory.id), by the replica manager's path."""
+        self._assigned: MetadataImage | None = None
         self._raft_timer: int | None = None
         self._raft_at = NEVER
 
@@ -102,6 +114,9 @@ class BrokerServer(KafkaBroker):
         self.authorizer = StandardAuthorizer(self.props) if authorizer_enabled(self.props) else None
         self.rm = self._make_replica_manager()
         self.rm.on_halt = self._halt
+        self.rm.on_log_dir_event = self._on_log_dir_offline
+        self.dir_ids = _dir_ids(self.rm.log_dirs)
+        self._assigned = None
         self._start_group_coordinator()
         self.publisher = publisher = BrokerMetadataPublisher(self)
         self.loader = MetadataLoader([publisher.on_delta])
@@ -139,6 +154,16 @@ class BrokerServer(KafkaBroker):
             heartbeat_interval_ms=self.heartbeat_interval_ms,
             rack=self.config.broker_rack,
             log=self.log,
+            log_dirs=self._online_dir_ids,
+            offline_dirs=self._offline_dir_ids,
+        )
+        self.assignments = AssignmentsManager(
+            self.broker_id,
+            lambda: self.lifecycle.broker_epoch if self.lifecycle is not None else -1,
+            self.controller_id,
+            self.send,
+            self.set_timer,
+            self.cancel_timer,
         )
         self.forwarding = ForwardingManager(
             self.broker_id, self.controller_id, self.send, self.set_timer, net.now_ms
@@ -153,12 +178,15 @@ class BrokerServer(KafkaBroker):
         """Clean shutdown: stop heartbeating, close the metadata log, then what ``KafkaBroker`` closes."""
         if self.lifecycle is not None:
             self.lifecycle.stop()
+        if self.assignments is not None:
+            self.assignments.close()
         if self.raft is not None:
             self.raft.close()
         if self._raft_timer is not None:
             self.cancel_timer(self._raft_timer)
         self._raft_timer, self._raft_at = None, NEVER
         self.raft = self.lifecycle = self.loader = self.publisher = self.pids = self.forwarding = None
+        self.assignments = None
         super().shutdown()
         self.registered = False
 
@@ -180,6 +208,7 @@ class BrokerServer(KafkaBroker):
         if self.raft is not None:
             self.raft.crash()
         self.raft = self.lifecycle = self.loader = self.publisher = self.pids = self.forwarding = None
+        self.assignments = None
         self._raft_timer, self._raft_at = None, NEVER
         super().on_crash()
 
@@ -248,6 +277,45 @@ class BrokerServer(KafkaBroker):
         # KRaft brokers do, and that broker forwards what only the controller can do.
         live = loader.image.unfenced_brokers()
         self.publisher.publish(loader.image, live[0] if live else -1)
+        self._reconcile_assignments(loader.image)
+
+    # -------------------------------------------------------------------------- log dirs (KIP-858)
+    def _online_dir_ids(self) -> list[uuid.UUID]:
+        rm = self.rm
+        offline = rm.offline_dirs if rm is not None else {}
+        return [i for d, i in self.dir_ids.items() if d not in offline]
+
+    def _offline_dir_ids(self) -> list[uuid.UUID]:
+        rm = self.rm
+        return [self.dir_ids[d] for d in (rm.offline_dirs if rm is not None else ()) if d in self.dir_ids]
+
+    def _on_log_dir_offline(self) -> None:
+        """A log dir failed and others remain: report it in a heartbeat now (Kafka's
+        ``DirectoryEventHandler.handleFailure``); the controller moves the leaderships away."""
+        self.log(
+            "log_dir_failure_propagated",
+            broker=self.broker_id,
+            dirs=[str(u) for u in self._offline_dir_ids()],
+        )
+        if self.lifecycle is not None:
+            self.lifecycle.heartbeat_now()
+
+    def _reconcile_assignments(self, image: MetadataImage) -> None:
+        """Hand the ``AssignmentsManager`` every replica here whose registration names another dir than
+        the one holding its log (Kafka's ``maybeUpdateTopicAssignment``)."""
+        if self.assignments is None or self.rm is None or image is self._assigned or not self.dir_ids:
+            return
+        self._assigned = image
+        wanted = {}
+        for p in self.rm.partitions():
+            d = self.dir_ids.get(p.log.dir.parent)
+            t = image.topic(p.tp.topic)
+            part = None if t is None else t.partitions.get(p.tp.partition)
+            if d is None or t is None or part is None or self.broker_id not in part.replicas:
+                continue
+            if part.directory(self.broker_id) != d:
+                wanted[(t.id, p.tp.partition)] = d
+        self.assignments.reconcile(wanted)
 
     # ------------------------------------------------------------------------------- messages
     def on_message(self, src: Any, msg: Any, now_ms: int) -> None:
@@ -263,6 +331,8 @@ class BrokerServer(KafkaBroker):
                 return
             if self.pids is not None and self.pids.on_response(msg):
                 return
+            if self.assignments is not None and self.assignments.on_response(msg):
+                return
             if self.forwarding is not None and self.forwarding.on_response(msg):
                 return
         if (
@@ -276,6 +346,20 @@ class BrokerServer(KafkaBroker):
             return
         if isinstance(msg, RequestEnvelope | ResponseEnvelope):
             super().on_message(src, msg, now_ms)
+
+
+def _dir_ids(dirs: list[Path]) -> dict[Path, uuid.UUID]:
+    """Each log dir's ``directory.id`` (written by ``kafkalite storage format``); a dir without one is left
+    out (its replicas stay unassigned, as a broker's from before KIP-858)."""
+    out = {}
+    for d in dirs:
+        try:
+            meta = meta_properties.read(d)
+        except meta_properties.MetaPropertiesError:
+            continue
+        if meta is not None and meta.directory_id is not None:
+            out[d] = uuid_from_str(meta.directory_id)
+    return out
 
 
 def _listener(endpoint: str) -> Listener:

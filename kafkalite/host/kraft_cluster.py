@@ -11,7 +11,9 @@ committed batch, controllers and brokers alike) let a checker watch every node; 
 ``i`` the ``broker.rack`` ``racks[i - 1]``, which it registers, and placement is then rack-aware.
 ``combined=True`` runs the controllers on brokers ``1..controllers`` instead, each a ``KafkaRaftServer``
 (``process.roles=broker,controller``: one node id, one Raft client and log for both roles); the rest of
-the brokers are broker-only.
+the brokers are broker-only. ``log_dirs_per_broker`` > 1 gives each broker that many log dirs (JBOD,
+``broker-N/dir-I``) and ``file_ops`` is the door their storage writes through (a ``DiskFaults`` fails a
+dir), as in ``Cluster``.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from kafkalite.protocol import (
 )
 from kafkalite.raft import QuorumConfig
 from kafkalite.raft.metadata_log import MetadataLogConfig
+from kafkalite.storage.file_ops import OS_FILE_OPS, FileOps
 from kafkalite.storage.meta_properties import format_dirs
 
 CONTROLLER_BASE = 3000
@@ -74,6 +77,7 @@ class KRaftCluster(Cluster):
         log_config: MetadataLogConfig | None = None,
         combined: bool = False,
         log_dirs_per_broker: int = 1,
+        file_ops: FileOps = OS_FILE_OPS,
     ) -> None:
         if combined and not 0 < controllers <= brokers:
             raise ValueError(f"combined mode runs the {controllers} controllers on brokers: 1..{brokers}")
@@ -125,6 +129,7 @@ class KRaftCluster(Cluster):
                 "heartbeat_interval_ms": heartbeat_interval_ms,
                 "on_image": on_image,
                 "log_config": log_config,
+                "file_ops": file_ops,
             }
             if b in voters and combined:
                 node = KafkaRaftServer(

@@ -6,6 +6,10 @@ that offset reaches its registration, and fences it when heartbeats stop for ``b
 Requests go to the active controller (the metadata quorum's leader, which the broker knows as an
 observer) or, when it knows none or the one it asked said NOT_CONTROLLER or did not answer, to the next
 voter in turn.
+
+With JBOD (KIP-858) the registration names the broker's log dirs (their ``meta.properties``
+directory.id) and every heartbeat the dirs that failed since the process started; a dir failing sends a
+heartbeat at once, so the controller moves the leaderships of the partitions in it without waiting.
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ class BrokerLifecycleManager:
         heartbeat_interval_ms: int = 2000,
         rack: str | None = None,
         log: Callable[..., Any] | None = None,
+        log_dirs: Callable[[], Sequence[uuid.UUID]] = tuple,
+        offline_dirs: Callable[[], Sequence[uuid.UUID]] = tuple,
     ) -> None:
         self.broker_id = broker_id
         self.cluster_id = cluster_id
@@ -57,6 +63,10 @@ class BrokerLifecycleManager:
         self._metadata_offset = metadata_offset
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self._log = log or (lambda *a, **k: None)
+        self._log_dirs, self._offline_dirs = log_dirs, offline_dirs
+        """The broker's online log dir ids (registered) and failed ones (sent in every heartbeat)."""
+        self._dirs_changed = False
+        """A dir failed after the heartbeat in flight was sent: send another as soon as it is answered."""
         self.broker_epoch = -1
         self.fenced = True
         self._shutdown_done: Callable[[], Any] | None = None
@@ -81,6 +91,13 @@ class BrokerLifecycleManager:
             return
         self._shutdown_done = on_done
         self._schedule(0)
+
+    def heartbeat_now(self) -> None:
+        """A log dir failed: tell the controller now (Kafka's ``propagateDirectoryFailure``); a broker
+        not registered yet sends it with its first heartbeat."""
+        self._dirs_changed = True
+        if self.broker_epoch >= 0 and self._inflight is None:
+            self._schedule(0)
 
     def stop(self) -> None:
         if self._timer is not None:
@@ -113,13 +130,16 @@ class BrokerLifecycleManager:
                 incarnation_id=self.incarnation_id,
                 listeners=self.listeners,
                 rack=self.rack,
+                log_dirs=tuple(sorted(self._log_dirs())),
             )
         else:
+            self._dirs_changed = False
             req = BrokerHeartbeatRequest(
                 broker_id=self.broker_id,
                 broker_epoch=self.broker_epoch,
                 current_metadata_offset=self._metadata_offset(),
                 want_shut_down=self._shutdown_done is not None,
+                offline_log_dirs=tuple(sorted(self._offline_dirs())),
             )
         self._cid += 1
         self._inflight = (self._cid, req)
@@ -159,7 +179,10 @@ class BrokerLifecycleManager:
                 done()
                 return True
             waiting = self.fenced or done is not None
-            self._schedule(FENCED_HEARTBEAT_MS if waiting else self.heartbeat_interval_ms)
+            if self._dirs_changed:
+                self._schedule(0)
+            else:
+                self._schedule(FENCED_HEARTBEAT_MS if waiting else self.heartbeat_interval_ms)
         return True
 
 
