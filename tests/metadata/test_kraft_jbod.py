@@ -7,9 +7,32 @@ broker never said a word: its leaders in the failed dir stayed put and acks=all 
 from __future__ import annotations
 
 import errno
+import random
+import uuid
 
 from kafkalite.host.kraft_cluster import KRaftCluster
+from kafkalite.metadata.controller.replication_control import ReplicationControlManager, default_dir
+from kafkalite.metadata.delta import replay_all
+from kafkalite.metadata.image import MetadataImage
+from kafkalite.metadata.placement import assign_replicas
+from kafkalite.metadata.records import (
+    DIR_LOST,
+    DIR_UNASSIGNED,
+    NO_LEADER_CHANGE,
+    BrokerRegistrationChangeRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    TopicRecord,
+)
 from kafkalite.protocol import TopicPartition
+from kafkalite.protocol.broker_lifecycle import (
+    AssignDirectory,
+    AssignPartition,
+    AssignReplicasToDirsRequest,
+    AssignTopic,
+)
+from kafkalite.protocol.metadata import CreatableTopic
 from kafkalite.storage.file_ops import DiskFaults
 
 CONFIG = {"replica.lag.time.max.ms": 1000}
@@ -17,6 +40,117 @@ PRODUCER = {"acks": "all", "linger.ms": 1, "request.timeout.ms": 2500, "delivery
 PARTITIONS = 6
 
 
+# ------------------------------------------------------------------------- the controller's handling
+TID = uuid.UUID(int=77)
+DIRS = {b: (uuid.UUID(int=1000 + 10 * b), uuid.UUID(int=1001 + 10 * b)) for b in (1, 2, 3)}
+
+
+def _image() -> MetadataImage:
+    """Brokers 1-3 with two dirs each; partition p led by broker 1, its replica there in dir p % 2."""
+    records: list = [
+        RegisterBrokerRecord(broker_id=b, broker_epoch=b, log_dirs=DIRS[b], fenced=False) for b in (1, 2, 3)
+    ]
+    records.append(TopicRecord(name="t", topic_id=TID))
+    for p in range(4):
+        records.append(
+            PartitionRecord(
+                partition_id=p, topic_id=TID, replicas=(1, 2, 3), isr=(1, 2, 3), leader=1,
+                leader_epoch=0, partition_epoch=0,
+                directories=(DIRS[1][p % 2], DIRS[2][0], DIRS[3][1]),
+            )
+        )  # fmt: skip
+    return replay_all(records)
+
+
+def _rcm() -> ReplicationControlManager:
+    return ReplicationControlManager(assign_replicas, random.Random(1))
+
+
+def test_an_offline_dir_takes_its_replicas_out_of_the_isr_and_moves_only_their_leadership():
+    img = _image()
+    records = _rcm().handle_directories_offline(img, 1, 1, [DIRS[1][0]])
+    changes = [r for r in records if isinstance(r, PartitionChangeRecord)]
+    assert sorted(r.partition_id for r in changes) == [0, 2], "only the partitions in the failed dir"
+    for r in changes:
+        assert r.isr == (2, 3) and r.leader == 2, r
+    assert records[-1] == BrokerRegistrationChangeRecord(broker_id=1, broker_epoch=1, log_dirs=(DIRS[1][1],))
+    after = replay_all(records, img)
+    assert after.brokers[1].directories == (DIRS[1][1],)
+    t = after.topic("t")
+    assert t is not None
+    assert [t.partitions[p].leader for p in range(4)] == [2, 1, 2, 1]
+    assert t.partitions[0].directories == img.topic("t").partitions[0].directories, "dirs stay recorded"
+    # a heartbeat that reports the same dir again changes nothing
+    assert _rcm().handle_directories_offline(after, 1, 1, [DIRS[1][0]]) == []
+    # a replica in an offline dir may not lead even a preferred election
+    rec, _ = _rcm().elect_leader(after, TopicPartition("t", 0), 0)
+    assert rec is None
+
+
+def test_assign_replicas_to_dirs_records_the_dir_and_an_offline_one_means_offline():
+    img = _image()
+    req = AssignReplicasToDirsRequest(
+        broker_id=1,
+        broker_epoch=1,
+        directories=(
+            AssignDirectory(
+                id=DIRS[1][1],
+                topics=(AssignTopic(topic_id=TID, partitions=(AssignPartition(partition_index=0),)),),
+            ),
+            AssignDirectory(
+                id=DIRS[1][0],
+                topics=(
+                    AssignTopic(topic_id=uuid.UUID(int=5), partitions=(AssignPartition(partition_index=0),)),
+                ),
+            ),
+        ),
+    )
+    records, resp = _rcm().assign_replicas_to_dirs(img, req)
+    assert records == [
+        PartitionChangeRecord(
+            partition_id=0,
+            topic_id=TID,
+            leader=NO_LEADER_CHANGE,
+            directories=(DIRS[1][1], DIRS[2][0], DIRS[3][1]),
+        )
+    ]
+    codes = [p.error_code for d in resp.directories for t in d.topics for p in t.partitions]
+    assert codes == [0, 100], "UNKNOWN_TOPIC_ID for a topic the controller does not know"
+    after = replay_all(records, img)
+    assert after.topic("t").partitions[0].directory(1) == DIRS[1][1]
+    # dir 1 of broker 1 is offline; assigning a replica there takes it out of the ISR
+    offline = replay_all(_rcm().handle_directories_offline(after, 1, 1, [DIRS[1][0]]), after)
+    req2 = AssignReplicasToDirsRequest(
+        broker_id=1,
+        broker_epoch=1,
+        directories=(
+            AssignDirectory(
+                id=DIRS[1][0],
+                topics=(AssignTopic(topic_id=TID, partitions=(AssignPartition(partition_index=1),)),),
+            ),
+        ),
+    )
+    records, _ = _rcm().assign_replicas_to_dirs(offline, req2)
+    part = replay_all(records, offline).topic("t").partitions[1]
+    assert part.directory(1) == DIRS[1][0] and 1 not in part.isr and part.leader == 2, part
+
+
+def test_new_replicas_get_the_only_dir_or_stay_unassigned():
+    one = replay_all(
+        [RegisterBrokerRecord(broker_id=1, broker_epoch=0, log_dirs=(DIRS[1][0],), fenced=False)]
+    )
+    assert default_dir(one, 1) == DIRS[1][0]
+    assert default_dir(_image(), 1) == DIR_UNASSIGNED and default_dir(_image(), 9) == DIR_UNASSIGNED
+    records, _ = _rcm().create_topic(
+        _image(), CreatableTopic(name="u", num_partitions=2, replication_factor=3)
+    )
+    parts = [r for r in records if isinstance(r, PartitionRecord)]
+    assert parts and all(r.directories == (DIR_UNASSIGNED,) * 3 for r in parts)
+    reg = _image().brokers[1]
+    assert reg.has_online_dir(DIR_UNASSIGNED) and not reg.has_online_dir(DIR_LOST)
+
+
+# ------------------------------------------------------------------------------------ the simulator
 def _produce(c, producer, keys, acked: dict[int, tuple[int, int]], errors: list) -> None:
     for i in keys:
 
