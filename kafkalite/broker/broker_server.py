@@ -156,6 +156,8 @@ class BrokerServer(KafkaBroker):
             log=self.log,
             log_dirs=self._online_dir_ids,
             offline_dirs=self._offline_dir_ids,
+            dir_failure_timeout_ms=self.config.log_dir_failure_timeout_ms,
+            on_fatal=self._halt,
         )
         self.assignments = AssignmentsManager(
             self.broker_id,

@@ -146,6 +146,11 @@ class BrokerConfig(DeclaredConfig):
         "log.dirs", "STRING", "/tmp/kafka-logs",
         "Directories holding the partitions' logs, comma separated.", check=_text,
     )  # fmt: skip
+    log_dir_failure_timeout_ms: int = key(
+        "log.dir.failure.timeout.ms", "LONG", 30000,
+        "KRaft: a broker halts if the controller has not heard of a failed log dir within this long.",
+        low=1,
+    )  # fmt: skip
     min_insync_replicas: int = key(
         "min.insync.replicas", "INT", 1,
         "Default replicas that must be in sync for an acks=all write.", low=1,

@@ -9,7 +9,9 @@ voter in turn.
 
 With JBOD (KIP-858) the registration names the broker's log dirs (their ``meta.properties``
 directory.id) and every heartbeat the dirs that failed since the process started; a dir failing sends a
-heartbeat at once, so the controller moves the leaderships of the partitions in it without waiting.
+heartbeat at once, so the controller moves the leaderships of the partitions in it without waiting. A
+dir no heartbeat answer acknowledged within ``log.dir.failure.timeout.ms`` is fatal (``on_fatal``): the
+broker halts rather than keep leaders the controller believes are healthy.
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ class BrokerLifecycleManager:
         log: Callable[..., Any] | None = None,
         log_dirs: Callable[[], Sequence[uuid.UUID]] = tuple,
         offline_dirs: Callable[[], Sequence[uuid.UUID]] = tuple,
+        dir_failure_timeout_ms: int = 30_000,
+        on_fatal: Callable[[str], Any] | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.cluster_id = cluster_id
@@ -67,12 +71,18 @@ class BrokerLifecycleManager:
         """The broker's online log dir ids (registered) and failed ones (sent in every heartbeat)."""
         self._dirs_changed = False
         """A dir failed after the heartbeat in flight was sent: send another as soon as it is answered."""
+        self.dir_failure_timeout_ms = dir_failure_timeout_ms
+        self._on_fatal = on_fatal
+        self.acked_offline_dirs: set[uuid.UUID] = set()
+        """Failed dirs a heartbeat answer acknowledged (the controller has acted on them)."""
+        self._dir_timers: dict[uuid.UUID, int] = {}
         self.broker_epoch = -1
         self.fenced = True
         self._shutdown_done: Callable[[], Any] | None = None
         """Set while a controlled shutdown waits for the controller's go (heartbeats say want_shut_down)."""
         self._cid = 0
         self._inflight: tuple[int, Any] | None = None
+        self._sent: Any = None
         self._timer: int | None = None
         self._rotate = 0
         self._last_dst: int | None = None
@@ -96,13 +106,27 @@ class BrokerLifecycleManager:
         """A log dir failed: tell the controller now (Kafka's ``propagateDirectoryFailure``); a broker
         not registered yet sends it with its first heartbeat."""
         self._dirs_changed = True
+        for d in self._offline_dirs():
+            if d not in self._dir_timers:
+                self._dir_timers[d] = self._set_timer(
+                    self.dir_failure_timeout_ms, lambda _now, d=d: self._dir_deadline(d)
+                )
         if self.broker_epoch >= 0 and self._inflight is None:
             self._schedule(0)
+
+    def _dir_deadline(self, dir: uuid.UUID) -> None:
+        if dir in self.acked_offline_dirs or self._on_fatal is None:
+            return
+        self._log("log_dir_failure_unacknowledged", broker=self.broker_id, dir=str(dir))
+        self._on_fatal(f"Shutting down because couldn't communicate offline log dir {dir} with controllers")
 
     def stop(self) -> None:
         if self._timer is not None:
             self._cancel_timer(self._timer)
         self._timer = None
+        for t in self._dir_timers.values():
+            self._cancel_timer(t)
+        self._dir_timers.clear()
         self._inflight = None
 
     def _schedule(self, delay_ms: int) -> None:
@@ -143,6 +167,7 @@ class BrokerLifecycleManager:
             )
         self._cid += 1
         self._inflight = (self._cid, req)
+        self._sent = req
         self._last_dst = dst
         self._send(dst, RequestEnvelope(self._cid, f"broker-{self.broker_id}", req))
         # No answer within the interval: ask again (the next time, another controller).
@@ -163,6 +188,8 @@ class BrokerLifecycleManager:
             self._schedule(RETRY_BACKOFF_MS)
             return True
         self._avoid = None
+        if isinstance(resp, BrokerHeartbeatResponse) and isinstance(self._sent, BrokerHeartbeatRequest):
+            self.acked_offline_dirs.update(self._sent.offline_log_dirs)
         if isinstance(resp, BrokerRegistrationResponse):
             self.broker_epoch = resp.broker_epoch
             self._log("broker_registered", broker=self.broker_id, broker_epoch=self.broker_epoch)

@@ -249,3 +249,63 @@ def test_a_failed_dir_moves_only_its_partitions_and_acks_all_produce_goes_on():
         assert all(b"v%d" % i in values for i in acked), "every acked record survives the restart"
     finally:
         c.close()
+
+
+# ------------------------------------------------------------------------------- the broker's side
+class _Timers:
+    def __init__(self) -> None:
+        self.now, self.due, self.sent, self._id = 0, {}, [], 0
+
+    def set(self, delay: int, fn) -> int:
+        self._id += 1
+        self.due[self._id] = (self.now + delay, fn)
+        return self._id
+
+    def cancel(self, tid: int) -> None:
+        self.due.pop(tid, None)
+
+    def advance(self, ms: int) -> None:
+        end = self.now + ms
+        while True:
+            ready = sorted((t, i) for i, (t, _) in self.due.items() if t <= end)
+            if not ready:
+                break
+            t, i = ready[0]
+            self.now = t
+            _, fn = self.due.pop(i)
+            fn(t)
+        self.now = end
+
+
+def _lifecycle(timers: _Timers, offline: list, fatal: list):
+    from kafkalite.metadata.broker_lifecycle_manager import BrokerLifecycleManager
+
+    lc = BrokerLifecycleManager(
+        1, "c", (), rng=random.Random(1), send=lambda dst, env: timers.sent.append(env),
+        set_timer=timers.set, cancel_timer=timers.cancel, controllers=lambda: (9, (9,)),
+        metadata_offset=lambda: 5, heartbeat_interval_ms=2000, log_dirs=lambda: [DIRS[1][1]],
+        offline_dirs=lambda: list(offline), dir_failure_timeout_ms=30_000, on_fatal=fatal.append,
+    )  # fmt: skip
+    lc.broker_epoch, lc.fenced = 3, False
+    return lc
+
+
+def test_a_failed_dir_goes_out_in_a_heartbeat_at_once_and_unacknowledged_it_halts_the_broker():
+    from kafkalite.protocol.broker_lifecycle import BrokerHeartbeatResponse
+    from kafkalite.protocol.envelope import ResponseEnvelope
+
+    for answered in (True, False):
+        timers, offline, fatal = _Timers(), [], []
+        lc = _lifecycle(timers, offline, fatal)
+        offline.append(DIRS[1][0])
+        lc.heartbeat_now()
+        timers.advance(1)
+        hb = timers.sent[-1]
+        assert hb.request.offline_log_dirs == (DIRS[1][0],), "the next heartbeat names the dir, at once"
+        if answered:
+            lc.on_response(9, ResponseEnvelope(hb.correlation_id, BrokerHeartbeatResponse(is_fenced=False)))
+        else:
+            lc._controllers = lambda: (None, (9,))  # the controllers are unreachable: nothing answers
+        timers.advance(31_000)
+        assert (fatal == []) is answered, (answered, fatal)
+        assert all(e.request.offline_log_dirs == (DIRS[1][0],) for e in timers.sent[-2:]), "in every one"
