@@ -221,8 +221,6 @@ def test_a_failed_dir_moves_only_its_partitions_and_acks_all_produce_goes_on():
         c.run_for(3000)
         assert c.net.is_up(b), "the broker has a good dir left: it keeps running"
         assert set(node.rm.offline_dirs) == {bad_dir}
-        img = c.image()
-        assert bad_id not in img.brokers[b].directories and len(img.brokers[b].directories) == 1
         for q in on_bad:
             part = c.partition_state("t", q)
             assert part.leader not in (b, -1) and b not in part.isr, (q, part)
@@ -233,6 +231,8 @@ def test_a_failed_dir_moves_only_its_partitions_and_acks_all_produce_goes_on():
             if q in led:
                 assert part.leader == b, ("a partition in the good dir stays led there", q, part)
         assert len(acked) == 400 and not errors, (len(acked), errors[:3])
+        img = c.image()
+        assert bad_id not in img.brokers[b].directories and len(img.brokers[b].directories) == 1
         values = _values(c)
         lost = sorted(i for i in acked if b"v%d" % i not in values)
         assert lost == [], lost
