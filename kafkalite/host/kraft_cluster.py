@@ -18,8 +18,10 @@ dir), as in ``Cluster``.
 
 from __future__ import annotations
 
+import random
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +50,7 @@ from kafkalite.protocol import (
 from kafkalite.raft import QuorumConfig
 from kafkalite.raft.metadata_log import MetadataLogConfig
 from kafkalite.storage.file_ops import OS_FILE_OPS, FileOps
-from kafkalite.storage.meta_properties import format_dirs
+from kafkalite.storage.meta_properties import format_dirs, random_uuid
 
 CONTROLLER_BASE = 3000
 DEFAULT_CLUSTER_ID = "4L6g3nShT-eMCtK--X86sw"
@@ -94,12 +96,14 @@ class KRaftCluster(Cluster):
         settings = ControllerSettings.from_broker_config(
             cluster_id, bcfg, broker_session_timeout_ms=session_timeout_ms
         )
-        # kafkalite storage format, for every node, before any starts
+        # kafkalite storage format, for every node, before any starts; the directory ids come from the
+        # seed (they are in the metadata records since KIP-858), so a run is the same every time
+        dir_rng = random.Random(f"{seed}/directory.id")
+        fmt = partial(format_dirs, ignore_formatted=True, new_uuid=lambda: random_uuid(dir_rng.randbytes))
         for c in () if combined else voters:
-            format_dirs([self.dir / f"controller-{c}"], cluster_id, c, ignore_formatted=True)
+            fmt([self.dir / f"controller-{c}"], cluster_id, c)
         for b in range(1, brokers + 1):
-            dirs = [*self._log_dirs(b, log_dirs_per_broker), self.dir / f"broker-{b}-metadata"]
-            format_dirs(dirs, cluster_id, b, ignore_formatted=True)
+            fmt([*self._log_dirs(b, log_dirs_per_broker), self.dir / f"broker-{b}-metadata"], cluster_id, b)
         self.controllers: dict[int, Any] = {}
         """Each voter's controller side: a ``ControllerServer``, or a ``ControllerRole`` of a combined node."""
         self.controllers = {
