@@ -69,3 +69,29 @@ def test_registration_round_trips(broker_id, inc, port, rack, version, prev) -> 
 )
 def test_responses_and_producer_ids_round_trip(msg) -> None:
     assert _round_trip(msg, 0)[1] == msg
+
+
+def test_assign_replicas_to_dirs_layout_is_kafkas() -> None:
+    from kafkalite.protocol.broker_lifecycle import (
+        AssignDirectory,
+        AssignPartition,
+        AssignReplicasToDirsRequest,
+        AssignTopic,
+    )
+
+    d, t = uuid.UUID(int=5), uuid.UUID(int=6)
+    req = AssignReplicasToDirsRequest(
+        broker_id=1,
+        broker_epoch=9,
+        directories=(
+            AssignDirectory(
+                id=d, topics=(AssignTopic(topic_id=t, partitions=(AssignPartition(partition_index=2),)),)
+            ),
+        ),
+    )
+    data, back = _round_trip(req, 0)
+    assert back == req
+    # flexible v0: compact arrays (length + 1), every struct ends with an empty tagged-field section
+    topic = t.bytes + b"\x02" + struct.pack(">i", 2) + b"\x00" + b"\x00"  # partition, topic tags
+    directory = d.bytes + b"\x02" + topic + b"\x00"
+    assert data == struct.pack(">iq", 1, 9) + b"\x02" + directory + b"\x00"
