@@ -980,6 +980,37 @@ def bench_produce(records: int, record_size: int, seed: int, repeats: int, as_js
     click.echo(result.to_json() if as_json else result.table())
 
 
+@bench.command("profile")
+@click.option("--records", default=300_000, show_default=True, help="Records per case of the profiled run.")
+@click.option("--rate", default=250, show_default=True, help="py-spy samples per second.")
+@click.option("--seed", default=0, show_default=True, help="Simulation seed.")
+@click.option(
+    "--out", type=click.Path(dir_okay=False), default="data/flame_produce.txt", show_default=True,
+    help="Where to write the collapsed stacks.",
+)  # fmt: skip
+def bench_profile(records: int, rate: int, seed: int, out: str) -> None:
+    """Record `bench produce` with py-spy (requirements-bench.txt) as collapsed stacks for a flame graph."""
+    from kafkalite.harness.bench.profile import record_produce_profile  # deferred: keeps --help fast
+
+    try:
+        result = record_produce_profile(out, records, rate=rate, seed=seed)
+    except RuntimeError as e:
+        raise click.ClickException(str(e)) from e
+    click.echo(result.summary())
+
+
+@bench.command("latency")
+@click.option("--samples", default=1000, show_default=True, help="Records timed one at a time per run.")
+@click.option("--runs", default=3, show_default=True, help="Runs, each on a fresh three-broker server.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def bench_latency(samples: int, runs: int, as_json: bool) -> None:
+    """End-to-end latency p50/p99/p99.9 as in Kafka's 2014 benchmark (needs confluent-kafka)."""
+    from kafkalite.harness.bench.latency import run_latency_bench  # deferred: keeps `kafkalite --help` fast
+
+    result = run_latency_bench(samples, runs=runs)
+    click.echo(result.to_json() if as_json else result.table())
+
+
 @bench.command("wire")
 @click.option("--records", type=int, help="Records per case  [default: 500,000; 200,000 with --against]")
 @click.option("--record-size", default=100, show_default=True, help="Value bytes per record.")
