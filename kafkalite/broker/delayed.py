@@ -29,6 +29,7 @@ from kafkalite.protocol import (
     DeleteRecordsPartitionResponse,
     DeleteRecordsResponse,
     FetchRequest,
+    IsolationLevel,
     ProducePartitionResponse,
     ProduceResponse,
     RecordError,
@@ -256,7 +257,12 @@ class DelayedFetch(DelayedOperation):
             end = p.log_end_offset if self.is_follower else p.high_watermark
             if end > fp.fetch_offset:
                 total += 1  # any byte counts toward min_bytes=1; exact sizes are re-read on completion
-        if force or (total > 0 and self._bytes_ready() >= req.min_bytes):
+        # A partition with data below its bound holds at least one whole batch, so with min_bytes=1
+        # (the followers' and consumers' default) it is enough; read_committed may stop at the LSO.
+        sized = req.min_bytes <= 1 and (
+            self.is_follower or req.isolation_level != IsolationLevel.READ_COMMITTED
+        )
+        if force or (total > 0 and (sized or self._bytes_ready() >= req.min_bytes)):
             self.force_complete()
             return True
         return False

@@ -377,6 +377,20 @@ class Partition:
         start = log.log_start_offset
         lso = log.last_stable_offset(hw)
         committed_only = not follower and req.isolation_level == IsolationLevel.READ_COMMITTED
+        offset = fp.fetch_offset
+        if (
+            offset >= start
+            and not committed_only
+            and offset == (log.log_end_offset if follower else hw)
+            and (not follower or fp.last_fetched_epoch in (-1, log.leader_epoch_cache.latest_epoch))
+        ):
+            # Caught up, nothing to send: every follower fetch names all the partitions it follows
+            # from this leader (the 50 of __consumer_offsets among them) and a waiting fetch is
+            # read again at each append, so the common empty answer skips the log read. A follower
+            # on the leader's latest epoch at its end cannot have diverged (KIP-320).
+            return FetchPartitionResponse(
+                tp=fp.tp, records=b"", high_watermark=hw, last_stable_offset=lso, log_start_offset=start
+            ), 0
         if follower and fp.last_fetched_epoch >= 0:
             # KIP-320: the follower's last epoch is not ours up to its fetch offset -> it diverged.
             epoch, end = log.leader_epoch_cache.end_offset_for(fp.last_fetched_epoch, log.log_end_offset)
