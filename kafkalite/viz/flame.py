@@ -167,7 +167,7 @@ def plot_flame(
     max_depth: int | None = None,
     min_share: float = 0.01,
     root: str = "all",
-    label_chars: float = 0.012,
+    label_chars: float = 0.0075,
 ) -> list[Box]:
     """Draw ``stacks`` as an icicle on ``ax`` (x: share of samples, y: stack depth, downward) and
     return the boxes drawn. Frames narrower than ``min_share`` of all samples are left out, and a
