@@ -25,6 +25,30 @@ def test_single_broker_case_acknowledges_everything() -> None:
     assert {"records_per_s", "mb_per_s", "events_per_s", "all_acknowledged"} <= d.keys()
 
 
+def test_round_robin_spreads_records_over_every_partition(tmp_path) -> None:
+    one = run_case(2_000, 100, partitions=1, round_robin=True, log_root=str(tmp_path))
+    many = run_case(2_000, 100, partitions=64, round_robin=True, log_root=str(tmp_path))
+    for r in (one, many):
+        assert r.all_acknowledged and r.high_watermark == 2_000
+    assert many.partitions == 64 and one.partitions == 1
+    # 2,000 records over 64 partitions: about 31 each, far from a full 16 KiB batch
+    assert many.batches >= 64 > one.batches
+    assert list(tmp_path.iterdir()) == [], "each run removes its logs"
+
+
+def test_keyless_records_fill_batches_at_any_partition_count() -> None:
+    one = run_case(5_000, 100, partitions=1)
+    many = run_case(5_000, 100, partitions=32)
+    assert many.all_acknowledged and many.high_watermark == 5_000
+    # the sticky partitioner fills one partition's batch before it moves on
+    assert many.batches <= one.batches * 1.1
+
+
+def test_run_case_refuses_no_partitions() -> None:
+    with pytest.raises(ValueError, match="partitions"):
+        run_case(10, partitions=0)
+
+
 def test_bench_runs_both_cases() -> None:
     result = run_produce_bench(800, 50, offer_per_ms=100)
     assert result.single.brokers == 1 and result.single.acks == "1"

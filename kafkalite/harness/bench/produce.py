@@ -28,6 +28,7 @@ own, over and over on one batch like case (a)'s, which keeps everything hot and 
 from __future__ import annotations
 
 import gc
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -81,6 +82,7 @@ class CaseResult(Throughput):
     requests: int
     validation_seconds: float = 0.0  # in the leader's record validation, timed inside the run
     validations: int = 0  # calls of it: one per batch appended by a leader
+    partitions: int = 1  # of the topic the records went to
 
     @property
     def validation_us(self) -> float:
@@ -295,26 +297,51 @@ def run_case(
     offer_per_ms: int = 1000,
     seed: int = 0,
     name: str | None = None,
+    partitions: int = 1,
+    round_robin: bool = False,
+    log_root: str | None = None,
 ) -> CaseResult:
-    """Produce ``records`` records to a fresh cluster and time it until every one is acknowledged."""
-    if records < 1 or record_size < 0 or offer_per_ms < 1:
-        raise ValueError("records and offer_per_ms must be >= 1, record_size >= 0")
+    """Produce ``records`` records to a fresh cluster and time it until every one is acknowledged.
+
+    The topic has ``partitions`` partitions. Records carry no key and the producer's default
+    partitioner places them (sticky: it fills one partition's batch before it moves on), unless
+    ``round_robin``: then record ``i`` names partition ``i % partitions``, as evenly spread keys
+    would place it. The cluster's logs go to a fresh directory under ``log_root`` (None: the system's
+    temporary directory); ``/dev/shm`` keeps a disk that other jobs share from setting the pace."""
+    if records < 1 or record_size < 0 or offer_per_ms < 1 or partitions < 1:
+        raise ValueError("records, offer_per_ms and partitions must be >= 1, record_size >= 0")
     cfg = {**PRODUCER_CONFIG, **(producer_config or {}), "acks": acks}
     value = bytes(i & 0xFF for i in range(record_size))
-    with Cluster(brokers=brokers, seed=seed) as cluster:
+    with (
+        tempfile.TemporaryDirectory(prefix="kafkalite-bench-", dir=log_root) as home,
+        Cluster(brokers=brokers, seed=seed, dir=home) as cluster,
+    ):
         cluster.create_topic(
-            TOPIC, 1, replication_factor, config={"min.insync.replicas": min_insync_replicas}
+            TOPIC, partitions, replication_factor, config={"min.insync.replicas": min_insync_replicas}
         )
         producer = cluster.producer("bench-producer", config=cfg)
         net = cluster.net
         warm = producer.send(TOPIC, value)  # metadata round trip, not timed
         if not cluster.run_until(warm.done, 30_000) or warm.exception() is not None:
             raise RuntimeError(f"warm-up send failed: {warm!r}")
-        leader = cluster.brokers[cluster.leader(TOPIC, 0)]
-        part = leader.rm.partition(TopicPartition(TOPIC, 0))
+        parts = [
+            cluster.brokers[cluster.leader(TOPIC, p)].rm.partition(TopicPartition(TOPIC, p))
+            for p in range(partitions)
+        ]
+        part = parts[0]
         # Unacknowledged records allowed before send() "blocks", from buffer.memory and the record size.
         window = max(1, cfg["buffer.memory"] // (record_size + 11))  # 11: the producer's per-record estimate
-        base = part.log_end_offset
+        base = sum(p.log_end_offset for p in parts)
+        if partitions > 1:
+
+            def taken() -> int:
+                return sum(p.log_end_offset for p in parts) - base
+
+        else:
+
+            def taken() -> int:  # the common case, without the sum
+                return part.log_end_offset - base
+
         events0, sim0 = net.stats.events, net._now
         send = producer.send
         # Garbage left by the previous run (its whole cluster) is collected now, not inside this timing.
@@ -324,11 +351,15 @@ def run_case(
             sent = 0
             while sent < records:
                 # Block like a full buffer.memory: wait until the leader has taken enough of the backlog.
-                while sent - (part.log_end_offset - base) > window:
+                while sent - taken() > window:
                     net.run_for(1)
                 n = min(offer_per_ms, records - sent)
-                for _ in range(n):
-                    send(TOPIC, value)
+                if round_robin:
+                    for i in range(sent, sent + n):
+                        send(TOPIC, value, partition=i % partitions)
+                else:
+                    for _ in range(n):
+                        send(TOPIC, value)
                 sent += n
                 net.run_for(1)
             producer.flush()
@@ -348,13 +379,14 @@ def run_case(
             # Idle means every batch completed; a batch either succeeded or counted its records as errors.
             acknowledged=producer.metrics["record-send-total"] - 1 - errors,
             errors=errors,
-            high_watermark=part.high_watermark - base,
+            high_watermark=sum(p.high_watermark for p in parts) - base,
             sim_events=net.stats.events - events0,
             sim_ms=net._now - sim0,
             batches=producer.metrics["batch-total"] - 1,
             requests=producer.metrics["request-total"],
             validation_seconds=validation.seconds,
             validations=validation.calls,
+            partitions=partitions,
         )
 
 
