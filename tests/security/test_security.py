@@ -119,6 +119,23 @@ def test_acl_rules_kafka_cases() -> None:
     assert may("User:root", Operation.DELETE, "orders", super_users=["User:root"])
 
 
+@pytest.mark.parametrize(
+    ("value", "allowed"),
+    [(None, False), ("false", False), (False, False), ("true", True), ("TRUE", True), (True, True)],
+)
+def test_allow_everyone_if_no_acl_found_is_read_from_the_broker_props(value, allowed) -> None:
+    from kafkalite.security.authorizer import AclDecisions
+
+    props = {} if value is None else {"allow.everyone.if.no.acl.found": value}
+    authz = AclDecisions(props)
+    authz.bindings = [acl("User:alice", Operation.WRITE, T, "orders")]
+    # a topic without any ACL: the setting decides
+    assert authz.authorize("User:ANONYMOUS", "h", Operation.WRITE, T, "images") is allowed
+    # a topic with an ACL, for someone else: never, whatever the setting
+    assert not authz.authorize("User:ANONYMOUS", "h", Operation.WRITE, T, "orders")
+    assert authz.authorize("User:alice", "h", Operation.WRITE, T, "orders")
+
+
 def test_acl_filters() -> None:
     b1 = acl("User:a", Operation.READ, T, "orders")
     b2 = acl("User:a", Operation.READ, T, "ord", pattern=PatternType.PREFIXED)

@@ -248,7 +248,7 @@ class TopicAdmin:
             raise InvalidPartitionsError(f"number of partitions must be at least 1, got {n}")
         if rf < 1 or rf > len(live):
             raise InvalidReplicationFactorError(
-                f"replication factor: {rf} larger than available brokers: {len(live)}"
+                f"Replication factor: {rf} larger than available brokers: {len(live)}."
                 if rf > len(live)
                 else f"replication factor must be at least 1, got {rf}"
             )
