@@ -99,7 +99,10 @@ class TopicAdmin:
             try:
                 plan = validate(t)
             except KafkaError as exc:
-                results.append(result_type(name=t.name, error_code=exc.code, error_message=str(exc)))
+                # the message alone, as Kafka sends it: the code already names the error
+                results.append(
+                    result_type(name=t.name, error_code=exc.code, error_message=exc.message or None)
+                )
                 self.c._log(failed_event, topic=t.name, error=exc.name)
                 continue
             yield t, plan
