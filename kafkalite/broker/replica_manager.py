@@ -48,6 +48,7 @@ from kafkalite.broker.state_change import become_leader_or_follower, stop_replic
 from kafkalite.broker.txn.markers import write_txn_markers
 from kafkalite.common.acks import Acks
 from kafkalite.config.broker import BrokerConfig
+from kafkalite.config.topic import LogConfig
 from kafkalite.errors import (
     InvalidRequiredAcksError,
     InvalidTopicError,
@@ -94,6 +95,7 @@ from kafkalite.storage.checkpoint import OffsetCheckpoint
 from kafkalite.storage.file_ops import OS_FILE_OPS, FileOps
 from kafkalite.storage.log import Log
 from kafkalite.storage.log_dir_failure_channel import LogDirFailureChannel
+from kafkalite.storage.metadata_only_log import MetadataOnlyLog
 
 HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
 
@@ -155,6 +157,9 @@ class ReplicaManager:
         self._log_event = log_event
         self._topic_configs: dict[str, dict[str, Any]] = {}
         self._min_isr_cache: dict[str, int] = {}  # follows _topic_configs (set_topic_config clears it)
+        # A topic's LogConfig (frozen), parsed once for all its replicas: parsing it for each was most of
+        # the time a LeaderAndIsr for thousands of new partitions took. Follows _topic_configs too.
+        self._log_config_cache: dict[str, LogConfig] = {}
         self.on_leadership_change: LeadershipListener | None = None
         """Called with (partitions this broker now leads, partitions it stopped leading) after a
         LeaderAndIsr or StopReplica changed them: the group coordinator loads or unloads its groups."""
@@ -281,8 +286,13 @@ class ReplicaManager:
 
     def set_topic_config(self, topic: str, props: dict[str, Any]) -> None:
         """Topic-level overrides (``min.insync.replicas``, LogConfig keys) as the controller stores them."""
+        if self._topic_configs.get(topic) == props:
+            # Already applied to every replica of the topic (and new ones are opened with it): a KRaft
+            # broker hands over every changed topic's configs with each metadata image.
+            return
         self._topic_configs[topic] = dict(props)
         self._min_isr_cache.pop(topic, None)
+        self._log_config_cache.pop(topic, None)
         tcfg = self.config.topic_config(props)
         props_now = tcfg.log.to_props()
         for p in self._partitions.values():
@@ -346,21 +356,30 @@ class ReplicaManager:
         if p is None:
             if tp in self._offline_partitions:
                 raise KafkaStorageError(f"{tp} is in the offline log dir {self._offline_partitions[tp]}")
-            log_config = self.config.log_config(self._topic_configs.get(tp.topic))
-            self.alter_log_dirs.prepare_open(tp)
-            d = self._dir_for(tp)
-            log = Log.open(
-                d / f"{tp.topic}-{tp.partition}",
-                log_config,
-                clock=self.clock,
-                file_ops=self.file_ops,
-                failure_channel=self.failure_channel,
-            )
+            log_config = self._log_config_cache.get(tp.topic)
+            if log_config is None:
+                log_config = self.config.log_config(self._topic_configs.get(tp.topic))
+                self._log_config_cache[tp.topic] = log_config
+            if self.config.replica_metadata_only:
+                # no directory, so no interrupted log-dir move to finish or resume either
+                d = self.log_dirs[0]
+                log: Any = MetadataOnlyLog(d / f"{tp.topic}-{tp.partition}", log_config)
+            else:
+                self.alter_log_dirs.prepare_open(tp)
+                d = self._dir_for(tp)
+                log = Log.open(
+                    d / f"{tp.topic}-{tp.partition}",
+                    log_config,
+                    clock=self.clock,
+                    file_ops=self.file_ops,
+                    failure_channel=self.failure_channel,
+                )
             hw = self._hw_checkpoint.get(d, {}).get((tp.topic, tp.partition), 0)
             # The injected logger itself, not ``self._event``: one call layer less on a per-batch path.
             p = Partition(tp, log, broker_id=self.broker_id, high_watermark=hw, log_event=self._log_event)
             self._partitions[tp] = p
-            self.alter_log_dirs.resume(p)
+            if not self.config.replica_metadata_only:
+                self.alter_log_dirs.resume(p)
         return p
 
     # ============================================================================= controller requests
@@ -614,6 +633,12 @@ class ReplicaManager:
         """Periodic work: ISR shrink check (every ``replica.lag.time.max.ms``/2), stuck ISR proposals, HW
         checkpoint, log flush by flush.ms, retention and compaction (``LogManager``)."""
         if self._stopped:
+            return
+        if self.config.replica_metadata_only:
+            # Replicas without data: nothing to flush, expire, retain or clean, no high watermark but 0
+            # to checkpoint, and no follower can fall behind a leader whose log end is 0 (a follower at
+            # the leader's LEO stays in sync however long ago it fetched, Kafka's isCaughtUp). Visiting
+            # every replica every tick was most of a 100,000-partition simulation's wall time.
             return
         lag = self.config.replica_lag_time_max_ms
         check_isr = now_ms >= self._next_isr_check_ms

@@ -125,7 +125,7 @@ def make_follower(rm: ReplicaManager, p: Partition, state: Any) -> None:
         # Pre-KIP-101: cut back to the high watermark (from replication-offset-checkpoint at startup).
         p.truncate_to(p.high_watermark, "high_watermark")
         truncate = False
-    if state.leader >= 0:
+    if state.leader >= 0 and not rm.config.replica_metadata_only:  # a replica without data fetches none
         rm.fetcher_manager.add(p.tp, state.leader, p.log_end_offset, state.leader_epoch, truncate)
 
 

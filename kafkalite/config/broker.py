@@ -402,6 +402,12 @@ class BrokerConfig(DeclaredConfig):
         "kafkalite.truncate.by.leader.epoch", "BOOLEAN", True,
         "kafkalite switch: false truncates followers to the high watermark (before KIP-101).",
     )  # fmt: skip
+    # kafkalite switch: replicas without data, for simulating the control plane alone at large sizes.
+    replica_metadata_only: bool = key(
+        "kafkalite.replica.metadata.only", "BOOLEAN", False,
+        "kafkalite switch: replicas keep no data log (no files) and followers do not fetch; for "
+        "simulations of metadata alone (leaders, ISR, epochs) where nothing is produced.",
+    )  # fmt: skip
     log_props: dict[str, Any] = field(default_factory=dict)
     """Broker-level defaults for topic (LogConfig) keys, under the topic key names."""
     extra: dict[str, Any] = field(default_factory=dict)
