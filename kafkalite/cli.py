@@ -1264,10 +1264,17 @@ def bench_quorum(
 )
 @click.option(
     "--simulate-up-to",
+    default=100_000,
+    show_default=True,
+    help="Simulate sizes up to this many partitions, extrapolate larger ones from two small runs.",
+)
+@click.option(
+    "--data-logs-up-to",
     default=1000,
     show_default=True,
-    help="Simulate sizes up to this many partitions, extrapolate larger ones. A simulated replica holds "
-    "real log files open: 1,000 partitions x 3 replicas need ~10,000 descriptors and ~10 s a run.",
+    help="Give replicas real data logs up to this many partitions; larger sizes run metadata-only "
+    "(kafkalite.replica.metadata.only: no log files, no follower fetches; nothing is produced). "
+    "A data log holds files open: 1,000 partitions x 3 replicas need ~10,000 descriptors.",
 )
 @click.option(
     "--seeds",
@@ -1281,13 +1288,20 @@ def bench_failover(
     partitions: str,
     victims: tuple[str, ...],
     simulate_up_to: int,
+    data_logs_up_to: int,
     seeds: int,
     start: int,
     as_json: bool,
 ) -> None:
     """Controller failover, ZooKeeper mode vs KRaft: simulated ms until every partition has a live leader
-    that every broker knows, after the active controller (or a broker) crashes."""
-    from kafkalite.harness.failover_compare import compare, format_table, to_json  # deferred: fast --help
+    that every broker knows, after the active controller (or a broker) crashes. Each simulated run's
+    wall time goes to stderr as it ends."""
+    from kafkalite.harness.failover_compare import (  # deferred: fast --help
+        FailoverResult,
+        compare,
+        format_table,
+        to_json,
+    )
 
     try:
         sizes = [int(x.replace("_", "")) for x in partitions.split(",") if x.strip()]
@@ -1300,7 +1314,23 @@ def bench_failover(
     if seeds < 1:
         raise click.BadParameter("at least one seed", param_hint="--seeds")
     seed_range = range(start, start + seeds)
-    rows = compare(sizes, victims, simulate_up_to=simulate_up_to, seeds=seed_range)
+
+    def progress(r: FailoverResult) -> None:
+        data = "metadata-only" if r.metadata_only else "data logs"
+        click.echo(
+            f"{r.mode:<5} {r.victim:<10} {r.partitions:>7,} partitions seed {r.seed} ({data}): "
+            f"{r.total_ms:,} simulated ms, {r.wall_s:.1f} s wall",
+            err=True,
+        )
+
+    rows = compare(
+        sizes,
+        victims,
+        simulate_up_to=simulate_up_to,
+        data_logs_up_to=data_logs_up_to,
+        seeds=seed_range,
+        on_run=progress,
+    )
     click.echo(to_json(rows) if as_json else format_table(rows))
 
 

@@ -37,16 +37,29 @@ per-partition CPU and the LeaderAndIsr request sizes. KRaft's ``total_ms`` is it
 records move as batches over the simulated Raft, and the per-record cost (append, replay) is not
 charged either, which is exactly where its line would bend at large sizes (see the book's KRaft chapter).
 
-Sizes. A simulated cluster creates real logs for every replica and keeps their files open, so 1,000
-partitions (3,000 replicas) need ~10,000 file descriptors in one process and ~10 s of wall time; this
-machine allows 20,000 descriptors, so 10,000 partitions cannot be simulated whole (real Kafka brokers
-with that many replicas need a raised ``ulimit -n`` for the same reason). Beyond ``simulate_up_to``
-partitions, ``model`` extrapolates from two simulated calibration sizes: detection and the rest of
-``sim_ms`` do not depend on the partition count (a test checks that), and the ZooKeeper request counts
-are linear in it (one state znode read per partition on failover, one state znode write per re-elected
-partition; a test checks that at a third size). The larger sizes are several topics of
-``TOPIC_PARTITIONS``; the two reads per extra topic (its assignment and its config) are left out of the
-line: 38 reads, 8 ms, at 100,000 partitions.
+Sizes, and the metadata-only mode. A simulated replica normally has a real data log: a directory, a
+segment and its indexes, checkpoints, several open files each, and its follower fetches every 500 ms.
+At 1,000 partitions (3,000 replicas) that is ~10,000 file descriptors in one process and most of a
+run's wall time; 10,000 partitions do not fit in this machine's 20,000 descriptors at all. Nothing is
+produced in a failover run, so the data logs only ever hold nothing. ``metadata_only=True`` runs the
+same clusters with ``kafkalite.replica.metadata.only``: each replica's log is a ``MetadataOnlyLog`` (no
+directory, no file, offsets 0, leader epochs in memory) and followers do not fetch. Everything the
+comparison measures is unchanged and real: the controllers, ZooKeeper's state znodes, LeaderAndIsr and
+UpdateMetadata, KRaft's records, their replication over Raft and every broker's replay, and the
+elections. What it leaves out cannot matter to these runs: with nothing produced every follower is at
+its leader's log end (0), where Kafka keeps it in the ISR however long ago it fetched; the one thing a
+follower's fetches could change is a dead follower's ISR membership after ``replica.lag.time.max.ms``
+(30 s), so ``run`` refuses a metadata-only run that lasted that long. A test checks that both modes give
+the same figures at small sizes. ``compare`` simulates sizes up to ``data_logs_up_to`` with data logs
+and larger ones metadata-only, every size up to 100,000 (``kafkalite bench failover`` prints each run's
+wall time; 100,000 partitions take minutes a run).
+
+``model`` still extrapolates from two simulated calibration sizes, for the book and for sizes above
+``simulate_up_to``: detection and the rest of ``sim_ms`` do not depend on the partition count (a test
+checks that), and the ZooKeeper request counts are linear in it (one state znode read per partition on
+failover, one state znode write per re-elected partition; a test checks that at a third size). The
+larger sizes are several topics of ``TOPIC_PARTITIONS``; the two reads per extra topic (its assignment
+and its config) are left out of the line: 38 reads, 8 ms, at 100,000 partitions.
 
 Timeouts are Kafka's defaults: ``zookeeper.session.timeout.ms`` 18000, ``broker.session.timeout.ms``
 9000 with a heartbeat every 2000, ``controller.quorum.election.timeout.ms`` 1000 and
@@ -55,14 +68,18 @@ Timeouts are Kafka's defaults: ``zookeeper.session.timeout.ms`` 18000, ``broker.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import math
 import os
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kafkalite.config.broker import BrokerConfig
 from kafkalite.coordination import paths
 from kafkalite.host.cluster import Cluster
 from kafkalite.host.kraft_cluster import KRaftCluster
@@ -78,7 +95,12 @@ ZK_MAX_IN_FLIGHT_REQUESTS = 10  # Kafka's zookeeper.max.in.flight.requests defau
 ZK_SESSION_TIMEOUT_MS = 18_000  # Kafka's zookeeper.session.timeout.ms default
 TIMEOUT_MS = 120_000  # a run that is not done this long after the crash fails
 CALIBRATE = (30, 60)  # the two simulated sizes ``model`` extrapolates from
-SIMULATE_UP_TO = 1000  # the bench simulates sizes up to this, models the larger ones
+SIMULATE_UP_TO = 100_000  # the bench simulates sizes up to this, models the larger ones
+DATA_LOGS_UP_TO = 1000  # the bench gives replicas data logs up to this size, metadata-only above
+METADATA_ONLY = "kafkalite.replica.metadata.only"
+# A follower that stops fetching leaves the ISR this long after its last fetch (Kafka's default
+# replica.lag.time.max.ms); metadata-only replicas never fetch, so a run must end before (see run()).
+REPLICA_LAG_TIME_MAX_MS = BrokerConfig.coerce({}).replica_lag_time_max_ms
 LATENCY_MS = 1  # one way, every link (the clusters' default); a ZooKeeper round trip is twice this
 
 
@@ -127,6 +149,9 @@ class FailoverResult:
     zk_ms: int = 0
     source: str = "simulated"
     seed: int = 0
+    metadata_only: bool = False
+    leaders: str = ""  # digest of every partition's leader when done (``_digest``); "" when modelled
+    wall_s: float = field(default=0.0, compare=False)  # the run's wall time, machine-dependent
 
     @property
     def total_ms(self) -> int:
@@ -160,6 +185,14 @@ def _create(cluster: Any, partitions: int, brokers: Sequence[int]) -> list[Topic
     return tps
 
 
+def _digest(leaders: Iterable[tuple[TopicPartition, int | None]]) -> str:
+    """A short fingerprint of who leads what, so runs can be compared without storing 100,000 leaders."""
+    h = hashlib.sha256()
+    for tp, leader in leaders:
+        h.update(f"{tp.topic}/{tp.partition}={leader};".encode())
+    return h.hexdigest()[:16]
+
+
 def _run_phases(cluster: Any, detected: Callable[[], bool], done: Callable[[], bool]) -> tuple[int, int]:
     t0 = cluster.net.now_ms()
     if not cluster.run_until(detected, TIMEOUT_MS):
@@ -170,9 +203,9 @@ def _run_phases(cluster: Any, detected: Callable[[], bool], done: Callable[[], b
     return t1 - t0, cluster.net.now_ms() - t0
 
 
-def run_zk(partitions: int, victim: str, *, seed: int = 0) -> FailoverResult:
+def run_zk(partitions: int, victim: str, *, seed: int = 0, metadata_only: bool = False) -> FailoverResult:
     """ZooKeeper mode: four brokers, broker 1 the controller, replicas on brokers 2..4; kill ``victim``."""
-    config = {"zookeeper.session.timeout.ms": ZK_SESSION_TIMEOUT_MS}
+    config = {"zookeeper.session.timeout.ms": ZK_SESSION_TIMEOUT_MS, METADATA_ONLY: metadata_only}
     with _scratch() as tmp, Cluster(4, seed=seed, dir=tmp, latency_ms=LATENCY_MS, config=config) as c:
         first = c.controller()
         hosts = [b for b in sorted(c.brokers) if b != first]
@@ -195,32 +228,44 @@ def run_zk(partitions: int, victim: str, *, seed: int = 0) -> FailoverResult:
             ctrl = c.controller()
             if ctrl is None or ctrl == dead:
                 return False
-            live = [b for b in c.brokers if b != dead and c.net.is_up(b)]
-            leaders = {}
+            caches = [c.brokers[b].cache for b in c.brokers if b != dead and c.net.is_up(b)]
+            if any(cache.controller_id != ctrl for cache in caches):
+                return False
+            # The brokers' caches first (dict lookups), ZooKeeper (a znode read and decode each) only
+            # once they agree: this runs after every simulated event.
+            first, others = caches[0], caches[1:]
             for tp in tps:
-                leader = c.leader(*tp)
-                if leader is None or leader == dead:
+                leader = first.leader(tp)
+                if leader < 0 or leader == dead or any(o.leader(tp) != leader for o in others):
                     return False
-                leaders[tp] = leader
-            for b in live:
-                cache = c.brokers[b].cache
-                if cache.controller_id != ctrl:
-                    return False
-                for tp, leader in leaders.items():
-                    if cache.leader(tp) != leader:
-                        return False
-            return True
+            return all(c.leader(*tp) == first.leader(tp) for tp in tps)
 
         detect_ms, sim_ms = _run_phases(c, detected, done)
         reads = sum(k.reads for k in counters)
         writes = sum(k.writes for k in counters)
         zk_ms = zk_charge_ms(reads, writes, 2 * LATENCY_MS)
-        return FailoverResult(ZK, victim, partitions, detect_ms, sim_ms, reads, writes, zk_ms, seed=seed)
+        return FailoverResult(
+            ZK,
+            victim,
+            partitions,
+            detect_ms,
+            sim_ms,
+            reads,
+            writes,
+            zk_ms,
+            seed=seed,
+            metadata_only=metadata_only,
+            leaders=_digest((tp, c.leader(*tp)) for tp in tps),
+        )
 
 
-def run_kraft(partitions: int, victim: str, *, seed: int = 0) -> FailoverResult:
+def run_kraft(partitions: int, victim: str, *, seed: int = 0, metadata_only: bool = False) -> FailoverResult:
     """KRaft mode: three controllers, three brokers hosting every replica; kill ``victim``."""
-    with _scratch() as tmp, KRaftCluster(3, 3, seed=seed, dir=tmp, latency_ms=LATENCY_MS) as k:
+    config = {METADATA_ONLY: metadata_only}
+    with (
+        _scratch() as tmp,
+        KRaftCluster(3, 3, seed=seed, dir=tmp, latency_ms=LATENCY_MS, config=config) as k,
+    ):
         hosts = sorted(k.brokers)
         tps = _create(k, partitions, hosts)
         first = k.controller()
@@ -257,20 +302,40 @@ def run_kraft(partitions: int, victim: str, *, seed: int = 0) -> FailoverResult:
             return True
 
         detect_ms, sim_ms = _run_phases(k, detected, done)
-        return FailoverResult(KRAFT, victim, partitions, detect_ms, sim_ms, seed=seed)
+        img = k.active_controller().controller.committed
+        return FailoverResult(
+            KRAFT,
+            victim,
+            partitions,
+            detect_ms,
+            sim_ms,
+            seed=seed,
+            metadata_only=metadata_only,
+            leaders=_digest((tp, img.partition(*tp).leader) for tp in tps),
+        )
 
 
-def run(mode: str, partitions: int, victim: str, *, seed: int = 0) -> FailoverResult:
-    """Simulate one failover of ``mode`` (``zk`` or ``kraft``) with ``partitions`` partitions."""
+def run(
+    mode: str, partitions: int, victim: str, *, seed: int = 0, metadata_only: bool = False
+) -> FailoverResult:
+    """Simulate one failover of ``mode`` (``zk`` or ``kraft``) with ``partitions`` partitions;
+    ``metadata_only``: replicas without data logs (see the module's docstring)."""
     if victim not in (CONTROLLER, BROKER):
         raise ValueError(f"victim must be {CONTROLLER!r} or {BROKER!r}, got {victim!r}")
     if partitions < 3:
         raise ValueError(f"partitions must be at least 3 (one led by each host), got {partitions}")
-    if mode == ZK:
-        return run_zk(partitions, victim, seed=seed)
-    if mode == KRAFT:
-        return run_kraft(partitions, victim, seed=seed)
-    raise ValueError(f"mode must be {ZK!r} or {KRAFT!r}, got {mode!r}")
+    if mode not in (ZK, KRAFT):
+        raise ValueError(f"mode must be {ZK!r} or {KRAFT!r}, got {mode!r}")
+    started = time.perf_counter()
+    r = (run_zk if mode == ZK else run_kraft)(partitions, victim, seed=seed, metadata_only=metadata_only)
+    if metadata_only and r.sim_ms >= REPLICA_LAG_TIME_MAX_MS:
+        # With data logs, a dead follower still in some ISR would be dropped by its leader from here
+        # on; metadata-only replicas do not track fetches, so the two modes could part ways.
+        raise RuntimeError(
+            f"a metadata-only run must end within replica.lag.time.max.ms ({REPLICA_LAG_TIME_MAX_MS} ms) "
+            f"of the crash, this one took {r.sim_ms} ms: run it with data logs"
+        )
+    return dataclasses.replace(r, wall_s=round(time.perf_counter() - started, 2))
 
 
 def _linear(x1: int, y1: int, x2: int, y2: int, x: int) -> int:
@@ -310,11 +375,14 @@ def compare(
     victims: Sequence[str] = (CONTROLLER, BROKER),
     *,
     simulate_up_to: int = SIMULATE_UP_TO,
+    data_logs_up_to: int = DATA_LOGS_UP_TO,
     calibrate: tuple[int, int] = CALIBRATE,
     seeds: Iterable[int] = (0,),
+    on_run: Callable[[FailoverResult], None] | None = None,
 ) -> list[FailoverResult]:
-    """Both modes, each victim, size and seed: simulated up to ``simulate_up_to`` partitions, modelled
-    above from that seed's two calibration runs."""
+    """Both modes, each victim, size and seed: simulated up to ``simulate_up_to`` partitions (with data
+    logs up to ``data_logs_up_to``, metadata-only above), modelled above from that seed's two calibration
+    runs. ``on_run`` sees each simulated size's result as it comes (the bench prints its wall time)."""
     out: list[FailoverResult] = []
     sizes = sorted(set(sizes))
     for victim in victims:
@@ -323,7 +391,10 @@ def compare(
                 cal: tuple[FailoverResult, FailoverResult] | None = None
                 for n in sizes:
                     if n <= simulate_up_to:
-                        out.append(run(mode, n, victim, seed=seed))
+                        r = run(mode, n, victim, seed=seed, metadata_only=n > data_logs_up_to)
+                        if on_run is not None:
+                            on_run(r)
+                        out.append(r)
                         continue
                     if cal is None:
                         cal = (
@@ -339,6 +410,10 @@ def _spread(values: Sequence[int]) -> str:
     mid = sorted(values)[len(values) // 2]
     lo, hi = min(values), max(values)
     return f"{mid:,}" if lo == hi else f"{mid:,} ({lo:,}-{hi:,})"
+
+
+def _source(r: FailoverResult) -> str:
+    return "simulated, metadata-only" if r.metadata_only else r.source
 
 
 def format_table(rows: Sequence[FailoverResult], calibrate: tuple[int, int] = CALIBRATE) -> str:
@@ -376,7 +451,7 @@ def format_table(rows: Sequence[FailoverResult], calibrate: tuple[int, int] = CA
                 f"{z[0].zk_reads:,}/{z[0].zk_writes:,}",
                 _spread([r.total_ms for r in k]),
                 _spread([r.detect_ms for r in k]),
-                z[0].source,
+                _source(z[0]),
             )
         )
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
@@ -391,7 +466,8 @@ def format_table(rows: Sequence[FailoverResult], calibrate: tuple[int, int] = CA
             for row in table
         ),
         f"zk I/O: ZooKeeper requests pipelined {ZK_MAX_IN_FLIGHT_REQUESTS} in flight, one simulated "
-        "round trip per window; model: extrapolated from each seed's simulated runs at "
+        "round trip per window; metadata-only: replicas without data logs or fetches (nothing is "
+        "produced); model: extrapolated from each seed's simulated runs at "
         f"{calibrate[0]} and {calibrate[1]} partitions",
     ]
     return "\n".join(line.rstrip() for line in lines)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from functools import cache
@@ -12,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kafkalite.cli import kafkalite
+from kafkalite.harness import failover_compare
 from kafkalite.harness.failover_compare import (
     BROKER,
     CONTROLLER,
@@ -174,3 +176,39 @@ def test_cli_bench_failover_prints_the_table() -> None:
     assert [ln.split()[1] for ln in lines] == ["6", "12"]
     bad = CliRunner().invoke(kafkalite, ["bench", "failover", "--partitions", "6,x"])
     assert bad.exit_code != 0 and "--partitions" in bad.output
+
+
+# ----- metadata-only mode: replicas without data logs, for the large sizes --------------------------
+
+
+@pytest.mark.parametrize("mode", [ZK, KRAFT])
+@pytest.mark.parametrize("victim", [CONTROLLER, BROKER])
+def test_metadata_only_mode_gives_the_same_failover_as_data_logs(mode: str, victim: str) -> None:
+    for seed in (0, 1):
+        full = run(mode, 30, victim, seed=seed) if seed else _run(mode, 30, victim)
+        bare = run(mode, 30, victim, seed=seed, metadata_only=True)
+        assert (full.metadata_only, bare.metadata_only) == (False, True)
+        assert full.leaders and bare.leaders == full.leaders  # every partition led by the same broker
+        assert dataclasses.replace(bare, metadata_only=False) == full  # timings and ZooKeeper requests
+
+
+def test_metadata_only_run_must_end_before_a_dead_follower_would_leave_the_isr(monkeypatch) -> None:
+    monkeypatch.setattr(failover_compare, "REPLICA_LAG_TIME_MAX_MS", 5_000)
+    with pytest.raises(RuntimeError, match="replica.lag.time.max.ms"):
+        run(ZK, 6, BROKER, metadata_only=True)  # ~18 s: the dead broker's ZooKeeper session expiry
+    assert run(ZK, 6, BROKER).sim_ms > 5_000  # with data logs the same run is allowed
+
+
+def test_compare_runs_sizes_above_data_logs_up_to_metadata_only_and_reports_each_run() -> None:
+    seen: list[FailoverResult] = []
+    rows = compare([6, 12], [CONTROLLER], data_logs_up_to=6, on_run=seen.append)
+    assert [(r.mode, r.partitions, r.source, r.metadata_only) for r in rows] == [
+        (ZK, 6, "simulated", False),
+        (ZK, 12, "simulated", True),
+        (KRAFT, 6, "simulated", False),
+        (KRAFT, 12, "simulated", True),
+    ]
+    assert seen == rows and all(r.wall_s > 0 for r in seen)
+    assert from_json(to_json(rows)) == rows
+    lines = {ln.split()[1]: ln for ln in format_table(rows).splitlines() if ln.startswith("controller")}
+    assert lines["12"].endswith("simulated, metadata-only") and lines["6"].endswith("simulated")
