@@ -49,6 +49,7 @@ from kafkalite.protocol import (
     OffsetForLeaderEpochPartitionResponse,
     TopicPartition,
 )
+from kafkalite.protocol.api import EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP
 from kafkalite.records import BATCH_HEADER_SIZE, BatchHeader
 from kafkalite.storage.leader_epoch import UNDEFINED_EPOCH
 from kafkalite.storage.log import Log
@@ -382,17 +383,18 @@ class Partition:
             offset >= start
             and not committed_only
             and offset == (log.log_end_offset if follower else hw)
-            and (not follower or fp.last_fetched_epoch in (-1, log.leader_epoch_cache.latest_epoch))
+            and fp.last_fetched_epoch in (-1, log.leader_epoch_cache.latest_epoch)
         ):
             # Caught up, nothing to send: every follower fetch names all the partitions it follows
             # from this leader (the 50 of __consumer_offsets among them) and a waiting fetch is
-            # read again at each append, so the common empty answer skips the log read. A follower
+            # read again at each append, so the common empty answer skips the log read. A fetcher
             # on the leader's latest epoch at its end cannot have diverged (KIP-320).
             return FetchPartitionResponse(
                 tp=fp.tp, records=b"", high_watermark=hw, last_stable_offset=lso, log_start_offset=start
             ), 0
-        if follower and fp.last_fetched_epoch >= 0:
-            # KIP-320: the follower's last epoch is not ours up to its fetch offset -> it diverged.
+        if fp.last_fetched_epoch >= 0:
+            # KIP-320: the fetcher's last epoch is not ours up to its fetch offset -> it diverged. A follower
+            # truncates; a consumer (Fetch v12+ carries its epoch too) validates its position.
             epoch, end = log.leader_epoch_cache.end_offset_for(fp.last_fetched_epoch, log.log_end_offset)
             if epoch != fp.last_fetched_epoch or end < fp.fetch_offset:
                 div = EpochEndOffset(epoch=epoch, end_offset=end)
@@ -474,7 +476,10 @@ class Partition:
             if lagging:
                 return ListOffsetsPartitionResponse(tp=tp, error_code=OffsetNotAvailableError.code)
             return ListOffsetsPartitionResponse(tp=tp, offset=bound, leader_epoch=self.leader_epoch)
-        if lp.timestamp == EARLIEST_TIMESTAMP:
+        if lp.timestamp == LATEST_TIERED_TIMESTAMP:
+            # Nothing is tiered to remote storage here: Kafka's answer without it is offset and epoch -1.
+            return ListOffsetsPartitionResponse(tp=tp, offset=-1, leader_epoch=-1)
+        if lp.timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):  # the same without tiering
             off = self.log.log_start_offset
             epoch = self.log.leader_epoch_cache.epoch_for_offset(off)
             return ListOffsetsPartitionResponse(tp=tp, offset=off, leader_epoch=epoch)

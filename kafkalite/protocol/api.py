@@ -119,6 +119,8 @@ NO_TIMESTAMP = -1
 LATEST_TIMESTAMP = -1  # ListOffsets: the log end offset (or LSO under read_committed)
 EARLIEST_TIMESTAMP = -2  # ListOffsets: the log start offset
 MAX_TIMESTAMP = -3  # ListOffsets: the offset of the record with the largest timestamp
+EARLIEST_LOCAL_TIMESTAMP = -4  # ListOffsets v8+: the local log's start (the log start without tiering)
+LATEST_TIERED_TIMESTAMP = -5  # ListOffsets v9+: the last offset in remote storage (-1 without tiering)
 #: Topics only brokers write to (Kafka's ``Topic.INTERNAL_TOPICS``): clients may read them, not produce.
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 

@@ -112,7 +112,10 @@ class FetchResponse(Response):
 class FetchRequest(Request):
     api_key = ApiKey.FETCH
     response_type = FetchResponse
-    versions = (4, 11)
+    versions = (4, 12)
+    flexible_from = 12
+    cluster_id: str | None = wire("string", "12+", None, nullable="12+", tag=0)
+    """The cluster the fetcher believes it is in; only KRaft's own fetches check it, so ``wire_in`` drops it."""
     replica_id: int = wire("int32", "0+", CONSUMER_REPLICA_ID)
     """-1 for a consumer; a follower puts its broker id, which makes the fetch move the leader's view of
     that replica (its LEO, hence the ISR and high watermark)."""
@@ -135,6 +138,7 @@ class FetchRequest(Request):
         # Fetch sessions (KIP-227): kafkalite answers every fetch in full and opens no session (id 0), which
         # clients accept; they then send the full partition list each time.
         kw["session_id"], kw["session_epoch"], kw["forgotten"], kw["rack_id"] = 0, -1, (), ""
+        kw.pop("cluster_id", None)
         kw["max_bytes"] = kw["max_bytes"] or 0x7FFFFFFF
         return kw
 
@@ -147,7 +151,8 @@ class ListOffsetsPartition(Message):
     tp: TopicPartition = wire_partition()
     current_leader_epoch: int = wire("int32", "4+", UNKNOWN_EPOCH)
     timestamp: int = wire("int64", "0+", LATEST_TIMESTAMP)
-    """A time in ms, or LATEST_TIMESTAMP (-1), EARLIEST_TIMESTAMP (-2), MAX_TIMESTAMP (-3)."""
+    """A time in ms, or LATEST_TIMESTAMP (-1), EARLIEST_TIMESTAMP (-2), MAX_TIMESTAMP (-3, v7+),
+    EARLIEST_LOCAL_TIMESTAMP (-4, v8+) or LATEST_TIERED_TIMESTAMP (-5, v9+)."""
 
 
 @message
@@ -173,7 +178,8 @@ class ListOffsetsResponse(Response):
 class ListOffsetsRequest(Request):
     api_key = ApiKey.LIST_OFFSETS
     response_type = ListOffsetsResponse
-    versions = (1, 5)
+    versions = (1, 9)
+    flexible_from = 6
     replica_id: int = wire("int32", "0+", CONSUMER_REPLICA_ID)
     isolation_level: int = wire("int8", "2+", IsolationLevel.READ_UNCOMMITTED, wire_default=0)
     """Under read_committed the latest offset is the last stable offset, not the high watermark."""

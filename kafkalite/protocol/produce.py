@@ -63,7 +63,8 @@ class ProduceResponse(Response):
 class ProduceRequest(Request):
     api_key = ApiKey.PRODUCE
     response_type = ProduceResponse
-    versions = (3, 8)
+    versions = (3, 9)
+    flexible_from = 9
     transactional_id: str | None = wire("string", "3+", None, nullable="3+")
     acks: int = wire("int16", "0+", -1)
     """0: no response at all; 1: the leader's log has it; -1 (all): every ISR member has it (the default)."""

@@ -267,6 +267,9 @@ def write_struct(w: Writer, fields: tuple[Field, ...], data: dict, v: int, flexi
         if value is None and f.name not in data:
             value = f.default_value()
         if f.tag is not None:
+            # A struct left as None is absent: Kafka writes a tagged field only where it is set.
+            if value is None and f.type == "struct":
+                continue
             if flexible and value != f.default_value():
                 tagged.append((f, value))
             continue
