@@ -44,7 +44,8 @@ class FindCoordinatorRequest(Request):
 
     api_key = ApiKey.FIND_COORDINATOR
     response_type = FindCoordinatorResponse
-    versions = (0, 2)
+    versions = (0, 3)
+    flexible_from = 3
     key: str = wire("string", "0+", "")
     key_type: int = wire("int8", "1+", CoordinatorType.GROUP)
 
@@ -73,27 +74,34 @@ class JoinGroupResponse(Response):
     throttle_time_ms: int = wire("int32", "2+", 0)
     error_code: int = wire("int16", "0+", NO_ERROR)
     generation_id: int = wire("int32", "0+", -1)
-    protocol_type: str | None = None
-    protocol_name: str | None = wire("string", "0+", None)
+    protocol_type: str | None = wire("string", "7+", None, nullable="7+")
+    protocol_name: str | None = wire("string", "0+", None, nullable="7+")
     """The assignor chosen: one every member supports."""
     leader: str = wire("string", "0+", "")
     """Member id of the group leader, the one member that computes the assignment."""
-    skip_assignment: bool = False
+    skip_assignment: bool = wire("bool", "9+", False)
+    """KIP-814: the leader of a stable group, a static member that rejoined, must not assign again."""
+    leader_before_rejoin: str | None = None
+    """With ``skip_assignment``: the leader's member id before it rejoined, which a client below v9 is
+    told is the leader, so that it does not take itself for the leader and assign (as Kafka does)."""
     member_id: str = wire("string", "0+", "")
     """This member's id, assigned by the coordinator (also returned with MEMBER_ID_REQUIRED)."""
     members: tuple[JoinGroupMember, ...] = wire("[]struct", "0+", (), items=JoinGroupMember)
     """Every member and its subscription; filled in for the leader only."""
 
     def wire_out(self, body: dict, version: int) -> None:
-        if body["protocol_name"] is None:  # not nullable in the versions served: no assignor chosen yet
+        if version < 7 and body["protocol_name"] is None:  # not nullable before v7: no assignor chosen yet
             body["protocol_name"] = ""
+        if version < 9 and self.skip_assignment and self.leader_before_rejoin is not None:
+            body["leader"], body["members"] = self.leader_before_rejoin, []
 
 
 @message
 class JoinGroupRequest(Request):
     api_key = ApiKey.JOIN_GROUP
     response_type = JoinGroupResponse
-    versions = (0, 5)
+    versions = (0, 9)
+    flexible_from = 6
     group_id: str = wire("string", "0+", "")
     session_timeout_ms: int = wire("int32", "0+", 45_000)
     """session.timeout.ms: no heartbeat for this long and the coordinator removes the member."""
@@ -105,7 +113,7 @@ class JoinGroupRequest(Request):
     """group.instance.id, for static membership (KIP-345)."""
     protocol_type: str = wire("string", "0+", "consumer")
     protocols: tuple[JoinGroupProtocol, ...] = wire("[]struct", "0+", (), items=JoinGroupProtocol)
-    reason: str | None = None
+    reason: str | None = wire("string", "8+", None, nullable="8+")
 
     @classmethod
     def wire_in(cls, kw: dict, body: dict, version: int) -> dict:
@@ -129,8 +137,8 @@ class SyncGroupResponse(Response):
     api_key = ApiKey.SYNC_GROUP
     throttle_time_ms: int = wire("int32", "1+", 0)
     error_code: int = wire("int16", "0+", NO_ERROR)
-    protocol_type: str | None = None
-    protocol_name: str | None = None
+    protocol_type: str | None = wire("string", "5+", None, nullable="5+")
+    protocol_name: str | None = wire("string", "5+", None, nullable="5+")
     assignment: bytes = wire("bytes", "0+", b"")
     """This member's share, as the leader encoded it."""
 
@@ -139,13 +147,15 @@ class SyncGroupResponse(Response):
 class SyncGroupRequest(Request):
     api_key = ApiKey.SYNC_GROUP
     response_type = SyncGroupResponse
-    versions = (0, 3)
+    versions = (0, 5)
+    flexible_from = 4
     group_id: str = wire("string", "0+", "")
     generation_id: int = wire("int32", "0+", -1)
     member_id: str = wire("string", "0+", "")
     group_instance_id: str | None = wire("string", "3+", None, nullable="3+")
-    protocol_type: str | None = None
-    protocol_name: str | None = None
+    protocol_type: str | None = wire("string", "5+", None, nullable="5+")
+    """From v5 the member says which protocol it joined with: INCONSISTENT_GROUP_PROTOCOL if not the group's."""
+    protocol_name: str | None = wire("string", "5+", None, nullable="5+")
     assignments: tuple[SyncGroupAssignment, ...] = wire("[]struct", "0+", (), items=SyncGroupAssignment)
     """The leader's assignment for every member; empty from the other members."""
 
@@ -165,7 +175,8 @@ class HeartbeatResponse(Response):
 class HeartbeatRequest(Request):
     api_key = ApiKey.HEARTBEAT
     response_type = HeartbeatResponse
-    versions = (0, 3)
+    versions = (0, 4)
+    flexible_from = 4
     group_id: str = wire("string", "0+", "")
     generation_id: int = wire("int32", "0+", -1)
     member_id: str = wire("string", "0+", "")
@@ -179,7 +190,7 @@ class HeartbeatRequest(Request):
 class MemberIdentity(Message):
     member_id: str = wire("string", "3+")
     group_instance_id: str | None = wire("string", "3+", None, nullable="3+")
-    reason: str | None = None
+    reason: str | None = wire("string", "5+", None, nullable="5+")
 
 
 @message
@@ -201,7 +212,8 @@ class LeaveGroupResponse(Response):
 class LeaveGroupRequest(Request):
     api_key = ApiKey.LEAVE_GROUP
     response_type = LeaveGroupResponse
-    versions = (0, 3)
+    versions = (0, 5)
+    flexible_from = 4
     group_id: str = wire("string", "0+", "")
     member_id: str = wire("string", "0-2", "")
     """Only on the wire before v3, which names one member; ``wire_in`` moves it into ``members``."""
@@ -242,7 +254,8 @@ class OffsetCommitResponse(Response):
 class OffsetCommitRequest(Request):
     api_key = ApiKey.OFFSET_COMMIT
     response_type = OffsetCommitResponse
-    versions = (2, 7)
+    versions = (2, 9)
+    flexible_from = 8
     group_id: str = wire("string", "0+", "")
     generation_id: int = wire("int32", "1+", -1, name="generation_id_or_member_epoch")
     """-1 with an empty member_id: a commit from outside the group protocol (manual assignment)."""
@@ -252,10 +265,14 @@ class OffsetCommitRequest(Request):
     """-1: the broker's offsets.retention.minutes. kafkalite keeps offsets by that config alone, so
     ``wire_in`` drops what a v2-v4 client sends."""
     partitions: tuple[OffsetCommitPartition, ...] = wire_by_topic("topics", OffsetCommitPartition)
+    modern: bool = True
+    """Sent in v9+, the version a member of a KIP-848 consumer group must commit with (Kafka answers
+    UNSUPPORTED_VERSION to such a member's older commit)."""
 
     @classmethod
     def wire_in(cls, kw: dict, body: dict, version: int) -> dict:
         kw.pop("retention_time_ms", None)
+        kw["modern"] = version >= 9
         return kw
 
 
@@ -286,7 +303,8 @@ class OffsetFetchResponse(Response):
 class OffsetFetchRequest(Request):
     api_key = ApiKey.OFFSET_FETCH
     response_type = OffsetFetchResponse
-    versions = (1, 5)
+    versions = (1, 6)
+    flexible_from = 6
     group_id: str = wire("string", "0+", "")
     partitions: tuple[TopicPartition, ...] | None = wire_partitions(
         "topics", "0+", None, partitions="partition_indexes", nullable="2+"
@@ -339,7 +357,8 @@ class DescribeGroupsResponse(Response):
 class DescribeGroupsRequest(Request):
     api_key = ApiKey.DESCRIBE_GROUPS
     response_type = DescribeGroupsResponse
-    versions = (0, 4)
+    versions = (0, 5)
+    flexible_from = 5
     groups: tuple[str, ...] = wire("[]string", "0+", ())
     include_authorized_operations: bool = wire("bool", "3+", False)
     """kafkalite has no authorizer to ask, so ``wire_in`` ignores it and groups carry Kafka's "omitted"."""

@@ -41,7 +41,8 @@ class InitProducerIdRequest(Request):
 
     api_key = ApiKey.INIT_PRODUCER_ID
     response_type = InitProducerIdResponse
-    versions = (0, 1)
+    versions = (0, 2)
+    flexible_from = 2
     transactional_id: str | None = wire("string", "0+", None, nullable="0+")
     transaction_timeout_ms: int = wire("int32", "0+", 60_000)
     """transaction.timeout.ms: the coordinator aborts a transaction left open longer than this."""
@@ -71,7 +72,8 @@ class AddPartitionsToTxnRequest(Request):
 
     api_key = ApiKey.ADD_PARTITIONS_TO_TXN
     response_type = AddPartitionsToTxnResponse
-    versions = (0, 2)
+    versions = (0, 3)
+    flexible_from = 3
     transactional_id: str = wire("string", "0+", "")
     producer_id: int = wire("int64", "0+", NO_PRODUCER_ID)
     producer_epoch: int = wire("int16", "0+", NO_PRODUCER_EPOCH)
@@ -94,7 +96,8 @@ class AddOffsetsToTxnRequest(Request):
 
     api_key = ApiKey.ADD_OFFSETS_TO_TXN
     response_type = AddOffsetsToTxnResponse
-    versions = (0, 2)
+    versions = (0, 3)
+    flexible_from = 3
     transactional_id: str = wire("string", "0+", "")
     producer_id: int = wire("int64", "0+", NO_PRODUCER_ID)
     producer_epoch: int = wire("int16", "0+", NO_PRODUCER_EPOCH)
@@ -169,7 +172,8 @@ class EndTxnResponse(Response):
 class EndTxnRequest(Request):
     api_key = ApiKey.END_TXN
     response_type = EndTxnResponse
-    versions = (0, 2)
+    versions = (0, 3)
+    flexible_from = 3
     transactional_id: str = wire("string", "0+", "")
     producer_id: int = wire("int64", "0+", NO_PRODUCER_ID)
     producer_epoch: int = wire("int16", "0+", NO_PRODUCER_EPOCH)

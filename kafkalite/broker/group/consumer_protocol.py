@@ -102,6 +102,8 @@ if TYPE_CHECKING:
     from kafkalite.broker.group.coordinator import GroupCoordinator
     from kafkalite.broker.group.member import GroupMetadata
 
+_UNSUPPORTED_VERSION = 35  # Kafka's UNSUPPORTED_VERSION
+
 
 @dataclass(frozen=True)
 class ConsumerGroupConfig:
@@ -635,9 +637,10 @@ class ConsumerGroupProtocol:
         member_epoch: int,
         *,
         transactional: bool = False,
+        modern: bool = True,
     ) -> int | None:
         """The error of an OffsetCommit (or, ``transactional``, a TxnOffsetCommit) to ``group_id`` if it is a
-        consumer group (None if it is not one)."""
+        consumer group (None if it is not one); ``modern``: the OffsetCommit came in v9 or later."""
         group = self.groups.get(group_id)
         if group is None:
             return None
@@ -650,6 +653,8 @@ class ConsumerGroupProtocol:
         member = group.members.get(member_id)
         if member is None:
             return UnknownMemberIdError.code
+        if not transactional and not modern and not member.uses_classic_protocol:
+            return _UNSUPPORTED_VERSION  # a KIP-848 member commits with OffsetCommit v9+, as in Kafka
         if instance_id is not None and member.instance_id != instance_id:
             return FencedInstanceIdError.code
         if member_epoch != member.member_epoch:

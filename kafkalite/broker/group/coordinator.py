@@ -457,7 +457,7 @@ class GroupCoordinator:
             resp = self._join_response(group, member)
             if group.is_leader(new_id):
                 # KIP-814: the leader keeps the current assignment rather than computing a new one.
-                resp = dataclasses.replace(resp, skip_assignment=True)
+                resp = dataclasses.replace(resp, skip_assignment=True, leader_before_rejoin=old_id)
 
             def stored(code: int) -> None:
                 # The new member id must be on the log before it is used, or a new coordinator would fence it.
@@ -900,7 +900,12 @@ class GroupCoordinator:
         (None: ``req.group_id`` is no consumer group). Its offsets live on a memberless classic group record,
         made here when the commit is accepted."""
         code = self.consumer.validate_offset_commit(
-            req.group_id, req.member_id, req.group_instance_id, req.generation_id, transactional=transactional
+            req.group_id,
+            req.member_id,
+            req.group_instance_id,
+            req.generation_id,
+            transactional=transactional,
+            modern=getattr(req, "modern", True),
         )
         if code is None:
             return None
