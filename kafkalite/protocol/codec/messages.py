@@ -1,9 +1,30 @@
 """The messages kafkalite's TCP listener serves, declared in ``kafkalite.protocol.codec.schema``'s form, with the
 version ranges it advertises in ApiVersions. Field names, types, version ranges and tags follow Kafka's
-protocol (the fields of a version a client negotiates must be exactly Kafka's). The data-path and group
-APIs stop at the last version before they turned flexible (ApiVersions excepted: its flexible v3 is the
-first request every current client sends); the admin APIs are served through their flexible versions,
-some of which (DescribeCluster, the reassignment APIs) exist only in flexible form.
+protocol (the fields of a version a client negotiates must be exactly Kafka's). The admin APIs are served
+through their flexible versions, some of which (DescribeCluster, the reassignment APIs) exist only in
+flexible form.
+
+The data-path and group APIs are served up to Kafka 3.9's maxima where kafkalite has the semantics a
+version adds, flexible versions included; where it lacks them, the range stops below, for these reasons:
+
+* Produce <= 9 (3.9: 11): v10 is KIP-951 (CurrentLeader and NodeEndpoints tagged onto a
+  NOT_LEADER_OR_FOLLOWER answer), v11 KIP-890 (the partition joins the transaction on the produce itself,
+  with no AddPartitionsToTxn from the client).
+* Fetch <= 12 (3.9: 17): v13 names topics by TopicId (answering UNKNOWN_TOPIC_ID), v15 ReplicaState,
+  v16 KIP-951's leader hints, v17 the replica's directory id. v12 brings the diverging epoch to consumers.
+* OffsetFetch <= 6 (3.9: 9): v7 asks require_stable (KIP-447: UNSTABLE_OFFSET_COMMIT while a transaction
+  holds offsets of the group), v8 batches groups, v9 adds the member id and epoch of KIP-848.
+* FindCoordinator <= 3 (3.9: 5): v4 batches coordinator keys, v5 is KIP-890's TRANSACTION_ABORTABLE.
+* InitProducerId <= 2 (3.9: 5): v3 is KIP-360 (the producer's current id and epoch, bumped in place),
+  v4 answers PRODUCER_FENCED, v5 KIP-890.
+* AddPartitionsToTxn <= 3 (3.9: 5): v4 is the brokers' batched, verify-only form, v5 KIP-890;
+  AddOffsetsToTxn, EndTxn and TxnOffsetCommit <= 3 (3.9: 4): v4 is KIP-890.
+
+At their 3.9 maxima: ListOffsets 9 (MAX_TIMESTAMP; EARLIEST_LOCAL_TIMESTAMP and LATEST_TIERED_TIMESTAMP
+answered as Kafka does without tiered storage), Metadata 12, OffsetCommit 9 (a KIP-848 member must use
+it), JoinGroup 9 (KIP-814's SkipAssignment; below v9 the previous leader id, as Kafka), Heartbeat 4,
+LeaveGroup 5, SyncGroup 5, DescribeGroups 5, ListGroups 5. ApiVersions stays at 3, its flexible version
+and the first request every current client sends.
 """
 
 from __future__ import annotations
