@@ -10,9 +10,14 @@ Reading a chapter means executing it, so nearly all of a build is chapters waiti
 - Sphinx hands each process a fixed slice of the chapters in name order. One slice can then hold the
   longest chapters while the other process sits idle. Here each chapter is its own task, so a process
   that finishes takes the next chapter.
-- The chapters named in ``parallel_read_first`` (``_config.yml``) go to the front of the queue, so the
-  longest start at once instead of last, running alone at the end. Name as many as there are jobs:
-  Sphinx starts the first tasks in order, but takes later ones from the back of its queue.
+- Chapters should start longest first, so that the short ones fill the gaps at the end instead of a long
+  one running alone. ``parallel_read_first`` (``_config.yml``) lists chapters from the longest to the
+  shortest execution (``tools/chapter_times.py`` measures them); chapters it does not list start after
+  them, in name order. Sphinx starts its first ``nproc`` tasks in the order given but then takes the
+  next task from the *back* of its queue (``ParallelTasks`` pops its waiting tasks last-in first-out), so
+  the queue handed to Sphinx is the first ``nproc`` chapters followed by the others reversed. (Before,
+  every chapter after the first two started in reverse name order: the acks and controller chapters,
+  with a Spark JVM each, last.)
 """
 
 from __future__ import annotations
@@ -25,13 +30,15 @@ VOUCHED_FOR = ("sphinx_multitoc_numbering",)
 
 
 def one_per_task(docnames: list[str], nproc: int, maxbatch: int = 10) -> list[list[str]]:
-    """Sphinx's ``make_chunks`` with one document per chunk, in the given order."""
-    return [[name] for name in docnames]
+    """Sphinx's ``make_chunks`` with one document per chunk, queued so that Sphinx starts them in order."""
+    head, rest = docnames[:nproc], docnames[nproc:]
+    return [[name] for name in head + rest[::-1]]
 
 
 def longest_first(app: Any, env: Any, docnames: list[str]) -> None:
-    first = [name for name in app.config.parallel_read_first if name in docnames]
-    docnames[:] = first + [name for name in docnames if name not in first]
+    """Order ``docnames`` as the chapters should start: ``parallel_read_first``'s, then the others."""
+    listed = [name for name in app.config.parallel_read_first if name in docnames]
+    docnames[:] = listed + [name for name in docnames if name not in listed]
 
 
 def setup(app: Any) -> dict[str, Any]:

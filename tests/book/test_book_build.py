@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -13,18 +14,70 @@ sys.path.insert(0, str(ROOT / "tools"))
 import parallel_read  # noqa: E402
 
 
-def test_one_chapter_per_task() -> None:
-    assert parallel_read.one_per_task(["a", "b", "c"], 2) == [["a"], ["b"], ["c"]]
+def _start_order(chunks: list[list[str]], nproc: int, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The order in which Sphinx's ParallelTasks starts ``chunks`` when each runs long.
+
+    Its processes are stand-ins that record their start and report done only once every task is queued,
+    as a chapter's kernel is still running when Sphinx has queued the others.
+    """
+    from sphinx.util import parallel
+
+    started: list[str] = []
+    queued = False
+
+    class Pipe:
+        def __init__(self) -> None:
+            self.running = False
+
+        def poll(self) -> bool:
+            return queued and self.running
+
+        def recv(self) -> tuple[bool, list[object], None]:
+            return False, [], None
+
+    class Process:
+        def __init__(self, target: object, args: tuple[Pipe, object, list[str]]) -> None:
+            self.pipe, _, self.chunk = args
+
+        def start(self) -> None:
+            started.extend(self.chunk)
+            self.pipe.running = True
+
+        def join(self) -> None:
+            pass
+
+    def pipe(duplex: bool) -> tuple[Pipe, Pipe]:
+        end = Pipe()
+        return end, end
+
+    monkeypatch.setattr(
+        parallel.multiprocessing, "get_context", lambda method: SimpleNamespace(Process=Process)
+    )
+    monkeypatch.setattr(parallel.multiprocessing, "Pipe", pipe)
+    tasks = parallel.ParallelTasks(nproc)
+    for chunk in chunks:
+        tasks.add_task(lambda docs: None, chunk)
+    queued = True
+    tasks.join()
+    return started
 
 
-def test_named_chapters_move_to_the_front_in_their_order() -> None:
+@pytest.mark.parametrize("nproc", [1, 2, 3])
+def test_chapters_start_in_the_order_given(nproc: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    docnames = ["a", "b", "c", "d", "e"]
+    chunks = parallel_read.one_per_task(docnames, nproc)
+    assert sorted(chunks) == [[name] for name in docnames], "one chapter per task, each once"
+    assert _start_order(chunks, nproc, monkeypatch) == docnames
+
+
+def test_listed_chapters_longest_first_then_the_others() -> None:
     class App:
         class config:
-            parallel_read_first = ["book/spark", "book/missing", "book/transactions"]
+            parallel_read_first = ["book/spark", "book/missing", "book/transactions", "book/acks"]
 
-    docnames = ["book/acks", "book/spark", "book/transactions", "book/wire"]
+    docnames = ["book/acks", "book/new", "book/spark", "book/transactions", "book/wire"]
     parallel_read.longest_first(App, None, docnames)
-    assert docnames == ["book/spark", "book/transactions", "book/acks", "book/wire"]
+    assert docnames == ["book/spark", "book/transactions", "book/acks", "book/new", "book/wire"]
 
 
 def test_every_extension_allows_parallel_reading(tmp_path: Path) -> None:
