@@ -4,8 +4,8 @@ Usage: python tools/chapter_times.py [--cells N] [--json FILE] notebooks/X.ipynb
 
 Prints, per notebook, wall and CPU seconds: for the kernel's start and for the whole, then its N
 slowest cells (default 5, by CPU) with their first line. CPU is that of the kernel and every process
-it started (a Spark JVM, its Python workers, brokers), read from /proc before and after each cell, so
-it still compares chapters on a machine that other work loads, where wall times stretch.
+it started (a Spark JVM, its Python workers, brokers), read from /proc twice a second (see TreeCPU),
+so it still compares chapters on a machine that other work loads, where wall times stretch.
 Notebooks are executed in memory: nothing is written back.
 """
 
@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -28,32 +29,59 @@ kernel_wait.install()
 
 
 def _stat(pid: int) -> tuple[int, float] | None:
-    """(parent pid, CPU seconds of the process and its reaped children), or None if it is gone."""
+    """(parent pid, CPU seconds of the process itself), or None if it is gone."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     fields = text[text.rindex(")") + 2 :].split()
-    # fields[1] is ppid; utime, stime, cutime, cstime are fields 14-17 of stat (11-14 here).
-    return int(fields[1]), sum(int(f) for f in fields[11:15]) * TICK_S
+    # fields[1] is ppid; utime and stime are fields 14 and 15 of stat (11 and 12 here).
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) * TICK_S
 
 
-def tree_cpu(root: int) -> float:
-    """CPU seconds of ``root`` and its live descendants, with everything they have reaped."""
-    stats = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and (stat := _stat(int(entry))) is not None:
-            stats[int(entry)] = stat
-    children: dict[int, list[int]] = {}
-    for pid, (ppid, _) in stats.items():
-        children.setdefault(ppid, []).append(pid)
-    total, todo = 0.0, [root]
-    while todo:
-        pid = todo.pop()
-        if pid in stats:
-            total += stats[pid][1]
-            todo.extend(children.get(pid, []))
-    return total
+class TreeCPU:
+    """CPU seconds of a process and every descendant seen so far, sampled every ``SAMPLE_S`` seconds.
+
+    Each process counts its own time as last seen, so one that has exited still counts (a Spark JVM
+    stopped mid-chapter). A process living less than a sample interval may be missed; counting the
+    children's times that a parent reaps (cutime) instead would count each reaped process twice.
+    """
+
+    SAMPLE_S = 0.5
+
+    def __init__(self, root: int) -> None:
+        self.root = root
+        self.seen: dict[tuple[int, int], float] = {}  # (pid, parent) -> CPU seconds
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.wait(self.SAMPLE_S):
+            self.sample()
+
+    def sample(self) -> float:
+        """Look at the tree now; return the CPU seconds counted so far."""
+        stats = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and (stat := _stat(int(entry))) is not None:
+                stats[int(entry)] = stat
+        children: dict[int, list[int]] = {}
+        for pid, (ppid, _) in stats.items():
+            children.setdefault(ppid, []).append(pid)
+        todo = [self.root]
+        with self.lock:
+            while todo:
+                pid = todo.pop()
+                if pid in stats:
+                    self.seen[pid, stats[pid][0]] = stats[pid][1]
+                    todo.extend(children.get(pid, []))
+            return sum(self.seen.values())
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join()
 
 
 def time_notebook(path: Path) -> dict[str, object]:
@@ -68,18 +96,19 @@ def time_notebook(path: Path) -> dict[str, object]:
     start = time.perf_counter()
     cells = []
     with client.setup_kernel():
-        pid = client.km.provisioner.process.pid
+        tree = TreeCPU(client.km.provisioner.process.pid)
         started = time.perf_counter()
-        start_cpu = cpu = tree_cpu(pid)
+        start_cpu = cpu = tree.sample()
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
                 continue
             before = time.perf_counter()
             client.execute_cell(cell, index)
-            now_cpu = tree_cpu(pid)
+            now_cpu = tree.sample()
             first = cell.source.splitlines()[0] if cell.source else ""
             cells.append((index, time.perf_counter() - before, now_cpu - cpu, first))
             cpu = now_cpu
+        tree.close()
     return {
         "notebook": str(path),
         "kernel_start_s": started - start,
