@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import pickle
 import sys
 import time
 from pathlib import Path
@@ -25,6 +26,22 @@ ROOT = Path(__file__).resolve().parent.parent
 # Chapters with a Spark cell start a JVM each, and Spark itself runs two tasks at once: beyond a few
 # chapters at a time, more processes only add memory.
 MAX_DEFAULT_JOBS = 4
+
+
+def chapter_runtimes(doctrees: Path) -> dict[str, float]:
+    """Seconds each chapter took to execute in the build whose environment is in ``doctrees``, as myst-nb
+    recorded them, longest first; empty if there is no such environment."""
+    try:
+        with (doctrees / "environment.pickle").open("rb") as f:
+            env = pickle.load(f)
+    except (OSError, pickle.UnpicklingError, EOFError):
+        return {}
+    runtimes = {}
+    for docname, data in getattr(env, "nb_metadata", {}).items():
+        runtime = (data.get("exec_data") or {}).get("runtime")
+        if runtime is not None:
+            runtimes[docname] = float(runtime)
+    return dict(sorted(runtimes.items(), key=lambda item: -item[1]))
 
 
 def main(argv: list[str]) -> int:
@@ -59,6 +76,10 @@ def main(argv: list[str]) -> int:
     took = time.perf_counter() - start
     failed = isinstance(result, BaseException) or result != 0
     print(f"book: {'FAILED' if failed else 'built'} in {took:.0f} s with {args.jobs} jobs", flush=True)
+    if not failed:
+        # What parallel_read_first in _config.yml should list, longest first (on this machine, this run).
+        runtimes = chapter_runtimes(ROOT / "_build" / ".doctrees")
+        print("book: chapters executed in", ", ".join(f"{d} {s:.0f} s" for d, s in runtimes.items()))
     return 1 if failed else 0
 
 

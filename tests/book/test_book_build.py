@@ -111,3 +111,22 @@ def test_build_book_refuses_no_jobs(jobs: str, capsys: pytest.CaptureFixture[str
     with pytest.raises(SystemExit):
         build_book.main(["--jobs", jobs])
     assert "--jobs must be at least 1" in capsys.readouterr().err
+
+
+def test_chapter_runtimes_longest_first(tmp_path: Path) -> None:
+    import pickle
+
+    import build_book
+
+    assert build_book.chapter_runtimes(tmp_path) == {}, "no environment, no times"
+    env = SimpleNamespace(
+        nb_metadata={
+            "book/acks": {"exec_data": {"runtime": 40.5}},
+            "book/spark": {"exec_data": {"runtime": 120.0}},
+            "book/glossary": {"exec_data": None},  # read from a cache: nothing executed
+            "book/intro": {},
+        }
+    )
+    (tmp_path / "environment.pickle").write_bytes(pickle.dumps(env))
+    runtimes = build_book.chapter_runtimes(tmp_path)
+    assert list(runtimes.items()) == [("book/spark", 120.0), ("book/acks", 40.5)], runtimes
