@@ -32,6 +32,23 @@ from kafkalite.storage.file_ops import OS_FILE_OPS, FileOps
 _PAGE = 4096  # entries reach the file a page at a time
 
 
+_ZERO_BLOCK = bytes(65536)
+
+
+def _nonzero_length(data: bytes) -> int:
+    """``len(data.rstrip(b"\\0"))``, fast on a long run of zeros.
+
+    ``bytes.rstrip`` with an argument tests byte by byte: about 35 ms of CPU for each 10 MiB index a
+    crashed broker left preallocated, and the simulated crashes of the book's chapters load such
+    indexes by the dozen. Whole 64 KiB blocks of zeros are skipped by comparison (memcmp) first.
+    """
+    end, block = len(data), len(_ZERO_BLOCK)
+    while end >= block and data[end - block : end] == _ZERO_BLOCK:
+        end -= block
+    start = max(0, end - block)
+    return start + len(data[start:end].rstrip(b"\0"))
+
+
 class CorruptIndexError(KafkaStorageError):
     """An index file failed its sanity check; the owning segment rebuilds it from the log."""
 
@@ -82,9 +99,9 @@ class _Index:
             self.corrupt_reason = f"size {len(data)} is not a multiple of the {esize}-byte entry"
             data = data[: len(data) // esize * esize]
         # Trailing all-zero entries are preallocated space: the file was never trimmed (unclean stop).
-        # Real entries are never all zero, so stripping zero bytes and rounding up to whole entries
-        # finds where they end without unpacking a 10 MB file entry by entry.
-        used = -(-len(data.rstrip(b"\0")) // esize) * esize
+        # Real entries are never all zero, so the end of the non-zero bytes, rounded up to whole
+        # entries, is where they end.
+        used = -(-_nonzero_length(data) // esize) * esize
         if used < len(data) and len(data) > esize:
             self.corrupt_reason = (
                 self.corrupt_reason or "file was never trimmed (trailing preallocated zeros)"
