@@ -38,6 +38,7 @@ from kafkalite.storage.log import Log
 
 METADATA_TOPIC = "__cluster_metadata"
 METADATA_PARTITION = 0
+MAX_BATCH_SIZE_BYTES = 8 << 20  # the largest batch the metadata log takes, as Kafka's Raft
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +140,8 @@ class KafkaMetadataLog:
             "retention.ms": -1,
             "retention.bytes": -1,
             "file.delete.delay.ms": 0,
+            # Kafka's KafkaRaftClient.MAX_BATCH_SIZE_BYTES, which its metadata log takes as max.message.bytes
+            "max.message.bytes": MAX_BATCH_SIZE_BYTES,
         }
         self.log = Log.open(self.dir, props, clock=clock)
         self.clock = clock

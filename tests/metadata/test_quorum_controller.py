@@ -294,3 +294,36 @@ def test_an_idle_active_controller_writes_noop_records(quorum) -> None:
     assert q.net.run_until(
         lambda: all(b.loader.image.offset == q.image().offset for b in q.brokers.values()), 1_000
     )
+
+
+def test_fencing_a_broker_of_many_partitions_goes_out_in_batches_of_the_record_bound(
+    quorum, monkeypatch
+) -> None:
+    """Fencing writes one change per partition the broker was in: at 100,000 partitions that is ~4.6 MB,
+    more than one batch of the metadata log takes. As Kafka's controller, it is appended in batches of at
+    most MAX_RECORDS_PER_BATCH records (set to 2 here, so a few partitions show it)."""
+    from kafkalite.metadata.controller import quorum_controller
+    from kafkalite.raft import KafkaRaftClient
+
+    q = quorum
+    assert q.net.run_until(lambda: _all_unfenced(q), 10_000)
+    q.request(CreateTopicsRequest(topics=(CreatableTopic(name="t", num_partitions=9, replication_factor=3),)))
+    sizes: list[int] = []
+    append = KafkaRaftClient.append
+
+    def counting(self, records, now_ms):
+        sizes.append(len(records))
+        return append(self, records, now_ms)
+
+    monkeypatch.setattr(KafkaRaftClient, "append", counting)
+    monkeypatch.setattr(quorum_controller, "MAX_RECORDS_PER_BATCH", 2)
+    q.net.crash(102)
+    assert q.net.run_until(lambda: q.image().brokers[102].fenced, SESSION_MS * 3), "fenced after the session"
+    assert max(sizes) <= 2, f"a batch of {max(sizes)} records"
+    assert sum(sizes) >= 10, f"9 partition changes and the fence record went out as {sizes}"
+    for b in q.brokers.values():
+        if b.node_id != 102:
+            assert q.net.run_until(lambda b=b: b.loader.image.brokers[102].fenced, 2000)
+    for p in q.image().topic("t").partitions.values():
+        assert p.leader != 102 and 102 not in p.isr, p
+    assert not q.checker.violations, q.checker.violations

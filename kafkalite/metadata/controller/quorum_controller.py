@@ -112,6 +112,8 @@ from kafkalite.protocol.security_admin import (
 )
 from kafkalite.raft import Batch, KafkaRaftClient, LeaderState
 
+MAX_RECORDS_PER_BATCH = 10_000  # Kafka's QuorumController.DEFAULT_MAX_RECORDS_PER_BATCH
+
 METADATA_VERSION = 20
 """The ``metadata.version`` feature level the first active controller writes (Kafka 3.8's 3.8-IV0)."""
 
@@ -627,8 +629,13 @@ class QuorumController:
         self.image = delta.apply(base + len(records) - 1, self.active_epoch)
         self._last_written = base + len(records) - 1
         self._last_write_ms = now_ms
+        data = [serialize(r) for r in records]
         try:
-            c.append([serialize(r) for r in records], now_ms)
+            # As Kafka's controller: at most MAX_RECORDS_PER_BATCH records a batch. Writes that may
+            # exceed it are not atomic in Kafka either (fencing a broker that leads 100,000
+            # partitions); a user operation is refused above MAX_RECORDS_PER_USER_OP, so it fits one.
+            for i in range(0, len(data), MAX_RECORDS_PER_BATCH):
+                c.append(data[i : i + MAX_RECORDS_PER_BATCH], now_ms)
         except NotLeaderOrFollowerError:
             self.renounce()
             return False
