@@ -13,7 +13,9 @@ committed batch, controllers and brokers alike) let a checker watch every node; 
 (``process.roles=broker,controller``: one node id, one Raft client and log for both roles); the rest of
 the brokers are broker-only. ``log_dirs_per_broker`` > 1 gives each broker that many log dirs (JBOD,
 ``broker-N/dir-I``) and ``file_ops`` is the door their storage writes through (a ``DiskFaults`` fails a
-dir), as in ``Cluster``.
+dir), as in ``Cluster``. ``features`` are the feature levels the cluster is formatted with besides
+``metadata.version`` (``kafka-storage format --feature``): ``{"eligible.leader.replicas.version": 1}``
+turns on KIP-966's eligible leader replicas, off by default as in Kafka 4.0.
 """
 
 from __future__ import annotations
@@ -80,6 +82,7 @@ class KRaftCluster(Cluster):
         combined: bool = False,
         log_dirs_per_broker: int = 1,
         file_ops: FileOps = OS_FILE_OPS,
+        features: Mapping[str, int] | None = None,
     ) -> None:
         if combined and not 0 < controllers <= brokers:
             raise ValueError(f"combined mode runs the {controllers} controllers on brokers: 1..{brokers}")
@@ -94,7 +97,10 @@ class KRaftCluster(Cluster):
         self.quorum_config = QuorumConfig(voters=voters, **dict(quorum or {}))
         bcfg = BrokerConfig.coerce(dict(config or {}))
         settings = ControllerSettings.from_broker_config(
-            cluster_id, bcfg, broker_session_timeout_ms=session_timeout_ms
+            cluster_id,
+            bcfg,
+            broker_session_timeout_ms=session_timeout_ms,
+            bootstrap_features=tuple(sorted((features or {}).items())),
         )
         # kafkalite storage format, for every node, before any starts; the directory ids come from the
         # seed (they are in the metadata records since KIP-858), so a run is the same every time

@@ -62,7 +62,9 @@ class BrokerRegistration:
 
 @dataclass(frozen=True, slots=True)
 class PartitionRegistration:
-    """One partition's state (Kafka's ``PartitionRegistration``)."""
+    """One partition's state (Kafka's ``PartitionRegistration``). ``elr`` and ``last_known_elr`` are
+    KIP-966's: the replicas outside the ISR that still hold every committed record, and the last leader
+    of a partition whose ISR emptied (both stay empty unless ``eligible.leader.replicas.version`` is on)."""
 
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
@@ -74,6 +76,8 @@ class PartitionRegistration:
     leader_recovery_state: int = 0
     directories: tuple[uuid.UUID, ...] = ()
     """The log dir of each replica, in replica order (KIP-858); empty: nothing known (all migrating)."""
+    elr: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
 
     def directory(self, broker_id: int) -> uuid.UUID:
         """The log dir holding ``broker_id``'s replica (DIR_MIGRATING when not known)."""
@@ -97,6 +101,8 @@ class PartitionRegistration:
             removing_replicas=r.removing_replicas,
             adding_replicas=r.adding_replicas,
             leader_recovery_state=r.leader_recovery_state,
+            elr=r.eligible_leader_replicas or (),
+            last_known_elr=r.last_known_elr or (),
         )
 
     def merge(self, c: PartitionChangeRecord) -> PartitionRegistration:
@@ -124,6 +130,8 @@ class PartitionRegistration:
             leader_recovery_state=(
                 self.leader_recovery_state if c.leader_recovery_state == -1 else c.leader_recovery_state
             ),
+            elr=self.elr if c.eligible_leader_replicas is None else c.eligible_leader_replicas,
+            last_known_elr=self.last_known_elr if c.last_known_elr is None else c.last_known_elr,
         )
 
 

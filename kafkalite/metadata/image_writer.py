@@ -55,6 +55,8 @@ def image_records(image: MetadataImage) -> list[MetadataRecord]:
                     leader_epoch=r.leader_epoch,
                     partition_epoch=r.partition_epoch,
                     directories=r.directories,
+                    eligible_leader_replicas=r.elr or None,
+                    last_known_elr=r.last_known_elr or None,
                 )
             )
     for (kind, name), keys in sorted(image.configs.items()):

@@ -40,6 +40,11 @@ class MetadataRecord(Message):
     version: ClassVar[int] = 0
     valid_versions: ClassVar[tuple[int, int]] = (0, 0)
 
+    def write_version(self) -> int:
+        """The version this record is written in: ``version``, unless it carries fields only a later
+        version has."""
+        return self.version
+
 
 # ------------------------------------------------------------------------------------------------ brokers
 
@@ -154,6 +159,9 @@ class PartitionRecord(MetadataRecord):
     eligible_leader_replicas: tuple[int, ...] | None = wire("[]int32", "2+", None, nullable="2+", tag=1)
     last_known_elr: tuple[int, ...] | None = wire("[]int32", "2+", None, nullable="2+", tag=2)
 
+    def write_version(self) -> int:
+        return _elr_version(self)
+
 
 @message
 class PartitionChangeRecord(MetadataRecord):
@@ -173,6 +181,17 @@ class PartitionChangeRecord(MetadataRecord):
     directories: tuple[uuid.UUID, ...] | None = wire("[]uuid", "1+", None, nullable="1+", tag=8)
     eligible_leader_replicas: tuple[int, ...] | None = wire("[]int32", "2+", None, nullable="2+", tag=6)
     last_known_elr: tuple[int, ...] | None = wire("[]int32", "2+", None, nullable="2+", tag=7)
+
+    def write_version(self) -> int:
+        return _elr_version(self)
+
+
+def _elr_version(r: PartitionRecord | PartitionChangeRecord) -> int:
+    """KIP-966's fields exist from version 2 on (Kafka writes 2 once ELR is supported): a record that
+    carries them is written in 2, any other in the version kafkalite writes."""
+    if r.eligible_leader_replicas is not None or r.last_known_elr is not None:
+        return 2
+    return r.version
 
 
 # ------------------------------------------------------------------------------------ configs, features

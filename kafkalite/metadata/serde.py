@@ -21,7 +21,7 @@ class MetadataParseError(ValueError):
 def serialize(record: MetadataRecord, version: int | None = None) -> bytes:
     """The framed bytes of ``record`` in ``version`` (default: the version kafkalite writes)."""
     cls = type(record)
-    v = cls.version if version is None else version
+    v = record.write_version() if version is None else version
     lo, hi = cls.valid_versions
     if not lo <= v <= hi:
         raise ValueError(f"{cls.__name__} has versions {lo}-{hi}, not {v}")

@@ -69,12 +69,19 @@ class Checker:
 
 def image_invariants(image: MetadataImage) -> list[str]:
     """Kafka's rules for a committed image: an ISR is never empty, a leader is in its ISR and unfenced,
-    and a fenced broker is in no ISR but one it is the last member of (then leaderless)."""
+    and a fenced broker is in no ISR but one it is the last member of (then leaderless). With KIP-966's
+    ELR on, an ISR may empty (the partition is then leaderless) and the ELR is disjoint from the ISR;
+    with it off, the ELR fields stay empty."""
     out = []
+    elr_on = image.features.get("eligible.leader.replicas.version", 0) >= 1
     for t in image.topics.values():
         for p, part in t.partitions.items():
-            if not part.isr:
+            if not part.isr and not (elr_on and part.leader == -1):
                 out.append(f"{t.name}-{p}: empty ISR")
+            if set(part.elr) & set(part.isr) or not set(part.elr) <= set(part.replicas):
+                out.append(f"{t.name}-{p}: ELR {part.elr} overlaps the ISR or leaves the replicas")
+            if not elr_on and (part.elr or part.last_known_elr):
+                out.append(f"{t.name}-{p}: ELR fields set with the feature off ({part})")
             if part.leader != -1:
                 reg = image.brokers.get(part.leader)
                 if part.leader not in part.isr or reg is None or reg.fenced:
@@ -194,13 +201,14 @@ class KRaftQuorum:
         brokers: tuple[int, ...] = (101, 102, 103),
         root: str | None = None,
         log_config: MetadataLogConfig | None = None,
+        settings: dict[str, Any] | None = None,
         **raft,
     ) -> None:
         self.root = root or scratch_dir()
         self.net = SimNetwork(seed=seed, latency_ms=1, jitter_ms=3, log_messages="none")
         self.checker = Checker()
         cfg = QuorumConfig(voters=CONTROLLERS, **{**FAST, **raft})
-        settings = ControllerSettings(CLUSTER_ID, broker_session_timeout_ms=SESSION_MS)
+        settings = ControllerSettings(CLUSTER_ID, broker_session_timeout_ms=SESSION_MS, **(settings or {}))
         for n in CONTROLLERS:
             format_dirs([os.path.join(self.root, f"controller-{n}")], CLUSTER_ID, n, ignore_formatted=True)
         self.controllers = {

@@ -1,14 +1,15 @@
 """``partition_change``: the PartitionChangeRecord that takes a partition to a target ISR, replica set and
-leader (Kafka's ``PartitionChangeBuilder``, without ELR).
+leader (Kafka's ``PartitionChangeBuilder``, with KIP-966's eligible leader replicas when enabled).
 
 The steps run in Kafka's order. First a reassignment in progress completes if the target ISR allows it
 (``complete_reassignment``). Then a leader is elected from the target ISR among usable brokers: the
 current one if it may stay, else the first in replica order; a *preferred* election tries the first
 replica before the current leader. With none, the partition goes leaderless (-1) rather than electing a
 replica outside the ISR, unless the election is unclean. A replica set that drops a broker bumps the leader
-epoch even when the leader stays, so the removed replica's fetches are fenced. The ISR never empties: if
-the target would drop its last member, that member stays, so the partition can be led again by it once
-it comes back, with nothing acknowledged lost.
+epoch even when the leader stays, so the removed replica's fetches are fenced. Without ELR the ISR never
+empties: if the target would drop its last member, that member stays, so the partition can be led again
+by it once it comes back, with nothing acknowledged lost. With ELR the ISR may empty and the replicas that
+left it while it was below ``min.insync.replicas`` are kept as eligible leaders instead (``target_elr``).
 
 With KIP-858 each replica also has a log dir: a replica whose dir its broker reported offline cannot lead
 (Kafka's ``LeaderAcceptor``), and the record names the replicas' dirs again whenever they change (a
@@ -66,15 +67,31 @@ def elect_leader(
     usable: Callable[[int], bool],
     *,
     preferred: bool = False,
+    elr: Sequence[int] = (),
 ) -> int:
+    """The clean choice: an ISR member, or, while the ISR is empty, an ELR member (KIP-966); -1 if none."""
+
     def valid(r: int) -> bool:
-        return r in isr and usable(r)
+        return (r in isr or (not isr and r in elr)) and usable(r)
 
     if preferred and replicas and valid(replicas[0]):
         return replicas[0]
     if valid(part.leader):
         return part.leader
     return next((r for r in replicas if valid(r)), NO_LEADER)
+
+
+def target_elr(
+    part: PartitionRegistration, isr: Sequence[int], min_isr: int, unclean_shutdown: Sequence[int]
+) -> tuple[int, ...]:
+    """KIP-966's ELR once the ISR becomes ``isr``: empty while the ISR holds ``min_isr`` replicas; below
+    that, every replica that was in the ISR or the ELR and is not in the new ISR, unless its broker shut
+    down uncleanly (it may have lost what it had). Why they may lead: while the ISR is below min ISR the
+    high watermark stands still, so a replica that left the ISR then holds every committed record."""
+    if len(isr) >= min_isr:
+        return ()
+    drop = set(isr) | set(unclean_shutdown)
+    return tuple(sorted((set(part.elr) | set(part.isr)) - drop))
 
 
 def partition_change(
@@ -92,6 +109,9 @@ def partition_change(
     dir_online: Callable[[int, uuid.UUID], bool] | None = None,
     default_dir: Callable[[int], uuid.UUID] | None = None,
     target_dirs: dict[int, uuid.UUID] | None = None,
+    elr_enabled: bool = False,
+    min_isr: int = 1,
+    unclean_shutdown: Sequence[int] = (),
 ) -> PartitionChangeRecord | None:
     """The record, or None if nothing would change. With ``unclean`` (the topic's
     ``unclean.leader.election.enable``, or ElectLeaders' unclean type) a partition no ISR member can lead
@@ -99,7 +119,14 @@ def partition_change(
     price of what only the ISR had (Kafka's unclean election). ``preferred`` is ElectLeaders' preferred
     election. The ``target_*`` replica lists default to the partition's own. ``dir_online(broker, dir)``
     says whether a replica's dir is online (a replica in an offline dir may not lead); ``default_dir``
-    gives a new replica's dir; ``target_dirs`` sets some replicas' dirs (AssignReplicasToDirs)."""
+    gives a new replica's dir; ``target_dirs`` sets some replicas' dirs (AssignReplicasToDirs).
+
+    ``elr_enabled`` (the ``eligible.leader.replicas.version`` feature) turns on KIP-966 with the topic's
+    effective ``min_isr``: the ISR may then empty, the ELR is kept (``target_elr``; the brokers in
+    ``unclean_shutdown`` leave it), a leaderless partition with an empty ISR elects from the ELR (the
+    elected replica becomes the ISR), and once the ISR has emptied, the last leader is remembered in the
+    last known ELR, the one replica that may still lead when the ISR and the ELR are both empty, as the
+    last ISR member could before KIP-966. Without it the ELR fields are cleared."""
     if dir_online is not None:
         acceptable, online = usable, dir_online
 
@@ -107,7 +134,7 @@ def partition_change(
             return acceptable(r) and online(r, part.directory(r))
 
     isr = tuple(part.isr if target_isr is None else target_isr)
-    if not isr:
+    if not isr and not elr_enabled:
         isr = part.isr
     replicas = tuple(part.replicas if target_replicas is None else target_replicas)
     adding = tuple(part.adding_replicas if target_adding is None else target_adding)
@@ -115,15 +142,36 @@ def partition_change(
     done = complete_reassignment(replicas, adding, removing, isr)
     if done is not None:
         (replicas, isr), adding, removing = done, (), ()
-    leader = elect_leader(part, replicas, isr, usable, preferred=preferred)
+    elr = target_elr(part, isr, min_isr, unclean_shutdown) if elr_enabled else part.elr
+    leader = elect_leader(part, replicas, isr, usable, preferred=preferred, elr=elr)
+    was_unclean = False
+    if leader == NO_LEADER and elr_enabled and not isr and not elr:
+        # Kafka's "balanced recovery": the last known leader is the replica that was last in the ISR.
+        last = part.last_known_elr
+        if len(last) == 1 and usable(last[0]):
+            leader, was_unclean = last[0], True
     if leader == NO_LEADER and unclean:
         leader = next((r for r in replicas if usable(r)), NO_LEADER)
-        if leader != NO_LEADER:
+        was_unclean = leader != NO_LEADER
+    if leader != part.leader and leader != NO_LEADER:
+        if was_unclean:
             isr = (leader,)
+        elif leader in elr:
+            isr, elr = (leader,), tuple(r for r in elr if r != leader)
     new_leader = NO_LEADER_CHANGE if leader == part.leader else leader
     if new_leader == NO_LEADER_CHANGE and not set(part.replicas) <= set(replicas):
         new_leader = part.leader  # a replica leaves: a new leader epoch fences it
     dirs = _directories(part, replicas, default_dir, target_dirs or {})
+    if was_unclean or not elr_enabled:
+        elr = ()
+    last_known = None
+    if elr_enabled:
+        if not isr and part.isr and part.leader != NO_LEADER and part.last_known_elr != (part.leader,):
+            last_known = (part.leader,)  # the partition just lost its last ISR member
+        elif part.last_known_elr and (
+            new_leader >= 0 or (part.leader != NO_LEADER and new_leader != NO_LEADER)
+        ):
+            last_known = ()  # led again: nothing to remember
     rec = PartitionChangeRecord(
         partition_id=partition_id,
         topic_id=topic_id,
@@ -133,10 +181,15 @@ def partition_change(
         adding_replicas=None if adding == part.adding_replicas else adding,
         removing_replicas=None if removing == part.removing_replicas else removing,
         directories=dirs,
+        eligible_leader_replicas=None if elr == part.elr else elr,
+        last_known_elr=last_known,
     )
-    if (rec.isr, rec.replicas, rec.adding_replicas, rec.removing_replicas, rec.directories) == (
-        None,
-    ) * 5 and (rec.leader == NO_LEADER_CHANGE):
+    unchanged = (rec.isr, rec.replicas, rec.adding_replicas, rec.removing_replicas, rec.directories)
+    if (
+        unchanged == (None,) * 5
+        and rec.leader == NO_LEADER_CHANGE
+        and (rec.eligible_leader_replicas is None and rec.last_known_elr is None)
+    ):
         return None
     return rec
 

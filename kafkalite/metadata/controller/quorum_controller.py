@@ -165,6 +165,12 @@ class ControllerSettings:
     leader_imbalance_check_interval_ms: int = 300_000
     """Kafka's ``leader.imbalance.check.interval.seconds``, in ms. KRaft's controller ignores
     ``leader.imbalance.per.broker.percentage``: any imbalanced partition is enough."""
+    min_insync_replicas: int = 1
+    """The broker default ``min.insync.replicas``, which the controller reads only for KIP-966's ELR."""
+    bootstrap_features: tuple[tuple[str, int], ...] = ()
+    """Feature levels besides ``metadata.version`` the first active controller finalizes on an empty log,
+    as ``kafka-storage format --feature name=level`` does: ``("eligible.leader.replicas.version", 1)``
+    turns on KIP-966 (Kafka 4.0 leaves it at 0)."""
     bootstrap_records: tuple[MetadataRecord, ...] = ()
     """What the first active controller writes after ``metadata.version`` on an empty log (the node's
     ``bootstrap.checkpoint``: SCRAM users from ``storage format --add-scram``)."""
@@ -180,6 +186,7 @@ class ControllerSettings:
             unclean_leader_election_enable=bcfg.unclean_leader_election_enable,
             auto_leader_rebalance_enable=bcfg.auto_leader_rebalance_enable,
             leader_imbalance_check_interval_ms=bcfg.leader_imbalance_check_interval_seconds * 1000,
+            min_insync_replicas=bcfg.min_insync_replicas,
             **overrides,
         )
 
@@ -211,6 +218,7 @@ class QuorumController:
             settings.num_partitions,
             settings.default_replication_factor,
             settings.unclean_leader_election_enable,
+            settings.min_insync_replicas,
         )
         self._waiting: list[_Waiting] = []
         self._last_written = -1
@@ -285,7 +293,12 @@ class QuorumController:
             self.cluster.activate(self.image, now_ms)
             if self.image.features.get("metadata.version") is None:  # bootstrap, as a formatted log's first
                 level = FeatureLevelRecord(name="metadata.version", feature_level=METADATA_VERSION)
-                self._write([level, *self.settings.bootstrap_records], now_ms)
+                features = [
+                    FeatureLevelRecord(name=n, feature_level=v)
+                    for n, v in self.settings.bootstrap_features
+                    if v
+                ]
+                self._write([level, *features, *self.settings.bootstrap_records], now_ms)
 
     # ---------------------------------------------------------------------------------- driver
     def poll(self, now_ms: int) -> None:
@@ -381,8 +394,8 @@ class QuorumController:
         records: list[MetadataRecord] = []
         if req.broker_id in self.image.brokers:
             # A new incarnation: whatever the old one held may be gone (a crash loses unflushed data),
-            # so it leaves every ISR first, as Kafka's handleBrokerUncleanShutdown does.
-            records += self.replication.handle_broker_fenced(self.image, req.broker_id)
+            # so it leaves every ISR (and ELR) first, as Kafka's handleBrokerUncleanShutdown does.
+            records += self.replication.handle_broker_fenced(self.image, req.broker_id, unclean_shutdown=True)
             epoch += len(records)
             rec = replace(rec, broker_epoch=epoch)
         records.append(rec)

@@ -79,6 +79,9 @@ from kafkalite.protocol.topic_partition import TopicPartition
 
 PREFERRED, UNCLEAN = 0, 1
 """ElectLeaders' election types."""
+ELR_FEATURE = "eligible.leader.replicas.version"
+"""KIP-966's feature: at level 1 the controller keeps eligible leader replicas (off by default in Kafka 4.0,
+on for clusters formatted by 4.1 and later)."""
 MAX_ELECTIONS_PER_IMBALANCE = 1000
 """Kafka's bound on the preferred elections one leader balancing pass writes; more wait for the next."""
 
@@ -145,17 +148,29 @@ class ReplicationControlManager:
         num_partitions: int = 1,
         replication_factor: int = 1,
         unclean_leader_election: bool = False,
+        min_insync_replicas: int = 1,
     ) -> None:
         self.placer = placer
         self.rng = rng
         self.num_partitions = num_partitions
         self.replication_factor = replication_factor
         self.unclean_leader_election = unclean_leader_election
+        self.min_insync_replicas = min_insync_replicas
 
     def unclean(self, image: MetadataImage, topic: str) -> bool:
         """The topic's ``unclean.leader.election.enable``, else the controller's default."""
         value = image.configs.get((TOPIC_RESOURCE, topic), {}).get("unclean.leader.election.enable")
         return self.unclean_leader_election if value is None else value.strip().lower() == "true"
+
+    def elr(self, image: MetadataImage, topic: str, part: PartitionRegistration) -> dict[str, Any]:
+        """``partition_change``'s KIP-966 arguments for ``part`` of ``topic``: whether the feature is on,
+        and the effective min ISR (the topic's ``min.insync.replicas``, else the controller's default,
+        capped at the replica count as Kafka's ``getTopicEffectiveMinIsr`` caps it)."""
+        if image.features.get(ELR_FEATURE, 0) < 1:
+            return {}
+        value = image.configs.get((TOPIC_RESOURCE, topic), {}).get("min.insync.replicas")
+        min_isr = self.min_insync_replicas if value is None else int(value)
+        return {"elr_enabled": True, "min_isr": min(min_isr, len(part.replicas))}
 
     # ------------------------------------------------------------------------------ CreateTopics
     def create_topic(
@@ -202,9 +217,13 @@ class ReplicationControlManager:
         return records, len(assignment), rf
 
     # ---------------------------------------------------------------------------- broker changes
-    def handle_broker_fenced(self, image: MetadataImage, broker_id: int) -> list[PartitionChangeRecord]:
+    def handle_broker_fenced(
+        self, image: MetadataImage, broker_id: int, *, unclean_shutdown: bool = False
+    ) -> list[PartitionChangeRecord]:
         """Take ``broker_id`` out of every ISR and off every leadership (it is fenced, or about to be:
-        ``image`` may still show it unfenced, so it is treated as unusable explicitly)."""
+        ``image`` may still show it unfenced, so it is treated as unusable explicitly). With
+        ``unclean_shutdown`` (a new incarnation registering: the old one may have lost unflushed data) it
+        leaves every ELR too, as Kafka's ``handleBrokerUncleanShutdown``."""
         base = _usable(image)
 
         def usable(b: int) -> bool:
@@ -213,16 +232,22 @@ class ReplicationControlManager:
         out = []
         for t in sorted(image.topics.values(), key=lambda t: t.name):
             for p, part in sorted(t.partitions.items()):
-                if broker_id not in part.isr and part.leader != broker_id:
+                in_elr = unclean_shutdown and broker_id in part.elr
+                if broker_id not in part.isr and part.leader != broker_id and not in_elr:
                     continue
                 isr = tuple(r for r in part.isr if r != broker_id)
-                rec = _change(image, t.id, p, part, usable, isr, unclean=self.unclean(image, t.name))
+                rec = _change(
+                    image, t.id, p, part, usable, isr, unclean=self.unclean(image, t.name),
+                    unclean_shutdown=(broker_id,) if unclean_shutdown else (),
+                    **self.elr(image, t.name, part),
+                )  # fmt: skip
                 if rec is not None:
                     out.append(rec)
         return out
 
     def handle_broker_unfenced(self, image: MetadataImage, broker_id: int) -> list[PartitionChangeRecord]:
-        """Elect ``broker_id`` where a partition has no leader and it is in the ISR."""
+        """Elect ``broker_id`` where a partition has no leader and it is in the ISR (with ELR: or in the
+        ELR, or the last known leader)."""
         base = _usable(image)
 
         def usable(b: int) -> bool:
@@ -232,8 +257,13 @@ class ReplicationControlManager:
         for t in sorted(image.topics.values(), key=lambda t: t.name):
             unclean = self.unclean(image, t.name)
             for p, part in sorted(t.partitions.items()):
-                if part.leader == -1 and (broker_id in part.isr or (unclean and broker_id in part.replicas)):
-                    rec = _change(image, t.id, p, part, usable, unclean=unclean)
+                if part.leader != -1:
+                    continue
+                eligible = (*part.isr, *part.elr, *part.last_known_elr)
+                if broker_id in eligible or (unclean and broker_id in part.replicas):
+                    rec = _change(
+                        image, t.id, p, part, usable, unclean=unclean, **self.elr(image, t.name, part)
+                    )
                     if rec is not None:
                         out.append(rec)
         return out
@@ -284,7 +314,10 @@ class ReplicationControlManager:
             return b != broker_id and base(b)
 
         isr = tuple(r for r in part.isr if r != broker_id)
-        return _change(image, tid, p, part, usable, isr, unclean=self.unclean(image, topic))
+        return _change(
+            image, tid, p, part, usable, isr, unclean=self.unclean(image, topic),
+            **self.elr(image, topic, part),
+        )  # fmt: skip
 
     def assign_replicas_to_dirs(
         self, image: MetadataImage, req: AssignReplicasToDirsRequest
@@ -315,7 +348,10 @@ class ReplicationControlManager:
                         code = NotLeaderOrFollowerError.code
                     else:
                         code = NO_ERROR
-                        rec = _change(img, t.topic_id, i, part, _usable(img), target_dirs={b: d.id})
+                        rec = _change(
+                            img, t.topic_id, i, part, _usable(img), target_dirs={b: d.id},
+                            **self.elr(img, topic.name, part),
+                        )  # fmt: skip
                         if rec is not None:
                             records.append(rec)
                             img = _replayed(img, [rec])
@@ -344,14 +380,9 @@ class ReplicationControlManager:
             return None, AlterPartitionResult(tp=item.tp, error_code=e.code)
         assert t is not None and part is not None
         rec = _change(
-            image,
-            t.id,
-            item.tp.partition,
-            part,
-            _usable(image),
-            item.new_isr,
-            unclean=self.unclean(image, t.name),
-        )
+            image, t.id, item.tp.partition, part, _usable(image), item.new_isr,
+            unclean=self.unclean(image, t.name), **self.elr(image, t.name, part),
+        )  # fmt: skip
         after = part if rec is None else part.merge(rec)
         if rec is not None and rec.leader not in (NO_LEADER_CHANGE, broker_id):
             # The new ISR completed a reassignment that moved the leadership away: the change is written,
@@ -457,8 +488,9 @@ class ReplicationControlManager:
         if (preferred and part.leader == part.replicas[0]) or (not preferred and part.leader != NO_LEADER):
             return None, ElectionNotNeededError.code
         rec = _change(
-            image, t.id, tp.partition, part, _usable(image), preferred=preferred, unclean=not preferred
-        )
+            image, t.id, tp.partition, part, _usable(image), preferred=preferred, unclean=not preferred,
+            **self.elr(image, t.name, part),
+        )  # fmt: skip
         if rec is None:
             code = PreferredLeaderNotAvailableError if preferred else EligibleLeadersNotAvailableError
             return None, code.code
@@ -489,7 +521,10 @@ class ReplicationControlManager:
                 break
             t = image.topic(tp.topic)
             assert t is not None
-            rec = _change(image, t.id, tp.partition, t.partitions[tp.partition], usable, preferred=True)
+            part = t.partitions[tp.partition]
+            rec = _change(
+                image, t.id, tp.partition, part, usable, preferred=True, **self.elr(image, t.name, part)
+            )
             if rec is not None:
                 out.append(rec)
         return out
@@ -521,12 +556,14 @@ class ReplicationControlManager:
             return _change(
                 image, t.id, tp.partition, part, usable, isr, unclean=unclean,
                 target_replicas=replicas, target_adding=(), target_removing=(),
+                **self.elr(image, t.name, part),
             )  # fmt: skip
         validate_manual_assignment(tp.partition, target, image.brokers)
         replicas, adding, removing = reassignment_replicas(part.replicas, target)
         return _change(
             image, t.id, tp.partition, part, usable,
             target_replicas=replicas, target_adding=adding, target_removing=removing,
+            **self.elr(image, t.name, part),
         )  # fmt: skip
 
     @staticmethod
