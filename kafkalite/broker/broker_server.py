@@ -19,6 +19,7 @@ logs so the log manager never mistakes it for a partition.
 
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,30 @@ from kafkalite.raft.metadata_log import MetadataLogConfig
 from kafkalite.security.authorizer import enabled as authorizer_enabled
 from kafkalite.security.standard_authorizer import StandardAuthorizer
 from kafkalite.storage import meta_properties
+from kafkalite.storage.file_ops import OS_FILE_OPS
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+"""Written in the first log dir by a clean shutdown, with the broker epoch it ends (Kafka's
+``CleanShutdownFileHandler``): the next start reads and removes it and registers with that epoch as
+PreviousBrokerEpoch, so the controller knows the shutdown was clean (KIP-966)."""
+
+
+def write_clean_shutdown(log_dir: str | Path, broker_epoch: int) -> None:
+    data = json.dumps({"version": 0, "brokerEpoch": broker_epoch}).encode()
+    OS_FILE_OPS.replace_atomically(Path(log_dir) / CLEAN_SHUTDOWN_FILE, data)
+
+
+def read_clean_shutdown(log_dir: str | Path) -> int:
+    """The epoch a clean shutdown left in ``log_dir``, -1 without one (a crash); the file is removed, so
+    a crash after this start is not taken for a clean shutdown."""
+    path = Path(log_dir) / CLEAN_SHUTDOWN_FILE
+    try:
+        epoch = int(json.loads(path.read_bytes())["brokerEpoch"])
+    except (FileNotFoundError, ValueError, KeyError, TypeError):
+        return -1
+    path.unlink(missing_ok=True)
+    return epoch
+
 
 _SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
@@ -158,6 +183,7 @@ class BrokerServer(KafkaBroker):
             offline_dirs=self._offline_dir_ids,
             dir_failure_timeout_ms=self.config.log_dir_failure_timeout_ms,
             on_fatal=self._halt,
+            previous_broker_epoch=read_clean_shutdown(self.log_dirs[0]),
         )
         self.assignments = AssignmentsManager(
             self.broker_id,
@@ -180,6 +206,8 @@ class BrokerServer(KafkaBroker):
         """Clean shutdown: stop heartbeating, close the metadata log, then what ``KafkaBroker`` closes."""
         if self.lifecycle is not None:
             self.lifecycle.stop()
+            if self.lifecycle.broker_epoch >= 0:
+                write_clean_shutdown(self.log_dirs[0], self.lifecycle.broker_epoch)
         if self.assignments is not None:
             self.assignments.close()
         if self.raft is not None:

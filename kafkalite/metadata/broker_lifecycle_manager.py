@@ -56,6 +56,7 @@ class BrokerLifecycleManager:
         offline_dirs: Callable[[], Sequence[uuid.UUID]] = tuple,
         dir_failure_timeout_ms: int = 30_000,
         on_fatal: Callable[[str], Any] | None = None,
+        previous_broker_epoch: int = -1,
     ) -> None:
         self.broker_id = broker_id
         self.cluster_id = cluster_id
@@ -77,6 +78,8 @@ class BrokerLifecycleManager:
         """Failed dirs a heartbeat answer acknowledged (the controller has acted on them)."""
         self._dir_timers: dict[uuid.UUID, int] = {}
         self.broker_epoch = -1
+        self.previous_broker_epoch = previous_broker_epoch
+        """The epoch this broker had when it last shut down cleanly, -1 after a crash (KIP-966)."""
         self.fenced = True
         self._shutdown_done: Callable[[], Any] | None = None
         """Set while a controlled shutdown waits for the controller's go (heartbeats say want_shut_down)."""
@@ -155,6 +158,7 @@ class BrokerLifecycleManager:
                 listeners=self.listeners,
                 rack=self.rack,
                 log_dirs=tuple(sorted(self._log_dirs())),
+                previous_broker_epoch=self.previous_broker_epoch,
             )
         else:
             self._dirs_changed = False

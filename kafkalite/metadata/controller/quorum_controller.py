@@ -392,10 +392,15 @@ class QuorumController:
         except KafkaError as e:
             return [], BrokerRegistrationResponse(error_code=e.code)
         records: list[MetadataRecord] = []
-        if req.broker_id in self.image.brokers:
+        old = self.image.brokers.get(req.broker_id)
+        if old is not None:
             # A new incarnation: whatever the old one held may be gone (a crash loses unflushed data),
-            # so it leaves every ISR (and ELR) first, as Kafka's handleBrokerUncleanShutdown does.
-            records += self.replication.handle_broker_fenced(self.image, req.broker_id, unclean_shutdown=True)
+            # so it leaves every ISR first, and every ELR unless its previous epoch says it shut down
+            # cleanly (KIP-966), as Kafka's handleBrokerUncleanShutdown does.
+            clean = req.previous_broker_epoch == old.epoch
+            records += self.replication.handle_broker_fenced(
+                self.image, req.broker_id, unclean_shutdown=not clean
+            )
             epoch += len(records)
             rec = replace(rec, broker_epoch=epoch)
         records.append(rec)
