@@ -108,6 +108,28 @@ def test_elr_fields_are_written_in_version_2_and_read_back() -> None:
     assert (after.isr, after.directories, after.last_known_elr) == ((2,), dirs, (1,)), after
 
 
+def test_elr_and_log_dirs_together() -> None:
+    """KIP-966 and KIP-858 in one partition: a change keeps the replicas' dirs, an ELR replica whose
+    dir is offline may not lead, and a change of dirs alone is still a change."""
+    d = {1: uuid.UUID(int=31), 2: uuid.UUID(int=32), 3: uuid.UUID(int=33)}
+    part = PartitionRegistration(replicas=(1, 2, 3), isr=(1, 2, 3), leader=1, directories=(d[1], d[2], d[3]))
+    below = _after(part, partition_change(TID, 0, part, _up(2, 3), (1,), **ELR))
+    assert (below.isr, below.elr, below.directories) == ((1,), (2, 3), part.directories), below
+
+    def online(b: int, dir_id: uuid.UUID) -> bool:
+        return dir_id != d[2]  # broker 2 reported its dir offline
+
+    rec = partition_change(TID, 0, below, _up(1), (), dir_online=online, **ELR)
+    after = _after(below, rec)
+    assert (after.leader, after.isr, after.elr) == (3, (3,), (1, 2)), "2's dir is offline: 3 leads"
+    assert rec is not None and deserialize(serialize(rec))[1] == 2, "ELR fields: version 2"
+    moved = uuid.UUID(int=34)
+    rec = partition_change(TID, 0, after, _up(), target_dirs={3: moved}, **ELR)
+    assert rec is not None and rec.directories == (d[1], d[2], moved), rec
+    assert rec.eligible_leader_replicas is None, "the ELR did not change"
+    assert partition_change(TID, 0, _after(after, rec), _up(), **ELR) is None, "nothing changes"
+
+
 @settings(max_examples=150, deadline=None)
 @given(
     steps=st.lists(
