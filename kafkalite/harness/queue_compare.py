@@ -442,7 +442,13 @@ def rabbitmq_memory_alarm(
     ch = conn.channel()
     ch.queue_declare("backlog")
     events: list[str] = []
-    conn.add_on_connection_blocked_callback(lambda _c, _m: events.append("blocked"))
+    reasons: list[str] = []
+
+    def on_blocked(_conn: Any, frame: Any) -> None:
+        events.append("blocked")
+        reasons.append(str(getattr(frame.method, "reason", "")))
+
+    conn.add_on_connection_blocked_callback(on_blocked)
     conn.add_on_connection_unblocked_callback(lambda _c, _m: events.append("unblocked"))
     body = b"x" * body_bytes
     sent = 0
@@ -452,9 +458,14 @@ def rabbitmq_memory_alarm(
         sent += 1
         if sent % 50 == 0:
             conn.process_data_events(0)
-    alarms = [
+    # The resources the node named when it blocked us ("low on memory"). Its status is read as well, but only
+    # adds to them: by the time rabbitmqctl answers, the node may have paged the queue out to disk and
+    # cleared the alarm already.
+    raised = {
         a.get("resource") for a in json.loads(node.ctl("status", "--formatter", "json")).get("alarms", [])
-    ]
+    }
+    raised.update(r for r in ("memory", "disk") if any(r in reason for reason in reasons))
+    alarms = sorted(a for a in raised if a)
     reader = node.connect()
     rch = reader.channel()
     rch.basic_qos(prefetch_count=1000)
@@ -472,6 +483,7 @@ def rabbitmq_memory_alarm(
     return {
         "blocked": "blocked" in events,
         "alarms": alarms,
+        "blocked_reason": reasons[0] if reasons else None,
         "published_before_block_bytes": sent * body_bytes,
         "unblocked_after_drain": "unblocked" in events,
         "drained": drained[0],

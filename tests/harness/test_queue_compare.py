@@ -78,3 +78,6 @@ def test_rabbitmq_memory_alarm_blocks_the_publisher_until_a_consumer_drains():
         r = qc.rabbitmq_memory_alarm(own, headroom_bytes=20_000_000)
     assert r["blocked"] and r["alarms"] == ["memory"] and r["unblocked_after_drain"], r
     assert r["published_before_block_bytes"] >= 20_000_000, r
+    # The alarm is named from the Connection.Blocked frame, not only from a later status (which may miss an
+    # alarm the node has already cleared by paging the queue out).
+    assert "memory" in r["blocked_reason"], r
