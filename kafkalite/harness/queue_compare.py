@@ -438,7 +438,8 @@ def rabbitmq_memory_alarm(
     totals = status["memory"]["total"]
     now = totals.get(status.get("mem_calculation_strategy", "rss"), totals["rss"])
     node.ctl("set_vm_memory_high_watermark", "absolute", str(now + headroom_bytes))
-    conn = node.connect()
+    # Blocked on purpose, for as long as the drain takes on a busy machine: the loops' deadlines bound it.
+    conn = node.connect(blocked_timeout_s=None)
     ch = conn.channel()
     ch.queue_declare("backlog")
     events: list[str] = []
@@ -475,6 +476,7 @@ def rabbitmq_memory_alarm(
         drained[0] += 1
 
     rch.basic_consume("backlog", on_message, auto_ack=True)
+    deadline = time.monotonic() + 120  # the drain's own: the node frees the memory at its pace
     while "unblocked" not in events and time.monotonic() < deadline:
         reader.process_data_events(time_limit=0.02)
         conn.process_data_events(0)

@@ -216,19 +216,23 @@ class RabbitMQNode:
         self.stop()
 
     # -- using it ---------------------------------------------------------------------------------
-    def parameters(self) -> Any:
-        """pika's ConnectionParameters for this node (the default guest user, allowed from localhost)."""
+    def parameters(self, blocked_timeout_s: float | None = 30) -> Any:
+        """pika's ConnectionParameters for this node (the default guest user, allowed from localhost). A
+        connection the node blocks (a resource alarm) is closed after ``blocked_timeout_s`` (None: never)."""
         import pika
 
         return pika.ConnectionParameters(
-            host=self.host, port=self.port, connection_attempts=1, blocked_connection_timeout=30
+            host=self.host,
+            port=self.port,
+            connection_attempts=1,
+            blocked_connection_timeout=blocked_timeout_s,
         )
 
-    def connect(self) -> Any:
+    def connect(self, blocked_timeout_s: float | None = 30) -> Any:
         """A new pika BlockingConnection to this node."""
         import pika
 
-        return pika.BlockingConnection(self.parameters())
+        return pika.BlockingConnection(self.parameters(blocked_timeout_s))
 
     def ctl(self, *args: str, timeout_s: float = 60.0) -> str:
         """Run ``rabbitmqctl`` against this node and return its standard output."""
