@@ -55,8 +55,14 @@ def session(
     conf: Mapping[str, str] | None = None,
     *,
     short_lived: bool = True,
+    connect: bool = True,
 ) -> SparkSession:
     """A local SparkSession (``local[cores]``) with the kafkalite source registered.
+
+    With ``KAFKALITE_SPARK_REMOTE`` set (``sc://HOST:PORT``, as the book build sets it), the session is a
+    Spark Connect session on that server instead, with the same session settings and the source registered;
+    ``connect=False`` keeps a local session for code that needs the classic API (``df.rdd``,
+    ``spark.sparkContext``), which Spark Connect does not offer.
 
     Only one SparkSession runs per Python process: an active one is reused (``app`` and ``cores`` then
     apply only to the first call). Quiet settings: no UI, no console progress bar, log level ERROR,
@@ -73,6 +79,19 @@ def session(
     if _PACKAGE_ROOT not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join([_PACKAGE_ROOT, *paths])
     from pyspark.sql import SparkSession  # deferred: pyspark is heavy
+
+    remote = os.environ.get(
+        "KAFKALITE_SPARK_REMOTE"
+    )  # set by the book build (kafkalite.spark.connect_server)
+    if remote and connect:
+        # A session on the shared server: its static settings (UI, JVM options) are the server's.
+        spark = SparkSession.builder.remote(remote).getOrCreate()
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+        spark.conf.set("spark.sql.shuffle.partitions", str(cores))
+        for key, value in (conf or {}).items():
+            spark.conf.set(key, value)
+        register(spark)
+        return spark
 
     jit = short_lived_jvm_options() if short_lived else ""
 

@@ -36,7 +36,15 @@ from kafkalite.spark import short_lived_jvm_options
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["StandaloneCluster", "executor_identity", "spark_home", "with_executor"]
+__all__ = [
+    "StandaloneCluster",
+    "executor_identity",
+    "free_port",
+    "spark_env",
+    "spark_home",
+    "stop_groups",
+    "with_executor",
+]
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -54,7 +62,8 @@ def spark_home() -> Path:
     return home
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
     import socket
 
     with socket.socket() as s:
@@ -62,8 +71,33 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _package_root() -> str:
-    return str(Path(__file__).resolve().parents[2])
+def spark_env() -> dict[str, str]:
+    """This process's environment for a Spark JVM started from here: the wheel's SPARK_HOME, 127.0.0.1, and
+    Python workers that run this interpreter with this kafkalite first on their path."""
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    root = str(Path(__file__).resolve().parents[2])
+    return {
+        **os.environ,
+        "SPARK_HOME": str(spark_home()),
+        "SPARK_LOCAL_IP": HOST,
+        "PYSPARK_PYTHON": sys.executable,
+        "PYTHONPATH": os.pathsep.join([root, *[p for p in paths if p != root]]),
+    }
+
+
+def stop_groups(procs: list[subprocess.Popen], timeout_s: float = 20.0) -> None:
+    """Kill the process group each of ``procs`` leads, last first: TERM, then KILL whatever outlives it."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for p in reversed(procs):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, sig)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            for p in procs:
+                p.poll()  # reap the group leader: a zombie would count as alive
+            if not any(_group_alive(p.pid) for p in procs):
+                return
+            time.sleep(0.2)
 
 
 class StandaloneCluster:
@@ -89,25 +123,19 @@ class StandaloneCluster:
         self.timeout_s = timeout_s
         self._tmp = tempfile.TemporaryDirectory(prefix="kafkalite-spark-") if dir is None else None
         self.dir = Path(self._tmp.name if self._tmp is not None else dir)  # type: ignore[arg-type]
-        self.port = _free_port()
-        self.web_port = _free_port()
+        self.port = free_port()
+        self.web_port = free_port()
         self.master_url = f"spark://{HOST}:{self.port}"
         self._procs: list[subprocess.Popen] = []
 
     # ------------------------------------------------------------------------------------ lifecycle
 
     def _env(self) -> dict[str, str]:
-        paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-        root = _package_root()
         return {
-            **os.environ,
-            "SPARK_HOME": str(spark_home()),
-            "SPARK_LOCAL_IP": HOST,
+            **spark_env(),
             "SPARK_DAEMON_MEMORY": self.daemon_memory,
             "SPARK_DAEMON_JAVA_OPTS": short_lived_jvm_options(),
             "SPARK_LOG_DIR": str(self.dir / "logs"),
-            "PYSPARK_PYTHON": sys.executable,
-            "PYTHONPATH": os.pathsep.join([root, *[p for p in paths if p != root]]),
         }
 
     def _spawn(self, name: str, args: list[str]) -> subprocess.Popen:
@@ -132,7 +160,7 @@ class StandaloneCluster:
                 work = self.dir / f"worker-{i}"
                 work.mkdir(parents=True, exist_ok=True)
                 self._spawn(f"worker-{i}", [WORKER_CLASS, "--host", HOST, "--cores", str(self.cores),
-                                            "--memory", self.memory, "--webui-port", str(_free_port()),
+                                            "--memory", self.memory, "--webui-port", str(free_port()),
                                             "--work-dir", str(work), self.master_url])  # fmt: skip
             self._wait(lambda s: s is not None and len(self.alive_workers(s)) >= self.workers,
                        f"{self.workers} workers to register")  # fmt: skip
@@ -170,20 +198,7 @@ class StandaloneCluster:
     def stop(self, timeout_s: float = 20.0) -> None:
         """Kill each daemon's process group (master, workers, executors, Python workers): TERM, then KILL."""
         procs, self._procs = self._procs, []
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            for p in reversed(procs):  # workers first, then the master
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(p.pid, sig)
-            deadline = time.monotonic() + timeout_s
-            while time.monotonic() < deadline:
-                for p in procs:
-                    p.poll()  # reap the group leader: a zombie would count as alive
-                if not any(_group_alive(p.pid) for p in procs):
-                    break
-                time.sleep(0.2)
-            else:
-                continue  # something survived SIGTERM: SIGKILL the groups
-            break
+        stop_groups(procs, timeout_s)  # workers first, then the master
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
