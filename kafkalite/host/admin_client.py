@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kafkalite.common.bootstrap import parse_bootstrap
 from kafkalite.common.isolation_level import IsolationLevel
 from kafkalite.errors import KafkaError, error_for_code
 from kafkalite.protocol import (
@@ -90,17 +91,6 @@ class ClientSecurity:
         if self.keystore:
             ctx.load_cert_chain(self.keystore, self.keyfile)
         return ctx
-
-
-def parse_bootstrap(servers: str) -> list[tuple[str, int]]:
-    """``"h1:9092,h2:9093"`` -> [(h1, 9092), (h2, 9093)], with a clear error for a malformed entry."""
-    out = []
-    for entry in servers.split(","):
-        host, sep, port = entry.strip().rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise ValueError(f"--bootstrap-server entries look like HOST:PORT, got {entry.strip()!r}")
-        out.append((host, int(port)))
-    return out
 
 
 class _Connection:

@@ -23,8 +23,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kafkalite.common.bootstrap import parse_bootstrap
 from kafkalite.errors import InvalidConfigError
-from kafkalite.host.admin_client import parse_bootstrap
+
+# The columns of Spark's Kafka source, which this source gives too (headers only with includeHeaders).
+SCHEMA_DDL = (
+    "key binary, value binary, topic string, partition int, offset long, "
+    "timestamp timestamp, timestampType int"
+)
+HEADERS_DDL = "headers array<struct<key: string, value: binary>>"
 
 READ_OPTIONS = (
     "path",

@@ -41,17 +41,19 @@ from kafkalite.spark.arrow_records import (
     scanned_to_arrow,
 )
 from kafkalite.spark.fetch import SegmentFetcher
-from kafkalite.spark.options import EARLIEST, LATEST, OffsetSpec, ReadOptions, parse_read_options
+from kafkalite.spark.options import (  # noqa: F401 - SCHEMA_DDL and HEADERS_DDL: re-exported
+    EARLIEST,
+    HEADERS_DDL,
+    LATEST,
+    SCHEMA_DDL,
+    OffsetSpec,
+    ReadOptions,
+    parse_read_options,
+)
 from kafkalite.spark.read_ahead import read_ahead, worth_reading_ahead
 from kafkalite.storage import Log
 from kafkalite.storage.log_dirs import PartitionLocation, describe, locate_partitions
 from kafkalite.storage.transaction_index import TXN_INDEX_SUFFIX, read_txn_index
-
-SCHEMA_DDL = (
-    "key binary, value binary, topic string, partition int, offset long, "
-    "timestamp timestamp, timestampType int"
-)
-HEADERS_DDL = "headers array<struct<key: string, value: binary>>"
 
 FETCH_MAX_BYTES = 4 << 20  # bigger fetches, fewer numpy passes: ~40k records of 100 bytes each
 INTERNAL_TOPIC_PREFIX = "__"  # __consumer_offsets, __transaction_state
