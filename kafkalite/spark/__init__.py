@@ -62,7 +62,8 @@ def session(
     With ``KAFKALITE_SPARK_REMOTE`` set (``sc://HOST:PORT``, as the book build sets it), the session is a
     Spark Connect session on that server instead, with the same session settings and the source registered;
     ``connect=False`` keeps a local session for code that needs the classic API (``df.rdd``,
-    ``spark.sparkContext``), which Spark Connect does not offer.
+    ``spark.sparkContext``), which Spark Connect does not offer. (PySpark then treats the whole process
+    as a Spark Connect client: a local session cannot follow a Connect one in the same process.)
 
     Only one SparkSession runs per Python process: an active one is reused (``app`` and ``cores`` then
     apply only to the first call). Quiet settings: no UI, no console progress bar, log level ERROR,

@@ -5,6 +5,8 @@ Python workers), two sessions keep their own settings, and stopping the server l
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,14 @@ def _write_topic(root: Path) -> None:
                 log.append(build_batch([(b"k%d" % i, b"v%d" % i) for i in range(start, min(n, start + 10))]))
         finally:
             log.close()
+
+
+@pytest.fixture(autouse=True)
+def classic_afterwards() -> Iterator[None]:
+    """PySpark marks the whole process as a Spark Connect client (this variable) once it makes a Connect
+    session: unset afterwards, so that the other modules' local sessions stay local."""
+    yield
+    os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
 
 
 @pytest.fixture(scope="module")
