@@ -5,6 +5,10 @@ not Spark, the bottleneck. Here a fetch's batches are checked and picked all at 
 headers in one numpy gather, CRCs in C), and their records sections go to ``record_columns``, one
 compiled pass that fills Arrow's buffers (keys and values packed with their offsets, and the deltas
 that give each row its offset and timestamp). Compressed batches are inflated and joined first.
+
+The two compiled modules (``batch_walk``, ``record_columns``) are imported where a fetch is first
+decoded, not here: Spark plans every read in a fresh Python process that imports this module but decodes
+nothing, and loading numba and its cached code there cost about a second of CPU each time.
 """
 
 from __future__ import annotations
@@ -26,8 +30,6 @@ from kafkalite.records.batch import (
     MIN_RECORD_SIZE,
 )
 from kafkalite.records.compression import decompress
-from kafkalite.spark.batch_walk import batch_starts
-from kafkalite.spark.record_columns import decode_sections
 
 COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_BIT = 0x08
@@ -138,6 +140,8 @@ def _sections_to_arrow(
     """The rows of the records sections in ``blob`` with offsets in ``[start, end)``. Section ``i``
     spans ``sec_starts[i]:sec_ends[i]`` and holds ``counts[i]`` records; ``timestamps[i]`` is its base
     timestamp, or its max timestamp when ``fixed_ts[i]`` (log append time)."""
+    from kafkalite.spark.record_columns import decode_sections  # numba: see the module's docstring
+
     c = decode_sections(
         blob, sec_starts, sec_ends, counts, f"{topic}-{partition}", base_offsets, timestamps, fixed_ts
     )
@@ -202,6 +206,8 @@ def scan_plain(data, offset: int, end: int) -> PlainScan | None:
     batch length, a batch failing a check, offsets that do not grow, nothing to read. The caller then
     runs that loop, which gives the same rows or raises the error naming what is wrong. Aborted
     transactions are the caller's to rule out (this keeps every data batch)."""
+    from kafkalite.spark.batch_walk import batch_starts  # numba: see the module's docstring
+
     at = batch_starts(data)
     if at is None or not len(at):
         return None

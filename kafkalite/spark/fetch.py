@@ -21,7 +21,6 @@ import struct
 from bisect import bisect_right
 from pathlib import Path
 
-from kafkalite.spark.batch_walk import whole_batches
 from kafkalite.storage.checkpoint import OffsetCheckpoint
 
 _HEAD = struct.Struct(">qi")  # baseOffset, batchLength
@@ -121,6 +120,9 @@ class SegmentFetcher:
                 if pos is None or pos + _HEAD_BYTES > size:
                     continue  # nothing here at or after offset: the next segment
                 data = self._read(fd, min(max_bytes, size - pos), pos)
+                # numba loads on a task's first fetch: a planning process never pays for it
+                from kafkalite.spark.batch_walk import whole_batches
+
                 cut, nxt = whole_batches(data)
                 if cut == 0:  # the first batch is larger than max_bytes
                     _, length = _HEAD.unpack_from(data)

@@ -60,3 +60,19 @@ def test_a_bad_magic_byte_or_length_stops_the_scan():
     short[second + 8 : second + 12] = struct.pack(">i", 10)  # below a batch header's own length
     assert batch_starts(bytes(short)) is None
     assert whole_batches(b"") == (0, -1) and batch_starts(b"").tolist() == []
+
+
+def test_planning_a_read_does_not_load_numba():
+    """Spark plans each read in a fresh Python process that imports the source but decodes nothing: numba
+    and its cached code load only where a fetch is decoded."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import kafkalite.spark.source, kafkalite.spark.stream, kafkalite.spark.wire\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'numba'"
+        " or m.endswith(('.batch_walk', '.record_columns'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", out
