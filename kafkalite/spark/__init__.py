@@ -23,7 +23,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["SHORT_LIVED_JVM", "register", "session", "short_lived_jvm_options"]
+__all__ = ["REMOTE_ENV", "SHORT_LIVED_JVM", "quiet_conf", "register", "session", "short_lived_jvm_options"]
+
+# Set by the book build (``kafkalite.spark.connect_server``): the Spark Connect server sessions go to.
+REMOTE_ENV = "KAFKALITE_SPARK_REMOTE"
 
 # The JVMs here (driver, standalone daemons, executors) live for seconds to minutes. HotSpot's second
 # compiler (C2) then spends about half of a JVM's CPU time on code that never runs long enough to pay it
@@ -40,6 +43,17 @@ def short_lived_jvm_options() -> str:
     from kafkalite.spark.class_sharing import jvm_options
 
     return f"{SHORT_LIVED_JVM} {jvm_options()}".strip()
+
+
+def quiet_conf(jvm_options: str = "") -> dict[str, str]:
+    """The settings of every Spark driver the book starts, local or a Connect server: no UI, no console
+    progress bar, UTC in Spark and in the JVM, and ``jvm_options`` for the driver."""
+    return {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.driver.extraJavaOptions": f"-Duser.timezone=UTC {jvm_options}".strip(),
+    }
 
 
 def register(spark: SparkSession) -> None:
@@ -81,9 +95,7 @@ def session(
         os.environ["PYTHONPATH"] = os.pathsep.join([_PACKAGE_ROOT, *paths])
     from pyspark.sql import SparkSession  # deferred: pyspark is heavy
 
-    remote = os.environ.get(
-        "KAFKALITE_SPARK_REMOTE"
-    )  # set by the book build (kafkalite.spark.connect_server)
+    remote = os.environ.get(REMOTE_ENV)
     if remote and connect:
         # A session on the shared server: its static settings (UI, JVM options) are the server's.
         spark = SparkSession.builder.remote(remote).getOrCreate()
@@ -95,17 +107,9 @@ def session(
         return spark
 
     jit = short_lived_jvm_options() if short_lived else ""
-
-    builder = (
-        SparkSession.builder.master(f"local[{cores}]")
-        .appName(app)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.shuffle.partitions", str(cores))
-        .config("spark.driver.extraJavaOptions", f"-Duser.timezone=UTC {jit}".strip())
-    )
-    for key, value in (conf or {}).items():
+    settings = {**quiet_conf(jit), "spark.sql.shuffle.partitions": str(cores), **(conf or {})}
+    builder = SparkSession.builder.master(f"local[{cores}]").appName(app)
+    for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

@@ -23,12 +23,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from kafkalite.spark import short_lived_jvm_options
+from kafkalite.spark import REMOTE_ENV, quiet_conf, short_lived_jvm_options
 from kafkalite.spark.standalone import HOST, free_port, spark_env, spark_home, stop_groups
 
 __all__ = ["REMOTE_ENV", "SERVER_CLASS", "ConnectServer"]
 
-REMOTE_ENV = "KAFKALITE_SPARK_REMOTE"
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
 
@@ -47,11 +46,8 @@ class ConnectServer:
         conf = {
             "spark.connect.grpc.binding.address": HOST,
             "spark.connect.grpc.binding.port": str(self.port),
-            "spark.ui.enabled": "false",
-            "spark.ui.showConsoleProgress": "false",
-            "spark.sql.session.timeZone": "UTC",
             "spark.driver.memory": self.memory,
-            "spark.driver.extraJavaOptions": f"-Duser.timezone=UTC {short_lived_jvm_options()}".strip(),
+            **quiet_conf(short_lived_jvm_options()),
         }
         args = [str(spark_home() / "bin" / "spark-submit"), "--master", f"local[{self.cores}]"]
         for key, value in conf.items():

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafkalite.common.procfs import live_group_members, proc_stat
-from kafkalite.spark import short_lived_jvm_options
+from kafkalite.spark import quiet_conf, short_lived_jvm_options
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -227,19 +227,16 @@ class StandaloneCluster:
             .config("spark.driver.bindAddress", HOST)
             .config("spark.executor.cores", str(self.cores))
             .config("spark.executor.memory", "512m")
-            .config("spark.driver.extraJavaOptions", short_lived_jvm_options())  # when the JVM is new
             .config("spark.executor.extraJavaOptions", short_lived_jvm_options())
             .config("spark.cores.max", str(self.cores * self.workers))
             .config("spark.pyspark.python", sys.executable)
             .config("spark.pyspark.driver.python", sys.executable)
             .config("spark.executorEnv.PYTHONPATH", env["PYTHONPATH"])
             .config("spark.executorEnv.SPARK_LOCAL_IP", HOST)
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.sql.session.timeZone", "UTC")
             .config("spark.sql.shuffle.partitions", str(self.cores * self.workers))
         )
-        for k, v in (conf or {}).items():
+        # the driver's JVM options apply when its JVM is new
+        for k, v in {**quiet_conf(short_lived_jvm_options()), **(conf or {})}.items():
             builder = builder.config(k, v)
         os.environ["PYTHONPATH"] = env["PYTHONPATH"]  # the driver's own Python workers (planning)
         spark = builder.getOrCreate()
