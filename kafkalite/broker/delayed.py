@@ -113,13 +113,17 @@ class DelayedOperationPurgatory(Generic[Op]):
 
     def check_and_complete(self, key: TopicPartition) -> None:
         """Something ``key``'s operations wait for may have changed: try each."""
-        for op in list(self.watchers.get(key, ())):
-            op.try_complete()
+        ops = self.watchers.get(key)
+        if ops:  # usually none: the replication path calls this several times per batch
+            for op in list(ops):  # a copy: completing an operation unwatches it
+                op.try_complete()
 
     def complete_all(self, key: TopicPartition) -> None:
         """Answer every operation watching ``key`` now (this broker stopped leading it)."""
-        for op in list(self.watchers.get(key, ())):
-            op.force_complete()
+        ops = self.watchers.get(key)
+        if ops:
+            for op in list(ops):
+                op.force_complete()
 
     def clear(self) -> None:
         self.watchers.clear()

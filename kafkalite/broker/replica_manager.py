@@ -221,14 +221,11 @@ class ReplicaManager:
         self._log_event(event, **fields)
 
     def _set_timer(self, delay_ms: int, callback: Callable[[int], None]) -> int:
-        holder: list[int] = []
-
         def fire(now_ms: int) -> None:
-            self._timers.discard(holder[0])
+            self._timers.discard(tid)  # bound below, before the timer can fire
             callback(now_ms)
 
-        tid = self._set_timer_fn(max(0, delay_ms), fire)
-        holder.append(tid)
+        tid = self._set_timer_fn(delay_ms if delay_ms > 0 else 0, fire)
         self._timers.add(tid)
         return tid
 
@@ -510,19 +507,23 @@ class ReplicaManager:
         results = []
         total = 0
         errors = False
+        replica = req.replica_id
+        slices = env.zero_copy
+        partitions = self._partitions
         for fp in req.partitions:
-            r, n = self._read_partition(req, fp, slices=env.zero_copy)
+            # One lookup serves the read and the follower's state (what _read_partition does, inline:
+            # a follower fetch comes for every batch or two).
+            p = partitions.get(fp.tp)
+            if p is None:
+                r, n = FetchPartitionResponse(tp=fp.tp, error_code=self._missing(fp.tp).code), 0
+            else:
+                r, n = p.read_records(req, fp, slices=slices)
             results.append(r)
             total += n
-            errors = errors or r.error_code != NO_ERROR or r.diverging_epoch is not None
-            p = self._partitions.get(fp.tp)
-            if (
-                req.replica_id >= 0
-                and r.error_code == NO_ERROR
-                and p is not None
-                and r.diverging_epoch is None
-            ):
-                self._update_follower(p, req.replica_id, fp.fetch_offset, fp.log_start_offset, now)
+            if r.error_code != NO_ERROR or r.diverging_epoch is not None:
+                errors = True
+            elif replica >= 0 and p is not None:
+                self._update_follower(p, replica, fp.fetch_offset, fp.log_start_offset, now)
         if req.max_wait_ms <= 0 or total >= req.min_bytes or errors or not req.partitions:
             self.answer_fetch(src, env, tuple(results))
             return
