@@ -1,8 +1,5 @@
 """The public face: ``from kafkalite import ...`` gives the classes a notebook or script needs, lazily."""
 
-import subprocess
-import sys
-
 import pytest
 
 import kafkalite
@@ -12,6 +9,7 @@ from kafkalite.client.producer import Producer
 from kafkalite.host.admin_client import AdminClient
 from kafkalite.host.cluster import Cluster
 from kafkalite.protocol.api import TopicPartition
+from tests.imports import modules_loaded
 
 
 def test_public_names_are_the_package_classes():
@@ -70,11 +68,9 @@ def test_other_names_are_not_exported(name):
 
 def test_import_kafkalite_loads_no_heavy_module():
     """``import kafkalite`` alone must not import the broker, the CLI, Spark, plots or the real clients."""
-    code = (
-        "import sys, kafkalite\n"
-        "heavy = ('pyspark', 'confluent_kafka', 'kafka', 'matplotlib', 'numpy')\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy or "
-        "(m.startswith('kafkalite.') and m != 'kafkalite')))\n"
+    loaded = modules_loaded(
+        "import kafkalite",
+        roots=("pyspark", "confluent_kafka", "kafka", "matplotlib", "numpy"),
+        prefixes=("kafkalite.",),
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]", out
+    assert loaded == [], loaded

@@ -15,6 +15,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from kafkalite.records import build_batch, iter_batches  # noqa: E402
 from kafkalite.spark.batch_walk import batch_starts, whole_batches  # noqa: E402
+from tests.imports import modules_loaded  # noqa: E402
 
 T0 = 1_700_000_000_000
 
@@ -65,14 +66,9 @@ def test_a_bad_magic_byte_or_length_stops_the_scan():
 def test_planning_a_read_does_not_load_numba():
     """Spark plans each read in a fresh Python process that imports the source but decodes nothing: numba
     and its cached code load only where a fetch is decoded."""
-    import subprocess
-    import sys
-
-    code = (
-        "import sys\n"
-        "import kafkalite.spark.source, kafkalite.spark.stream, kafkalite.spark.wire\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'numba'"
-        " or m.endswith(('.batch_walk', '.record_columns'))))\n"
+    loaded = modules_loaded(
+        "import kafkalite.spark.source, kafkalite.spark.stream, kafkalite.spark.wire",
+        roots=("numba",),
+        suffixes=(".batch_walk", ".record_columns"),
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]", out
+    assert loaded == [], loaded
