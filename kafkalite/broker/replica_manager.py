@@ -498,8 +498,12 @@ class ReplicaManager:
         """The answer for one partition of a fetch and its size (``Partition.read_records``)."""
         p = self._partitions.get(fp.tp)
         if p is None:
-            return FetchPartitionResponse(tp=fp.tp, error_code=self._missing(fp.tp).code), 0
+            return self._not_here(fp.tp), 0
         return p.read_records(req, fp, copy=copy, slices=slices)
+
+    def _not_here(self, tp: TopicPartition) -> FetchPartitionResponse:
+        """A fetch's answer for a partition this broker does not host."""
+        return FetchPartitionResponse(tp=tp, error_code=self._missing(tp).code)
 
     def handle_fetch(self, env: RequestEnvelope, src: Any) -> None:
         req: FetchRequest = env.request  # type: ignore[assignment]
@@ -511,11 +515,11 @@ class ReplicaManager:
         slices = env.zero_copy
         partitions = self._partitions
         for fp in req.partitions:
-            # One lookup serves the read and the follower's state (what _read_partition does, inline:
-            # a follower fetch comes for every batch or two).
+            # One lookup serves the read and the follower's state (_read_partition's work, inline: a
+            # follower fetch comes for every batch or two).
             p = partitions.get(fp.tp)
             if p is None:
-                r, n = FetchPartitionResponse(tp=fp.tp, error_code=self._missing(fp.tp).code), 0
+                r, n = self._not_here(fp.tp), 0
             else:
                 r, n = p.read_records(req, fp, slices=slices)
             results.append(r)
