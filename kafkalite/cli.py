@@ -970,7 +970,12 @@ def bench_storage(
 @click.option("--records", default=1_000_000, show_default=True, help="Records to produce in each case.")
 @click.option("--record-size", default=100, show_default=True, help="Value bytes per record.")
 @click.option("--seed", default=0, show_default=True, help="Simulation seed.")
-@click.option("--repeats", default=3, show_default=True, help="Keep the fastest of this many runs per case.")
+@click.option(
+    "--repeats",
+    default=3,
+    show_default=True,
+    help="Rounds: each runs every case once, back to back; rates are the fastest run, ratios the rounds' median.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def bench_produce(records: int, record_size: int, seed: int, repeats: int, as_json: bool) -> None:
     """One producer against a simulated cluster: 1 broker acks=1, and 3 brokers RF=3 acks=all."""

@@ -65,7 +65,14 @@ def test_bench_runs_both_cases() -> None:
     assert "821,557" in result.table() and "acks=all / acks=1" in result.table()
     assert "421,823 records/s (40.2 MB/s), 0.51 of no replication" in result.table()
     assert result.notes and all("expected" not in n for n in result.notes)
-    assert "best of 3 runs per case, run alternately" in result.notes
+    assert any(n.startswith("best of 3 runs per case, run alternately") for n in result.notes)
+    # Each round's own ratios: three rounds, each with the seconds of (a), (b) and (c).
+    assert len(d["rounds_seconds"]) == 3 and all(len(r) == 3 for r in d["rounds_seconds"])
+    per_round = sorted(a / b for a, b, _ in d["rounds_seconds"])
+    assert d["paired_ratio"] == per_round[1], "the median of the rounds' acks=all / acks=1"
+    per_round = sorted(b / c for _, b, c in d["rounds_seconds"])
+    assert d["paired_idempotent_ratio"] == per_round[1]
+    assert "per round: median" in result.table()
     v = d["validation"]
     assert v["us_per_batch"] > 0 and v["records_per_batch"] >= 1 and 0 < v["share_of_single"] < 1
     assert "leader record validation, alone and hot" in result.table()
@@ -87,7 +94,10 @@ def test_bench_runs_both_cases() -> None:
 
 def test_bench_repeats_are_noted_and_validated() -> None:
     result = run_produce_bench(400, 50, offer_per_ms=100, repeats=2)
-    assert "best of 2 runs per case, run alternately" in result.notes
+    assert any(n.startswith("best of 2 runs per case, run alternately") for n in result.notes)
+    # two rounds: the median is the mean of their two ratios
+    (a1, b1, _), (a2, b2, _) = result.rounds
+    assert result.paired_ratio == pytest.approx((a1 / b1 + a2 / b2) / 2)
     with pytest.raises(ValueError, match="repeats"):
         run_produce_bench(400, 50, repeats=0)
 
