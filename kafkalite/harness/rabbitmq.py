@@ -76,6 +76,9 @@ class RabbitMQError(RuntimeError):
     """The node did not start (the message carries the tail of its output)."""
 
 
+START_ATTEMPTS = 3  # a start that lost one of its ports to another program is tried again
+
+
 class RabbitMQNode:
     """One RabbitMQ node on 127.0.0.1 that lives as long as the ``with`` block."""
 
@@ -94,6 +97,17 @@ class RabbitMQNode:
     def start(self) -> RabbitMQNode:
         if not available():
             raise RabbitMQError(missing_reason())
+        for attempt in range(START_ATTEMPTS):
+            try:
+                return self._start_once()
+            except RabbitMQError as e:
+                # The free ports were free when picked and released; another program may bind one before
+                # the node does. Then it starts again on other ports.
+                if "eaddrinuse" not in str(e) or attempt == START_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _start_once(self) -> RabbitMQNode:
         self.directory = Path(tempfile.mkdtemp(prefix="kafkalite-rabbitmq-"))
         d = self.directory
         for sub in ("home", "mnesia", "log"):

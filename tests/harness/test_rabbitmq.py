@@ -91,3 +91,30 @@ def test_hidden_by_the_environment(monkeypatch):
     monkeypatch.setenv(rabbitmq.HIDE_ENV, "none")
     assert not rabbitmq.available()
     assert "hidden" in rabbitmq.missing_reason()
+
+
+def test_a_port_lost_to_another_program_starts_again(monkeypatch):
+    # _free_ports releases its ports before the node binds them; a node that finds one taken
+    # (eaddrinuse) starts again on others, and any other failure is reported at once.
+    monkeypatch.setattr(rabbitmq, "available", lambda: True)
+    tries = []
+
+    def taken_then_fine(self):
+        tries.append(1)
+        if len(tries) < rabbitmq.START_ATTEMPTS:
+            raise rabbitmq.RabbitMQError("rabbitmq-server exited with 0: ... {listen_error, eaddrinuse}")
+        return self
+
+    monkeypatch.setattr(rabbitmq.RabbitMQNode, "_start_once", taken_then_fine)
+    node = rabbitmq.RabbitMQNode()
+    assert node.start() is node and len(tries) == rabbitmq.START_ATTEMPTS
+
+    def broken(self):
+        tries.append(1)
+        raise rabbitmq.RabbitMQError("rabbitmq-server exited with 1: no such file")
+
+    tries.clear()
+    monkeypatch.setattr(rabbitmq.RabbitMQNode, "_start_once", broken)
+    with pytest.raises(rabbitmq.RabbitMQError, match="no such file"):
+        node.start()
+    assert len(tries) == 1, "only a lost port is worth another start"
