@@ -334,6 +334,18 @@ class TopicDeletionDisabledError(KafkaError):
     code, name = 73, "TOPIC_DELETION_DISABLED"
 
 
+class FetchSessionIdNotFoundError(KafkaError):
+    """The fetch names a fetch session this broker does not have (evicted, or from before a restart)."""
+
+    code, name, retriable = 70, "FETCH_SESSION_ID_NOT_FOUND", True
+
+
+class InvalidFetchSessionEpochError(KafkaError):
+    """The fetch's session epoch is not the one the session expects next (a fetch was lost or repeated)."""
+
+    code, name, retriable = 71, "INVALID_FETCH_SESSION_EPOCH", True
+
+
 class FencedLeaderEpochError(KafkaError):
     """The request's leader epoch is older than the broker's: the sender's metadata is stale."""
 

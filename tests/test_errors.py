@@ -68,6 +68,8 @@ EXPECTED: dict[int, tuple[str, bool]] = {
     60: ("REASSIGNMENT_IN_PROGRESS", False),
     68: ("NON_EMPTY_GROUP", False),
     69: ("GROUP_ID_NOT_FOUND", False),
+    70: ("FETCH_SESSION_ID_NOT_FOUND", True),
+    71: ("INVALID_FETCH_SESSION_EPOCH", True),
     73: ("TOPIC_DELETION_DISABLED", False),
     74: ("FENCED_LEADER_EPOCH", True),
     75: ("UNKNOWN_LEADER_EPOCH", True),

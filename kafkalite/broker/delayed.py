@@ -38,6 +38,7 @@ from kafkalite.protocol import (
 )
 
 if TYPE_CHECKING:
+    from kafkalite.broker.fetch_session import FetchContext
     from kafkalite.broker.replica_manager import ReplicaManager
 
 
@@ -235,6 +236,9 @@ def refusal_detail(e: KafkaError) -> tuple[str | None, tuple[RecordError, ...]]:
 @dataclass(eq=False)
 class DelayedFetch(DelayedOperation):
     request: FetchRequest
+    context: FetchContext
+    """What to read (with a fetch session, all its partitions, not only those the request named) and how
+    to trim the answer."""
 
     @property
     def is_follower(self) -> bool:
@@ -249,7 +253,7 @@ class DelayedFetch(DelayedOperation):
         req = self.request
         total = 0
         force = False
-        for fp in req.partitions:
+        for fp in self.context.partitions:
             p = rm.partition_or_none(fp.tp)
             if (
                 p is None
@@ -272,14 +276,14 @@ class DelayedFetch(DelayedOperation):
         return False
 
     def _bytes_ready(self) -> int:
-        return sum(self.rm._read_partition(self.request, fp, copy=False)[1] for fp in self.request.partitions)
+        return sum(self.rm._read_partition(self.request, fp, copy=False)[1] for fp in self.context.partitions)
 
     def on_complete(self) -> None:
         slices = self.env.zero_copy
         results = tuple(
-            self.rm._read_partition(self.request, fp, slices=slices)[0] for fp in self.request.partitions
+            self.rm._read_partition(self.request, fp, slices=slices)[0] for fp in self.context.partitions
         )
-        self.rm.answer_fetch(self.src, self.env, results)
+        self.rm.answer_fetch(self.src, self.env, results, self.context)
 
 
 # ================================================================================================ DeleteRecords

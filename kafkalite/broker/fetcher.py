@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kafkalite.broker.fetch_session import INITIAL_EPOCH, FetchSessionHandler
 from kafkalite.errors import (
     CorruptRecordError,
     FencedLeaderEpochError,
@@ -101,6 +102,7 @@ class PartitionFetchState:
     in_flight: bool = False
     # While resetting: the leader's LEO once ListOffsets LATEST answered, then EARLIEST is asked.
     reset_leader_end: int | None = None
+    request: FetchPartition | None = None  # this partition's part of the last fetch built
 
 
 class ReplicaFetcher:
@@ -112,6 +114,11 @@ class ReplicaFetcher:
         self.partitions: dict[TopicPartition, PartitionFetchState] = {}
         self.fetch_in_flight: int | None = None  # correlation id
         self._wake_timer: int | None = None
+        self.session = FetchSessionHandler()
+        # The in-flight fetch's session epoch, and each partition's fetch offset as the leader sees it then
+        # (an incremental fetch names only what changed; the answer is about the whole session).
+        self._in_flight_epoch = INITIAL_EPOCH
+        self._in_flight_parts: dict[TopicPartition, FetchPartition] = {}
 
     def __repr__(self) -> str:
         return f"ReplicaFetcher(leader={self.leader_id}, partitions={sorted(map(str, self.partitions))})"
@@ -172,29 +179,44 @@ class ReplicaFetcher:
             p = self.rm.partition_or_none(st.tp)
             if p is None:
                 continue
-            parts.append(
-                FetchPartition(
+            log = p.log
+            last_epoch = (
+                log.leader_epoch_cache.latest_epoch if cfg.truncate_by_leader_epoch else UNDEFINED_EPOCH
+            )
+            fp = st.request
+            if (
+                fp is None
+                or fp.fetch_offset != st.fetch_offset
+                or fp.current_leader_epoch != st.leader_epoch
+                or fp.last_fetched_epoch != last_epoch
+                or fp.log_start_offset != log.log_start_offset
+            ):
+                # The same object while nothing changed: the session sends only partitions whose entry
+                # is another object (and differs).
+                fp = st.request = FetchPartition(
                     tp=st.tp,
                     fetch_offset=st.fetch_offset,
                     current_leader_epoch=st.leader_epoch,
-                    last_fetched_epoch=(
-                        p.log.leader_epoch_cache.latest_epoch
-                        if cfg.truncate_by_leader_epoch
-                        else UNDEFINED_EPOCH
-                    ),
-                    log_start_offset=p.log.log_start_offset,
+                    last_fetched_epoch=last_epoch,
+                    log_start_offset=log.log_start_offset,
                     partition_max_bytes=cfg.replica_fetch_max_bytes,
                 )
-            )
+            parts.append(fp)
         if not parts:
             return
+        session_id, epoch, changed, forgotten = self.session.build(parts)
         req = FetchRequest(
             replica_id=self.rm.broker_id,
             max_wait_ms=cfg.replica_fetch_wait_max_ms,
             min_bytes=cfg.replica_fetch_min_bytes,
             max_bytes=cfg.replica_fetch_response_max_bytes,
-            partitions=tuple(parts),
+            session_id=session_id,
+            session_epoch=epoch,
+            partitions=changed,
+            forgotten=forgotten,
         )
+        self._in_flight_epoch = epoch
+        self._in_flight_parts = self.session.sent
         self.fetch_in_flight = self.rm._send_request(
             self.leader_id, req, self, cfg.replica_socket_timeout_ms + cfg.replica_fetch_wait_max_ms
         )
@@ -244,6 +266,7 @@ class ReplicaFetcher:
         if isinstance(request, FetchRequest):
             if self.fetch_in_flight == cid:
                 self.fetch_in_flight = None
+                self.session.reset()  # the leader may or may not have moved the session on
         else:
             for fp in getattr(request, "partitions", ()):
                 st = self.partitions.get(fp.tp)
@@ -255,9 +278,15 @@ class ReplicaFetcher:
 
     def on_response(self, cid: int, request: object, response: object) -> None:
         if isinstance(response, FetchResponse):
-            if self.fetch_in_flight == cid:
-                self.fetch_in_flight = None
-            self._handle_fetch(request, response)
+            if self.fetch_in_flight != cid:
+                return  # an answer after its timeout: the session has started over since
+            self.fetch_in_flight = None
+            self.session.on_response(self._in_flight_epoch, response.error_code, response.session_id)
+            if response.error_code != NO_ERROR:
+                # the session is gone (the leader restarted, or evicted it): a full fetch next
+                self.rm._event("fetch_session_error", leader=self.leader_id, error_code=response.error_code)
+            else:
+                self._handle_fetch(self._in_flight_parts, response)
         elif isinstance(response, OffsetForLeaderEpochResponse):
             for r in response.partitions:
                 self._handle_epoch_answer(r)
@@ -267,11 +296,12 @@ class ReplicaFetcher:
                 self._handle_reset_offset(r, asked.get(r.tp))
         self.run()
 
-    def _handle_fetch(self, request: FetchRequest, response: FetchResponse) -> None:
-        asked = {fp.tp: fp.fetch_offset for fp in request.partitions}
+    def _handle_fetch(self, asked: dict[TopicPartition, FetchPartition], response: FetchResponse) -> None:
+        """Apply an answer to the fetch whose session then held ``asked``."""
         for r in response.partitions:
             st = self.partitions.get(r.tp)
-            if st is None or st.state != FETCHING or asked.get(r.tp) != st.fetch_offset:
+            fp = asked.get(r.tp)
+            if st is None or st.state != FETCHING or fp is None or fp.fetch_offset != st.fetch_offset:
                 continue  # partition moved on (new leader, truncation) since this fetch went out
             p = self.rm.partition_or_none(r.tp)
             if p is None:

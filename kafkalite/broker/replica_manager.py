@@ -39,6 +39,7 @@ from kafkalite.broker.delayed import (
     ProducePartitionStatus,
     refusal_detail,
 )
+from kafkalite.broker.fetch_session import EVICTION_MS, FetchContext, FetchSessionCache
 from kafkalite.broker.fetcher import ReplicaFetcherManager
 from kafkalite.broker.log_manager import LogManager
 from kafkalite.broker.metadata_cache import MetadataCache
@@ -191,6 +192,12 @@ class ReplicaManager:
         )
         self.fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] = DelayedOperationPurgatory(
             self._set_timer, self._cancel_timer
+        )
+        # Seeded by broker and start time: another id sequence after a restart, the same in every replay.
+        self.fetch_sessions = FetchSessionCache(
+            self.config.max_incremental_fetch_session_cache_slots,
+            EVICTION_MS,
+            seed=f"fetch-sessions/{self.broker_id}/{self.clock.now_ms()}",
         )
         self.delete_records_purgatory: DelayedOperationPurgatory[DelayedDeleteRecords] = (
             DelayedOperationPurgatory(self._set_timer, self._cancel_timer)
@@ -508,13 +515,24 @@ class ReplicaManager:
     def handle_fetch(self, env: RequestEnvelope, src: Any) -> None:
         req: FetchRequest = env.request  # type: ignore[assignment]
         now = self.clock.now_ms()
+        replica = req.replica_id
+        ctx = self.fetch_sessions.context(
+            session_id=req.session_id,
+            session_epoch=req.session_epoch,
+            partitions=req.partitions,
+            forgotten=req.forgotten,
+            follower=replica >= 0,
+            now_ms=now,
+        )
+        if ctx.error_code != NO_ERROR:
+            self._send(src, env.reply(FetchResponse(error_code=ctx.error_code)))
+            return
         results = []
         total = 0
         errors = False
-        replica = req.replica_id
         slices = env.zero_copy
         partitions = self._partitions
-        for fp in req.partitions:
+        for fp in ctx.partitions:
             # One lookup serves the read and the follower's state (_read_partition's work, inline: a
             # follower fetch comes for every batch or two).
             p = partitions.get(fp.tp)
@@ -528,23 +546,25 @@ class ReplicaManager:
                 errors = True
             elif replica >= 0 and p is not None:
                 self._update_follower(p, replica, fp.fetch_offset, fp.log_start_offset, now)
-        if req.max_wait_ms <= 0 or total >= req.min_bytes or errors or not req.partitions:
-            self.answer_fetch(src, env, tuple(results))
+        if req.max_wait_ms <= 0 or total >= req.min_bytes or errors or not ctx.partitions:
+            self.answer_fetch(src, env, results, ctx)
             return
-        op = DelayedFetch(self, env, src, req)
-        self.fetch_purgatory.watch(op, (fp.tp for fp in req.partitions), req.max_wait_ms)
+        op = DelayedFetch(self, env, src, req, ctx)
+        self.fetch_purgatory.watch(op, (fp.tp for fp in ctx.partitions), req.max_wait_ms)
         op.try_complete()  # what the update above set off (a produce callback may append) may be ready
 
     def answer_fetch(
-        self, src: Any, env: RequestEnvelope, results: tuple[FetchPartitionResponse, ...]
+        self, src: Any, env: RequestEnvelope, results: Sequence[FetchPartitionResponse], ctx: FetchContext
     ) -> None:
-        """Send a fetch's answer, counting its bytes out (to a consumer, or to a follower)."""
+        """Send a fetch's answer (what its session says is new), counting its bytes out (to a consumer, or
+        to a follower)."""
         follower = env.request.replica_id >= 0  # type: ignore[attr-defined]
         fetched = self.metrics.fetched
-        for r in results:
+        selected = ctx.select(results)
+        for r in selected:
             if r.records:
                 fetched(r.tp.topic, len(r.records), follower=follower)
-        self._send(src, env.reply(FetchResponse(partitions=results)))
+        self._send(src, env.reply(FetchResponse(session_id=ctx.session_id, partitions=selected)))
 
     def _update_follower(
         self, p: Partition, replica: int, fetch_offset: int, log_start: int, now: int

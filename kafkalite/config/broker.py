@@ -179,6 +179,10 @@ class BrokerConfig(DeclaredConfig):
         "replica.fetch.backoff.ms", "INT", 1000,
         "Pause after a follower's fetch fails.", low=0,
     )  # fmt: skip
+    max_incremental_fetch_session_cache_slots: int = key(
+        "max.incremental.fetch.session.cache.slots", "INT", 1000,
+        "Incremental fetch sessions (KIP-227) a broker keeps; 0: every fetch is a full one.", low=0,
+    )  # fmt: skip
     replica_socket_timeout_ms: int = key(
         "replica.socket.timeout.ms", "INT", 30000,
         "Timeout of a follower's fetch request.", low=1,

@@ -127,7 +127,8 @@ class FetchRequest(Request):
     isolation_level: int = wire("int8", "4+", IsolationLevel.READ_UNCOMMITTED)
     session_id: int = wire("int32", "7+", 0)
     session_epoch: int = wire("int32", "7+", -1)
-    """Incremental fetch sessions (KIP-227): 0 and -1 mean a full fetch with no session."""
+    """Incremental fetch sessions (KIP-227, ``kafkalite.broker.fetch_session``): epoch -1 is a full fetch with
+    no session, 0 a full fetch that opens one, any other the next fetch of session ``session_id``."""
     partitions: tuple[FetchPartition, ...] = wire_by_topic("topics", FetchPartition, topic="topic")
     forgotten: tuple[TopicPartition, ...] = wire_partitions("forgotten_topics_data", "7+", topic="topic")
     """Partitions to drop from the fetch session."""
@@ -135,9 +136,9 @@ class FetchRequest(Request):
 
     @classmethod
     def wire_in(cls, kw: dict, body: dict, version: int) -> dict:
-        # Fetch sessions (KIP-227): kafkalite answers every fetch in full and opens no session (id 0), which
-        # clients accept; they then send the full partition list each time.
-        kw["session_id"], kw["session_epoch"], kw["forgotten"], kw["rack_id"] = 0, -1, (), ""
+        # The fetch session fields stay (KIP-227, kafkalite.broker.fetch_session); the rack is not used
+        # (no fetching from followers, KIP-392).
+        kw["rack_id"] = ""
         kw.pop("cluster_id", None)
         kw["max_bytes"] = kw["max_bytes"] or 0x7FFFFFFF
         return kw

@@ -608,3 +608,20 @@ def test_describe_quorum_needs_describe_on_the_cluster() -> None:
     assert fwd is None and whole is not None and whole["error_code"] == 31 and whole["topics"] == []
     assert asked == [(Operation.DESCRIBE, ResourceType.CLUSTER)]
     assert gate.check(55, body, lambda *_: True, lambda: False) == (body, None, None)
+
+
+def test_behind_an_authorizer_a_consumer_fetch_opens_no_fetch_session() -> None:
+    # The listener checks READ on the topics a fetch names; an incremental fetch (KIP-227) names only
+    # what moved, so the session a consumer asks for is declined: every fetch stays a full one.
+    from kafkalite.security import gate
+
+    topics = [{"topic": "t", "partitions": [{"partition": 0, "fetch_offset": 0}]}]
+    body = {"replica_id": -1, "session_id": 0, "session_epoch": 0, "topics": topics}
+    fwd, merge, whole = gate.check(1, body, lambda *_: True, lambda: False)
+    assert whole is None and merge is None
+    assert (fwd["session_id"], fwd["session_epoch"]) == (0, -1), "a session would be opened"
+    assert fwd["topics"] == topics
+    follower = {**body, "replica_id": 2}
+    assert gate.check(1, follower, lambda *_: True, lambda: False) == (follower, None, None), (
+        "a follower's fetch (CLUSTER_ACTION on every fetch) keeps its session"
+    )

@@ -1,0 +1,224 @@
+"""Incremental fetch sessions (KIP-227): the broker's cache and the fetcher's handler on their own, then
+followers using them in a cluster (smaller fetches, same replication, recovery after a leader restart)
+and a real client (kafka-python) using them over TCP."""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+
+from kafkalite.broker.fetch_session import (
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    FetchSessionCache,
+    FetchSessionHandler,
+    next_epoch,
+)
+from kafkalite.broker.replica_manager import ReplicaManager
+from kafkalite.errors import FetchSessionIdNotFoundError, InvalidFetchSessionEpochError
+from kafkalite.host.cluster import Cluster
+from kafkalite.protocol import FetchPartition, FetchPartitionResponse, TopicPartition
+
+A, B, C = (TopicPartition("t", i) for i in range(3))
+
+
+def fp(tp: TopicPartition, offset: int = 0) -> FetchPartition:
+    return FetchPartition(tp=tp, fetch_offset=offset)
+
+
+def answer(tp: TopicPartition, hw: int = 5, records: bytes = b"", error: int = 0) -> FetchPartitionResponse:
+    return FetchPartitionResponse(
+        tp=tp, error_code=error, high_watermark=hw, last_stable_offset=hw, log_start_offset=0, records=records
+    )
+
+
+def context(cache: FetchSessionCache, sid: int, epoch: int, parts=(), forgotten=(), now: int = 0):
+    return cache.context(
+        session_id=sid,
+        session_epoch=epoch,
+        partitions=tuple(parts),
+        forgotten=tuple(forgotten),
+        follower=True,
+        now_ms=now,
+    )
+
+
+def test_epochs_wrap_past_zero() -> None:
+    assert next_epoch(INITIAL_EPOCH) == 1 and next_epoch(41) == 42
+    assert next_epoch(2**31 - 1) == 1, "0 would mean a new session"
+    assert next_epoch(FINAL_EPOCH) == FINAL_EPOCH
+
+
+def test_a_session_opens_then_names_only_what_changed() -> None:
+    cache = FetchSessionCache(10, 120_000, seed="s")
+    full = context(cache, 0, INITIAL_EPOCH, [fp(A), fp(B), fp(C)])
+    assert full.session is not None and full.session_id > 0 and full.full
+    assert full.select([answer(A), answer(B), answer(C)]) == (answer(A), answer(B), answer(C))
+    # next: B moved on; C forgotten. The broker reads the session's partitions: A and B.
+    inc = context(cache, full.session_id, 1, [fp(B, 3)], [C])
+    assert inc.error_code == 0 and not inc.full
+    assert [p.tp for p in inc.partitions] == [A, B] and inc.partitions[1].fetch_offset == 3
+    # Only what has news is sent: records for B; A's marks did not move.
+    assert inc.select([answer(A), answer(B, records=b"x")]) == (answer(B, records=b"x"),)
+    again = context(cache, full.session_id, 2)
+    assert again.select([answer(A, hw=6), answer(B)]) == (answer(A, hw=6),), "a moved HW is news"
+
+
+def test_an_error_is_sent_and_the_partition_again_once_it_clears() -> None:
+    cache = FetchSessionCache(10, 120_000, seed="s")
+    sid = context(cache, 0, INITIAL_EPOCH, [fp(A)]).session_id
+    failed = answer(A, hw=-1, error=6)
+    assert context(cache, sid, 1).select([failed]) == (failed,)
+    assert context(cache, sid, 2).select([answer(A)]) == (answer(A),), "resent after the error"
+    assert context(cache, sid, 3).select([answer(A)]) == ()
+
+
+def test_unknown_sessions_and_wrong_epochs_are_refused() -> None:
+    cache = FetchSessionCache(10, 120_000, seed="s")
+    sid = context(cache, 0, INITIAL_EPOCH, [fp(A)]).session_id
+    assert context(cache, sid + 1, 1).error_code == FetchSessionIdNotFoundError.code
+    assert context(cache, sid, 5).error_code == InvalidFetchSessionEpochError.code
+    assert context(cache, sid, 1).error_code == 0, "a refused fetch does not move the epoch"
+    # epoch -1 closes the session and fetches in full without one
+    closing = context(cache, sid, FINAL_EPOCH, [fp(A)])
+    assert closing.session is None and closing.session_id == 0 and closing.partitions == (fp(A),)
+    assert context(cache, sid, 2).error_code == FetchSessionIdNotFoundError.code
+
+
+def test_a_full_cache_evicts_only_idle_sessions() -> None:
+    assert context(FetchSessionCache(0, 120_000, seed="s"), 0, INITIAL_EPOCH, [fp(A)]).session is None
+    cache = FetchSessionCache(1, 1_000, seed="s")
+    first = context(cache, 0, INITIAL_EPOCH, [fp(A)], now=0).session_id
+    assert context(cache, 0, INITIAL_EPOCH, [fp(B)], now=500).session is None, "the first is busy"
+    second = context(cache, 0, INITIAL_EPOCH, [fp(B)], now=1_000)
+    assert second.session is not None and list(cache.sessions) == [second.session_id]
+    assert context(cache, first, 1).error_code == FetchSessionIdNotFoundError.code
+
+
+def test_the_handler_sends_full_then_only_changes() -> None:
+    h = FetchSessionHandler()
+    assert h.build([fp(A), fp(B)]) == (0, INITIAL_EPOCH, (fp(A), fp(B)), ())
+    h.on_response(INITIAL_EPOCH, 0, 77)
+    assert h.build([fp(A), fp(B, 4)]) == (77, 1, (fp(B, 4),), ())
+    h.on_response(1, 0, 77)
+    assert h.build([fp(B, 4), fp(C)]) == (77, 2, (fp(C),), (A,))
+    assert h.sent == {B: fp(B, 4), C: fp(C)}, "what the leader's session holds"
+    h.on_response(2, FetchSessionIdNotFoundError.code, 0)
+    assert h.build([fp(B, 4)]) == (0, INITIAL_EPOCH, (fp(B, 4),), ()), "an error starts over in full"
+
+
+# --------------------------------------------------------------------------------- followers in a cluster
+@pytest.fixture
+def fetches(monkeypatch):
+    """Every follower fetch a broker handles: (session epoch, partitions named)."""
+    seen: list[tuple[int, int]] = []
+    inner = ReplicaManager.handle_fetch
+
+    def counted(self, env, src):
+        if env.request.replica_id >= 0:
+            seen.append((env.request.session_epoch, len(env.request.partitions)))
+        return inner(self, env, src)
+
+    monkeypatch.setattr(ReplicaManager, "handle_fetch", counted)
+    return seen
+
+
+def _produce(c: Cluster, n: int) -> None:
+    p = c.producer(config={"acks": "all"})
+    for i in range(n):
+        p.send("t", b"v%d" % i)
+        c.net.run_for(5)
+    p.flush()
+    assert c.run_until(p.idle, 30_000), "the records were acknowledged"
+
+
+def test_followers_fetch_incrementally_and_replicate_the_same(fetches) -> None:
+    with Cluster(brokers=3, seed=3) as c:
+        c.create_topic("idle", 30, 3)
+        c.create_topic("t", 1, 3, config={"min.insync.replicas": 2})
+        c.net.run_for(2_000)
+        fetches.clear()
+        _produce(c, 50)
+        assert c.high_watermark("t", 0) == 50
+        for b in c.replicas("t", 0):
+            assert c.brokers[b].rm.partition(TopicPartition("t", 0)).log_end_offset == 50
+        incremental = [n for epoch, n in fetches if epoch > 0]
+        assert len(incremental) == len(fetches), "every follower fetch is in its session"
+        # each follower follows about 20 partitions at each leader; a fetch names what moved
+        assert max(incremental) <= 1 and sum(incremental) >= 50
+        c.net.run_for(40_000)  # longer than replica.lag.time.max.ms: idle partitions keep their ISR
+        assert all(len(c.isr("idle", p)) == 3 for p in range(30)), "an idle follower left the ISR"
+
+
+def test_a_restarted_leader_makes_its_followers_start_over(fetches) -> None:
+    with Cluster(brokers=3, seed=5) as c:
+        c.create_topic("t", 1, 3, config={"min.insync.replicas": 2})
+        _produce(c, 10)
+        leader = c.leader("t", 0)
+        events = collections.Counter()
+        for b in c.brokers:
+            if b != leader:
+                # a follower that keeps its session id while the leader restarts gets refused once
+                for f in c.brokers[b].rm.fetcher_manager.fetchers.values():
+                    events[f.session.session_id > 0] += 1
+        assert events[True] >= 1, "followers hold sessions"
+        c.crash(leader)
+        c.net.run_for(5_000)
+        c.restart(leader)
+        c.net.run_for(20_000)
+        _produce(c, 10)
+        assert c.high_watermark("t", 0) == 20
+        assert len(c.isr("t", 0)) == 3, "the restarted broker caught up"
+        assert any(epoch == INITIAL_EPOCH for epoch, _ in fetches), "a session opened again"
+
+
+def test_sessions_off_fetches_in_full(fetches) -> None:
+    config = {"max.incremental.fetch.session.cache.slots": 0}
+    with Cluster(brokers=3, seed=3, config=config) as c:
+        c.create_topic("t", 1, 3, config={"min.insync.replicas": 2})
+        _produce(c, 10)
+        assert c.high_watermark("t", 0) == 10
+        assert {epoch for epoch, _ in fetches} == {INITIAL_EPOCH}, "every fetch asks for a session"
+        for b in c.brokers:
+            assert c.brokers[b].rm.fetch_sessions.sessions == {}, "none is opened"
+
+
+# --------------------------------------------------------------------------------------- a real client
+def test_kafka_python_reads_through_an_incremental_session(monkeypatch) -> None:
+    """kafka-python keeps a fetch session per broker (its FetchSessionHandler): it gets one, and reads
+    every record while records keep arriving in several fetches."""
+    from kafka import KafkaConsumer, KafkaProducer
+
+    from kafkalite.host.server import BackgroundServer
+
+    consumer_fetches: list[tuple[int, int]] = []
+    inner = ReplicaManager.handle_fetch
+
+    def counted(self, env, src):
+        if env.request.replica_id < 0:
+            consumer_fetches.append((env.request.session_id, env.request.session_epoch))
+        return inner(self, env, src)
+
+    monkeypatch.setattr(ReplicaManager, "handle_fetch", counted)
+    with BackgroundServer(1) as srv:
+        srv.create_topic("s", 3, 1)
+        producer = KafkaProducer(bootstrap_servers=srv.bootstrap_servers)
+        consumer = KafkaConsumer(
+            "s", bootstrap_servers=srv.bootstrap_servers, auto_offset_reset="earliest", group_id=None,
+            fetch_max_wait_ms=50,
+        )  # fmt: skip
+        got: list[bytes] = []
+        for round_ in range(5):
+            for i in range(20):
+                producer.send("s", b"r%d-%d" % (round_, i), partition=i % 3)
+            producer.flush()
+            for _ in range(40):
+                got += [m.value for ms in consumer.poll(200).values() for m in ms]
+                if len(got) == 20 * (round_ + 1):
+                    break
+        consumer.close()
+        producer.close()
+    assert sorted(got) == sorted(b"r%d-%d" % (r, i) for r in range(5) for i in range(20))
+    assert len(got) == len(set(got)), "a record came twice"
+    assert any(sid > 0 and epoch > 0 for sid, epoch in consumer_fetches), "no incremental fetch"
