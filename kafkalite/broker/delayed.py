@@ -28,6 +28,7 @@ from kafkalite.protocol import (
     NO_ERROR,
     DeleteRecordsPartitionResponse,
     DeleteRecordsResponse,
+    FetchPartitionResponse,
     FetchRequest,
     IsolationLevel,
     ProducePartitionResponse,
@@ -239,6 +240,11 @@ class DelayedFetch(DelayedOperation):
     context: FetchContext
     """What to read (with a fetch session, all its partitions, not only those the request named) and how
     to trim the answer."""
+    first: list[FetchPartitionResponse]
+    """The answers read when the fetch arrived, in ``context.partitions`` order."""
+    marks: list[tuple | None]
+    """``ReplicaManager.fetch_marks`` of each partition then: an empty first answer whose partition still
+    has the same marks is the answer at completion too, and is not read again."""
 
     @property
     def is_follower(self) -> bool:
@@ -279,11 +285,20 @@ class DelayedFetch(DelayedOperation):
         return sum(self.rm._read_partition(self.request, fp, copy=False)[1] for fp in self.context.partitions)
 
     def on_complete(self) -> None:
+        rm = self.rm
         slices = self.env.zero_copy
-        results = tuple(
-            self.rm._read_partition(self.request, fp, slices=slices)[0] for fp in self.context.partitions
-        )
-        self.rm.answer_fetch(self.src, self.env, results, self.context)
+        results = []
+        for fp, first, marks in zip(self.context.partitions, self.first, self.marks, strict=True):
+            if not first.records and marks is not None and _same_marks(marks, rm.fetch_marks(fp.tp)):
+                results.append(first)  # most partitions of a session: nothing happened there meanwhile
+            else:
+                results.append(rm._read_partition(self.request, fp, slices=slices)[0])
+        rm.answer_fetch(self.src, self.env, results, self.context)
+
+
+def _same_marks(a: tuple, b: tuple | None) -> bool:
+    # the replica and its log by identity (a recreated partition or a swapped log is another one)
+    return b is not None and a[0] is b[0] and a[1] is b[1] and a[2:] == b[2:]
 
 
 # ================================================================================================ DeleteRecords

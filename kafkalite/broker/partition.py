@@ -181,12 +181,14 @@ class Partition:
     # ----- leader side ------------------------------------------------------------------------------
     def update_follower_fetch_state(
         self, replica: int, fetch_offset: int, log_start: int, now_ms: int
-    ) -> None:
+    ) -> bool:
         """Kafka's rule: caught up now if the fetch reached the leader's LEO, or caught up as of the previous
-        fetch if this one reached the LEO the leader had then."""
+        fetch if this one reached the LEO the leader had then. Whether the follower's log end or log start
+        offset moved (only then can the HW or the low watermark)."""
         st = self.remotes.get(replica)
         if st is None:
-            return
+            return False
+        moved = log_start != st.log_start_offset
         leader_leo = self.log_end_offset
         if fetch_offset >= leader_leo:
             st.last_caught_up_ms = max(st.last_caught_up_ms, now_ms)
@@ -198,6 +200,8 @@ class Partition:
         if fetch_offset != st.log_end_offset:
             st.log_end_offset = fetch_offset
             self.event("leo", replica=replica, leo=fetch_offset)
+            return True
+        return moved
 
     def maybe_increment_hw(
         self,

@@ -528,10 +528,12 @@ class ReplicaManager:
             self._send(src, env.reply(FetchResponse(error_code=ctx.error_code)))
             return
         results = []
+        marks = []  # each partition's fetch_marks as it was read (before the follower's update below)
         total = 0
         errors = False
         slices = env.zero_copy
         partitions = self._partitions
+        fetch_marks = self.fetch_marks
         for fp in ctx.partitions:
             # One lookup serves the read and the follower's state (_read_partition's work, inline: a
             # follower fetch comes for every batch or two).
@@ -541,6 +543,7 @@ class ReplicaManager:
             else:
                 r, n = p.read_records(req, fp, slices=slices)
             results.append(r)
+            marks.append(fetch_marks(fp.tp))
             total += n
             if r.error_code != NO_ERROR or r.diverging_epoch is not None:
                 errors = True
@@ -549,9 +552,27 @@ class ReplicaManager:
         if req.max_wait_ms <= 0 or total >= req.min_bytes or errors or not ctx.partitions:
             self.answer_fetch(src, env, results, ctx)
             return
-        op = DelayedFetch(self, env, src, req, ctx)
+        op = DelayedFetch(self, env, src, req, ctx, results, marks)
         self.fetch_purgatory.watch(op, (fp.tp for fp in ctx.partitions), req.max_wait_ms)
         op.try_complete()  # what the update above set off (a produce callback may append) may be ready
+
+    def fetch_marks(self, tp: TopicPartition) -> tuple | None:
+        """What a fetch's answer for ``tp`` depends on: the replica and its log (by identity), its
+        leadership and epoch, high watermark, log start and log end offsets. While these stay the same,
+        reading the partition again gives the same answer (None: not hosted here)."""
+        p = self._partitions.get(tp)
+        if p is None:
+            return None
+        log = p.log
+        return (
+            p,
+            log,
+            p.leader_id,
+            p.leader_epoch,
+            p.high_watermark,
+            log.log_start_offset,
+            log.log_end_offset,
+        )
 
     def answer_fetch(
         self, src: Any, env: RequestEnvelope, results: Sequence[FetchPartitionResponse], ctx: FetchContext
@@ -569,12 +590,17 @@ class ReplicaManager:
     def _update_follower(
         self, p: Partition, replica: int, fetch_offset: int, log_start: int, now: int
     ) -> None:
-        p.update_follower_fetch_state(replica, fetch_offset, log_start, now)
-        self.delete_records_purgatory.check_and_complete(p.tp)
+        # As Kafka's Partition.updateFollowerFetchState: the HW and the low watermark can only move when the
+        # follower's log end or log start did; a fetch at the same place (every idle partition of a fetch
+        # session, each round) only refreshes its caught-up time and may expand the ISR.
+        moved = p.update_follower_fetch_state(replica, fetch_offset, log_start, now)
+        if moved:
+            self.delete_records_purgatory.check_and_complete(p.tp)
         new_isr = p.maybe_expand_isr(replica)
         if new_isr is not None:
             self.alter_partition_manager.submit(p, new_isr, "expand")
-        self._maybe_increment_hw(p)
+        if moved:
+            self._maybe_increment_hw(p)
 
     def _append_as_follower(self, p: Partition, data: bytes) -> None:
         p.append_as_follower(data)

@@ -222,3 +222,49 @@ def test_kafka_python_reads_through_an_incremental_session(monkeypatch) -> None:
     assert sorted(got) == sorted(b"r%d-%d" % (r, i) for r in range(5) for i in range(20))
     assert len(got) == len(set(got)), "a record came twice"
     assert any(sid > 0 and epoch > 0 for sid, epoch in consumer_fetches), "no incremental fetch"
+
+
+# ------------------------------------------------------------------- the leader's work per session fetch
+def test_a_parked_fetch_reads_again_only_the_partitions_that_moved(monkeypatch) -> None:
+    """A follower's parked fetch completes when a record arrives in one partition of its session; at
+    completion the leader reads that partition again and reuses its first answer for the others."""
+    from kafkalite.broker.partition import Partition
+
+    with Cluster(brokers=3, seed=3) as c:
+        c.create_topic("idle", 30, 3)
+        c.create_topic("t", 1, 3, config={"min.insync.replicas": 2})
+        c.net.run_for(2_000)
+        reads = collections.Counter()
+        inner = Partition.read_records
+
+        def counted(self, req, fp, **kw):
+            if req.replica_id >= 0:
+                reads[self.tp.topic] += 1
+            return inner(self, req, fp, **kw)
+
+        monkeypatch.setattr(Partition, "read_records", counted)
+        _produce(c, 20)
+        assert c.high_watermark("t", 0) == 20
+    # each follower fetch reads its session once on arrival; only "t" is read again at completion
+    # read once: about 5.6 idle partitions per read of "t" here; read again at completion, about 11
+    assert reads["t"] > 0 and reads["idle"] < 8 * reads["t"], dict(reads)
+
+
+def test_a_follower_fetch_at_the_same_offset_leaves_the_hw_alone(monkeypatch) -> None:
+    """As Kafka's updateFollowerFetchState: the HW is recomputed only when a follower's log end (or log
+    start) moved, not for each idle partition of each fetch."""
+    from kafkalite.broker.partition import Partition
+
+    with Cluster(brokers=3, seed=3) as c:
+        c.create_topic("idle", 30, 3)
+        c.net.run_for(5_000)
+        calls = []
+        inner = Partition.maybe_increment_hw
+        monkeypatch.setattr(
+            Partition,
+            "maybe_increment_hw",
+            lambda self, *a, **k: calls.append(self.tp) or inner(self, *a, **k),
+        )
+        c.net.run_for(10_000)  # idle: the followers fetch every partition again and again
+        assert calls == [], f"the HW was recomputed {len(calls)} times with nothing moving"
+        assert all(len(c.isr("idle", p)) == 3 for p in range(30))
