@@ -115,8 +115,8 @@ class ReplicaFetcher:
         self.fetch_in_flight: int | None = None  # correlation id
         self._wake_timer: int | None = None
         self.session = FetchSessionHandler()
-        # The in-flight fetch's session epoch, and each partition's fetch offset as the leader sees it then
-        # (an incremental fetch names only what changed; the answer is about the whole session).
+        # The in-flight fetch's session epoch, and each partition's entry as the leader's session holds it
+        # then (an incremental fetch names only what changed; the answer is about the whole session).
         self._in_flight_epoch = INITIAL_EPOCH
         self._in_flight_parts: dict[TopicPartition, FetchPartition] = {}
 
