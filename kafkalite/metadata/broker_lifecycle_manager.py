@@ -5,7 +5,10 @@ The broker registers with a new incarnation id each time its process starts, the
 that offset reaches its registration, and fences it when heartbeats stop for ``broker.session.timeout.ms``.
 Requests go to the active controller (the metadata quorum's leader, which the broker knows as an
 observer) or, when it knows none or the one it asked said NOT_CONTROLLER or did not answer, to the next
-voter in turn.
+voter in turn. A controller that failed is not asked again, and one that answered is kept, until the
+quorum names another leader: after the active controller dies the broker's observer may name the dead
+one for seconds, and going back to it for every other heartbeat let the session on the new controller
+run out.
 
 With JBOD (KIP-858) the registration names the broker's log dirs (their ``meta.properties``
 directory.id) and every heartbeat the dirs that failed since the process started; a dir failing sends a
@@ -89,8 +92,12 @@ class BrokerLifecycleManager:
         self._timer: int | None = None
         self._rotate = 0
         self._last_dst: int | None = None
-        self._avoid: int | None = None
-        """The controller that last failed us (no answer, an error): ask another one next."""
+        self._failed: set[int] = set()
+        """Controllers that failed us (no answer, an error) since the quorum last named a leader."""
+        self._answered: int | None = None
+        """The controller that last answered without error: asked again while the leader is the same."""
+        self._named: int | None = None
+        """The leader the quorum named when ``_failed`` and ``_answered`` were last reset."""
 
     # ------------------------------------------------------------------------------------ driving
     def start(self) -> None:
@@ -137,19 +144,33 @@ class BrokerLifecycleManager:
             self._cancel_timer(self._timer)
         self._timer = self._set_timer(delay_ms, self._communicate)
 
-    def _controller(self, avoid: int | None) -> int:
+    def _controller(self) -> int:
         leader, voters = self._controllers()
-        if leader is not None and leader >= 0 and leader != avoid:
+        if leader is None or leader < 0:
+            leader = None
+        if leader != self._named:  # news from the quorum outweighs what we learnt by asking
+            self._named, self._failed, self._answered = leader, set(), None
+        if self._answered is not None:
+            return self._answered
+        if leader is not None and leader not in self._failed:
             return leader
-        others = [v for v in voters if v != avoid] or list(voters)
+        others = [v for v in voters if v not in self._failed]
+        if not others:  # every voter failed once: go round them all again
+            self._failed.clear()
+            others = list(voters)
         self._rotate += 1
         return others[self._rotate % len(others)]
+
+    def _failed_by(self, dst: Any) -> None:
+        self._failed.add(dst)
+        if self._answered == dst:
+            self._answered = None
 
     def _communicate(self, _now: int) -> None:
         self._timer = None
         if self._inflight is not None:  # the last request went unanswered
-            self._avoid = self._last_dst
-        dst = self._controller(self._avoid)
+            self._failed_by(self._last_dst)
+        dst = self._controller()
         if self.broker_epoch < 0:
             req: Any = BrokerRegistrationRequest(
                 broker_id=self.broker_id,
@@ -188,10 +209,10 @@ class BrokerLifecycleManager:
         if resp.error_code != NO_ERROR:
             if resp.error_code == StaleBrokerEpochError.code:
                 self.broker_epoch = -1  # the controller lost our registration: register again
-            self._avoid = src
+            self._failed_by(src)
             self._schedule(RETRY_BACKOFF_MS)
             return True
-        self._avoid = None
+        self._answered = src
         if isinstance(resp, BrokerHeartbeatResponse) and isinstance(self._sent, BrokerHeartbeatRequest):
             self.acked_offline_dirs.update(self._sent.offline_log_dirs)
         if isinstance(resp, BrokerRegistrationResponse):

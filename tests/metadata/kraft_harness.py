@@ -373,3 +373,30 @@ def run_schedule(
         import traceback
 
         return q, [*q.checker.violations, f"{type(e).__name__}: {e}\n{traceback.format_exc()}"]
+
+
+class ManualTimers:
+    """set_timer / cancel_timer over a hand-moved clock; ``sent`` collects what a test's send puts there."""
+
+    def __init__(self) -> None:
+        self.now, self.due, self.sent, self._id = 0, {}, [], 0
+
+    def set(self, delay: int, fn) -> int:
+        self._id += 1
+        self.due[self._id] = (self.now + delay, fn)
+        return self._id
+
+    def cancel(self, tid: int) -> None:
+        self.due.pop(tid, None)
+
+    def advance(self, ms: int) -> None:
+        end = self.now + ms
+        while True:
+            ready = sorted((t, i) for i, (t, _) in self.due.items() if t <= end)
+            if not ready:
+                break
+            t, i = ready[0]
+            self.now = t
+            _, fn = self.due.pop(i)
+            fn(t)
+        self.now = end

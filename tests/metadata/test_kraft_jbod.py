@@ -34,6 +34,7 @@ from kafkalite.protocol.broker_lifecycle import (
 )
 from kafkalite.protocol.metadata import CreatableTopic
 from kafkalite.storage.file_ops import DiskFaults
+from tests.metadata.kraft_harness import ManualTimers
 
 CONFIG = {"replica.lag.time.max.ms": 1000}
 PRODUCER = {"acks": "all", "linger.ms": 1, "request.timeout.ms": 2500, "delivery.timeout.ms": 60_000}
@@ -252,32 +253,7 @@ def test_a_failed_dir_moves_only_its_partitions_and_acks_all_produce_goes_on():
 
 
 # ------------------------------------------------------------------------------- the broker's side
-class _Timers:
-    def __init__(self) -> None:
-        self.now, self.due, self.sent, self._id = 0, {}, [], 0
-
-    def set(self, delay: int, fn) -> int:
-        self._id += 1
-        self.due[self._id] = (self.now + delay, fn)
-        return self._id
-
-    def cancel(self, tid: int) -> None:
-        self.due.pop(tid, None)
-
-    def advance(self, ms: int) -> None:
-        end = self.now + ms
-        while True:
-            ready = sorted((t, i) for i, (t, _) in self.due.items() if t <= end)
-            if not ready:
-                break
-            t, i = ready[0]
-            self.now = t
-            _, fn = self.due.pop(i)
-            fn(t)
-        self.now = end
-
-
-def _lifecycle(timers: _Timers, offline: list, fatal: list):
+def _lifecycle(timers: ManualTimers, offline: list, fatal: list):
     from kafkalite.metadata.broker_lifecycle_manager import BrokerLifecycleManager
 
     lc = BrokerLifecycleManager(
@@ -295,7 +271,7 @@ def test_a_failed_dir_goes_out_in_a_heartbeat_at_once_and_unacknowledged_it_halt
     from kafkalite.protocol.envelope import ResponseEnvelope
 
     for answered in (True, False):
-        timers, offline, fatal = _Timers(), [], []
+        timers, offline, fatal = ManualTimers(), [], []
         lc = _lifecycle(timers, offline, fatal)
         offline.append(DIRS[1][0])
         lc.heartbeat_now()

@@ -1,0 +1,88 @@
+"""Which controller a broker's registration and heartbeats go to while the quorum's leader changes."""
+
+from __future__ import annotations
+
+import random
+from itertools import pairwise
+
+from kafkalite.errors import NotControllerError
+from kafkalite.metadata.broker_lifecycle_manager import BrokerLifecycleManager
+from kafkalite.protocol.broker_lifecycle import BrokerHeartbeatResponse, BrokerRegistrationResponse
+from kafkalite.protocol.envelope import ResponseEnvelope
+from tests.metadata.kraft_harness import ManualTimers
+
+VOTERS = (3001, 3002, 3003)
+HEARTBEAT_MS = 2000
+SESSION_MS = 9000
+
+
+class Quorum:
+    """Three controllers: ``active`` answers, ``dead`` never does, the others say NOT_CONTROLLER."""
+
+    def __init__(self, timers: ManualTimers, active: int, dead: int) -> None:
+        self.timers, self.active, self.dead = timers, active, dead
+        self.named: int | None = dead  # what the broker's observer believes: a leader that died
+        self.answered: list[tuple[int, int]] = []  # (time, controller) of each accepted request
+        self.lc: BrokerLifecycleManager | None = None
+
+    def send(self, dst: int, env) -> None:
+        self.timers.sent.append((self.timers.now, dst))
+        if dst == self.dead:
+            return
+        if dst != self.active:
+            resp = BrokerHeartbeatResponse(error_code=NotControllerError.code)
+        elif env.request.__class__.__name__ == "BrokerRegistrationRequest":
+            resp = BrokerRegistrationResponse(broker_epoch=7)
+        else:
+            resp = BrokerHeartbeatResponse(is_caught_up=True, is_fenced=False)
+        if dst == self.active:
+            self.answered.append((self.timers.now, dst))
+        self.timers.set(1, lambda _now: self.lc.on_response(dst, ResponseEnvelope(env.correlation_id, resp)))
+
+
+def lifecycle(q: Quorum) -> BrokerLifecycleManager:
+    t = q.timers
+    q.lc = BrokerLifecycleManager(
+        1, "c", (), rng=random.Random(1), send=q.send, set_timer=t.set, cancel_timer=t.cancel,
+        controllers=lambda: (q.named, VOTERS), metadata_offset=lambda: 5, heartbeat_interval_ms=HEARTBEAT_MS,
+    )  # fmt: skip
+    return q.lc
+
+
+def test_a_dead_leader_the_observer_still_names_is_not_asked_again_once_another_answered():
+    for active in (3002, 3003):  # the rotation's first pick is the live controller, then the other one
+        t = ManualTimers()
+        q = Quorum(t, active=active, dead=3001)
+        lc = lifecycle(q)
+        lc.start()
+        t.advance(60_000)
+        first = q.answered[0][0]
+        assert first <= 2 * HEARTBEAT_MS + 2, q.answered[:3]  # one unanswered try, one NOT_CONTROLLER
+        assert not lc.fenced and lc.broker_epoch == 7
+        assert [dst for when, dst in t.sent if when > first] == [active] * len(q.answered[1:])
+        times = [when for when, _ in q.answered]
+        assert max(b - a for a, b in pairwise(times)) == HEARTBEAT_MS + 1  # never near SESSION_MS
+
+
+def test_news_from_the_quorum_outweighs_the_controller_that_answered():
+    t = ManualTimers()
+    q = Quorum(t, active=3002, dead=3001)
+    lc = lifecycle(q)
+    lc.start()
+    t.advance(10_000)
+    q.active, q.dead = 3003, 3002  # another election: 3002 dies, 3003 leads and the observer learns it
+    q.named = 3003
+    before = len(t.sent)
+    t.advance(HEARTBEAT_MS + 2)
+    assert [dst for _, dst in t.sent[before:]] == [3003] and q.answered[-1][1] == 3003
+
+
+def test_with_no_leader_named_every_voter_is_tried_in_turn():
+    t = ManualTimers()
+    q = Quorum(t, active=3003, dead=3001)
+    q.named = None
+    lc = lifecycle(q)
+    lc.start()
+    t.advance(3 * HEARTBEAT_MS)
+    tried = [dst for _, dst in t.sent]
+    assert 3003 in tried[:3] and set(tried[tried.index(3003) :]) == {3003}
