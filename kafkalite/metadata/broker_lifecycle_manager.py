@@ -97,7 +97,7 @@ class BrokerLifecycleManager:
         self._answered: int | None = None
         """The controller that last answered without error: asked again while the leader is the same."""
         self._named: int | None = None
-        """The leader the quorum named when ``_failed`` and ``_answered`` were last reset."""
+        """The last leader the quorum named: ``_failed`` and ``_answered`` were reset when it was."""
 
     # ------------------------------------------------------------------------------------ driving
     def start(self) -> None:
@@ -148,7 +148,9 @@ class BrokerLifecycleManager:
         leader, voters = self._controllers()
         if leader is None or leader < 0:
             leader = None
-        if leader != self._named:  # news from the quorum outweighs what we learnt by asking
+        # A newly named leader outweighs what we learnt by asking. Naming none is no news: an observer
+        # whose leader went quiet names none until it finds the next one.
+        if leader is not None and leader != self._named:
             self._named, self._failed, self._answered = leader, set(), None
         if self._answered is not None:
             return self._answered

@@ -86,3 +86,18 @@ def test_with_no_leader_named_every_voter_is_tried_in_turn():
     t.advance(3 * HEARTBEAT_MS)
     tried = [dst for _, dst in t.sent]
     assert 3003 in tried[:3] and set(tried[tried.index(3003) :]) == {3003}
+
+
+def test_an_observer_that_names_no_leader_for_a_while_does_not_send_it_back_to_the_dead_one():
+    for active in (3002, 3003):
+        t = ManualTimers()
+        q = Quorum(t, active=active, dead=3001)
+        lc = lifecycle(q)
+        lc.start()
+        t.advance(6_000)
+        first = q.answered[0][0]
+        q.named = None  # the observer's fetch to 3001 timed out: it looks for the leader among the voters
+        t.advance(6_000)
+        q.named = active  # and finds it
+        t.advance(6_000)
+        assert [dst for when, dst in t.sent if when > first] == [active] * len(q.answered[1:]), active
