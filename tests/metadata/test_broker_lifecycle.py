@@ -40,21 +40,22 @@ class Quorum:
         self.timers.set(1, lambda _now: self.lc.on_response(dst, ResponseEnvelope(env.correlation_id, resp)))
 
 
-def lifecycle(q: Quorum) -> BrokerLifecycleManager:
-    t = q.timers
+def started(active: int, named: int | None = 3001) -> tuple[ManualTimers, Quorum, BrokerLifecycleManager]:
+    """A broker's lifecycle manager, started, beside a quorum whose controller 3001 is dead."""
+    t = ManualTimers()
+    q = Quorum(t, active=active, dead=3001)
+    q.named = named
     q.lc = BrokerLifecycleManager(
         1, "c", (), rng=random.Random(1), send=q.send, set_timer=t.set, cancel_timer=t.cancel,
         controllers=lambda: (q.named, VOTERS), metadata_offset=lambda: 5, heartbeat_interval_ms=HEARTBEAT_MS,
     )  # fmt: skip
-    return q.lc
+    q.lc.start()
+    return t, q, q.lc
 
 
 def test_a_dead_leader_the_observer_still_names_is_not_asked_again_once_another_answered():
     for active in (3002, 3003):  # the rotation's first pick is the live controller, then the other one
-        t = ManualTimers()
-        q = Quorum(t, active=active, dead=3001)
-        lc = lifecycle(q)
-        lc.start()
+        t, q, lc = started(active)
         t.advance(60_000)
         first = q.answered[0][0]
         assert first <= 2 * HEARTBEAT_MS + 2, q.answered[:3]  # one unanswered try, one NOT_CONTROLLER
@@ -65,10 +66,7 @@ def test_a_dead_leader_the_observer_still_names_is_not_asked_again_once_another_
 
 
 def test_news_from_the_quorum_outweighs_the_controller_that_answered():
-    t = ManualTimers()
-    q = Quorum(t, active=3002, dead=3001)
-    lc = lifecycle(q)
-    lc.start()
+    t, q, _ = started(3002)
     t.advance(10_000)
     q.active, q.dead = 3003, 3002  # another election: 3002 dies, 3003 leads and the observer learns it
     q.named = 3003
@@ -78,11 +76,7 @@ def test_news_from_the_quorum_outweighs_the_controller_that_answered():
 
 
 def test_with_no_leader_named_every_voter_is_tried_in_turn():
-    t = ManualTimers()
-    q = Quorum(t, active=3003, dead=3001)
-    q.named = None
-    lc = lifecycle(q)
-    lc.start()
+    t, _, _ = started(3003, named=None)
     t.advance(3 * HEARTBEAT_MS)
     tried = [dst for _, dst in t.sent]
     assert 3003 in tried[:3] and set(tried[tried.index(3003) :]) == {3003}
@@ -90,10 +84,7 @@ def test_with_no_leader_named_every_voter_is_tried_in_turn():
 
 def test_an_observer_that_names_no_leader_for_a_while_does_not_send_it_back_to_the_dead_one():
     for active in (3002, 3003):
-        t = ManualTimers()
-        q = Quorum(t, active=active, dead=3001)
-        lc = lifecycle(q)
-        lc.start()
+        t, q, _ = started(active)
         t.advance(6_000)
         first = q.answered[0][0]
         q.named = None  # the observer's fetch to 3001 timed out: it looks for the leader among the voters
