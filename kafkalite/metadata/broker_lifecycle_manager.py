@@ -5,7 +5,7 @@ The broker registers with a new incarnation id each time its process starts, the
 that offset reaches its registration, and fences it when heartbeats stop for ``broker.session.timeout.ms``.
 Requests go to the active controller (the metadata quorum's leader, which the broker knows as an
 observer) or, when it knows none or the one it asked said NOT_CONTROLLER or did not answer, to the next
-voter in turn. A controller that failed is not asked again, and one that answered is kept, until the
+voter in turn. A controller that failed so is not asked again, and one that answered is kept, until the
 quorum names another leader: after the active controller dies the broker's observer may name the dead
 one for seconds, and going back to it for every other heartbeat let the session on the new controller
 run out.
@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kafkalite.errors import StaleBrokerEpochError
+from kafkalite.errors import NotControllerError, StaleBrokerEpochError
 from kafkalite.protocol.api import NO_ERROR
 from kafkalite.protocol.broker_lifecycle import (
     BrokerHeartbeatRequest,
@@ -93,9 +93,9 @@ class BrokerLifecycleManager:
         self._rotate = 0
         self._last_dst: int | None = None
         self._failed: set[int] = set()
-        """Controllers that failed us (no answer, an error) since the quorum last named a leader."""
+        """Controllers that failed us (no answer, NOT_CONTROLLER) since the quorum last named a leader."""
         self._answered: int | None = None
-        """The controller that last answered without error: asked again while the leader is the same."""
+        """The controller that last answered as the active one: asked again while the leader is the same."""
         self._named: int | None = None
         """The last leader the quorum named: ``_failed`` and ``_answered`` were reset when it was."""
 
@@ -211,7 +211,10 @@ class BrokerLifecycleManager:
         if resp.error_code != NO_ERROR:
             if resp.error_code == StaleBrokerEpochError.code:
                 self.broker_epoch = -1  # the controller lost our registration: register again
-            self._failed_by(src)
+            if resp.error_code == NotControllerError.code:
+                self._failed_by(src)
+            else:  # the active controller itself refused: the next request goes to it again
+                self._answered = src
             self._schedule(RETRY_BACKOFF_MS)
             return True
         self._answered = src

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from itertools import pairwise
 
-from kafkalite.errors import NotControllerError
+from kafkalite.errors import NotControllerError, StaleBrokerEpochError
 from kafkalite.metadata.broker_lifecycle_manager import BrokerLifecycleManager
 from kafkalite.protocol.broker_lifecycle import BrokerHeartbeatResponse, BrokerRegistrationResponse
 from kafkalite.protocol.envelope import ResponseEnvelope
@@ -24,6 +24,7 @@ class Quorum:
         self.named: int | None = dead  # what the broker's observer believes: a leader that died
         self.answered: list[tuple[int, int]] = []  # (time, controller) of each accepted request
         self.lc: BrokerLifecycleManager | None = None
+        self.refuse_next = False  # the active controller answers the next heartbeat STALE_BROKER_EPOCH
 
     def send(self, dst: int, env) -> None:
         self.timers.sent.append((self.timers.now, dst))
@@ -31,6 +32,9 @@ class Quorum:
             return
         if dst != self.active:
             resp = BrokerHeartbeatResponse(error_code=NotControllerError.code)
+        elif self.refuse_next:
+            self.refuse_next = False
+            resp = BrokerHeartbeatResponse(error_code=StaleBrokerEpochError.code)
         elif env.request.__class__.__name__ == "BrokerRegistrationRequest":
             resp = BrokerRegistrationResponse(broker_epoch=7)
         else:
@@ -92,3 +96,12 @@ def test_an_observer_that_names_no_leader_for_a_while_does_not_send_it_back_to_t
         q.named = active  # and finds it
         t.advance(6_000)
         assert [dst for when, dst in t.sent if when > first] == [active] * len(q.answered[1:]), active
+
+
+def test_an_error_from_the_active_controller_itself_is_answered_there():
+    t, q, lc = started(3003, named=3003)
+    t.advance(5_000)
+    q.refuse_next = True  # it lost the broker's registration (STALE_BROKER_EPOCH): register again
+    before = len(t.sent)
+    t.advance(5_000)
+    assert {dst for _, dst in t.sent[before:]} == {3003} and lc.broker_epoch == 7
