@@ -59,6 +59,10 @@ class DelayedOperation:
         """Complete now if what the operation waits for is there; True when it completed now."""
         raise NotImplementedError
 
+    def try_complete_at(self, key: TopicPartition) -> bool:
+        """As ``try_complete``, told that only ``key`` changed since the last try."""
+        return self.try_complete()
+
     def on_complete(self) -> None:
         """Answer the request (runs once)."""
         raise NotImplementedError
@@ -118,7 +122,7 @@ class DelayedOperationPurgatory(Generic[Op]):
         ops = self.watchers.get(key)
         if ops:  # usually none: the replication path calls this several times per batch
             for op in list(ops):  # a copy: completing an operation unwatches it
-                op.try_complete()
+                op.try_complete_at(key)
 
     def complete_all(self, key: TopicPartition) -> None:
         """Answer every operation watching ``key`` now (this broker stopped leading it)."""
@@ -246,37 +250,64 @@ class DelayedFetch(DelayedOperation):
     """``ReplicaManager.fetch_marks`` of each partition then: an empty first answer whose partition still
     has the same marks is the answer at completion too, and is not read again."""
 
+    _by_tp: dict[TopicPartition, Any] | None = field(default=None, init=False, repr=False)
+
     @property
     def is_follower(self) -> bool:
         return self.request.replica_id >= 0
+
+    @property
+    def _any_byte_will_do(self) -> bool:
+        # A partition with data below its bound holds at least one whole batch, so with min_bytes=1
+        # (the followers' and consumers' default) it is enough; read_committed may stop at the LSO.
+        req = self.request
+        return req.min_bytes <= 1 and (
+            self.is_follower or req.isolation_level != IsolationLevel.READ_COMMITTED
+        )
+
+    def _look(self, fp: Any) -> tuple[bool, bool]:
+        """(whether the fetch must be answered now: the partition is gone, no longer led here or under
+        another epoch; whether it has something past the fetch offset)."""
+        p = self.rm.partition_or_none(fp.tp)
+        if p is None or not p.is_leader or p.check_current_leader_epoch(fp.current_leader_epoch) != NO_ERROR:
+            return True, False
+        end = p.log_end_offset if self.is_follower else p.high_watermark
+        return False, end > fp.fetch_offset
 
     def try_complete(self) -> bool:
         """Kafka's DelayedFetch.tryComplete: done once ``min_bytes`` can be read, or at once when a partition
         is no longer led here (or under another epoch)."""
         if self.completed:
             return True
-        rm = self.rm
-        req = self.request
-        total = 0
-        force = False
+        ready = 0
         for fp in self.context.partitions:
-            p = rm.partition_or_none(fp.tp)
-            if (
-                p is None
-                or not p.is_leader
-                or p.check_current_leader_epoch(fp.current_leader_epoch) != NO_ERROR
-            ):
-                force = True
-                break
-            end = p.log_end_offset if self.is_follower else p.high_watermark
-            if end > fp.fetch_offset:
-                total += 1  # any byte counts toward min_bytes=1; exact sizes are re-read on completion
-        # A partition with data below its bound holds at least one whole batch, so with min_bytes=1
-        # (the followers' and consumers' default) it is enough; read_committed may stop at the LSO.
-        sized = req.min_bytes <= 1 and (
-            self.is_follower or req.isolation_level != IsolationLevel.READ_COMMITTED
-        )
-        if force or (total > 0 and (sized or self._bytes_ready() >= req.min_bytes)):
+            force, more = self._look(fp)
+            if force:
+                self.force_complete()
+                return True
+            ready += more  # any byte counts toward min_bytes=1; exact sizes are re-read on completion
+        if ready and (self._any_byte_will_do or self._bytes_ready() >= self.request.min_bytes):
+            self.force_complete()
+            return True
+        return False
+
+    def try_complete_at(self, key: TopicPartition) -> bool:
+        """``try_complete`` after a change at ``key`` alone. Every earlier try found no partition ready and
+        none lost, and each change that could alter that (an append, a HW move, a leadership or epoch
+        change) tries the operations watching its own partition; so, when one byte is enough, ``key`` is
+        the only partition to look at. A follower's fetch session names every partition it follows here
+        (the 50 of ``__consumer_offsets`` among them), and an append tries each parked fetch."""
+        if self.completed:
+            return True
+        if not self._any_byte_will_do:
+            return self.try_complete()
+        if self._by_tp is None:
+            self._by_tp = {fp.tp: fp for fp in self.context.partitions}
+        fp = self._by_tp.get(key)
+        if fp is None or len(self._by_tp) != len(self.context.partitions):
+            return self.try_complete()  # not ours, or a partition named twice: the full check decides
+        force, more = self._look(fp)
+        if force or more:
             self.force_complete()
             return True
         return False

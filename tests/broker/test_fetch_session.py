@@ -250,6 +250,43 @@ def test_a_parked_fetch_reads_again_only_the_partitions_that_moved(monkeypatch) 
     assert reads["t"] > 0 and reads["idle"] < 8 * reads["t"], dict(reads)
 
 
+def test_an_append_looks_only_at_its_own_partition_of_a_parked_fetch(monkeypatch) -> None:
+    """An append tries each parked fetch watching its partition. Every earlier try found the fetch's
+    partitions empty and still led here, so only the appended partition needs looking at: one per
+    parked follower fetch per append, not the whole session (31 partitions here). Replication is
+    unchanged: every record reaches all three replicas."""
+    from kafkalite.broker.delayed import DelayedFetch
+
+    with Cluster(brokers=3, seed=3) as c:
+        c.create_topic("idle", 30, 3)
+        c.create_topic("t", 1, 3, config={"min.insync.replicas": 2})
+        c.net.run_for(2_000)
+        looked = collections.Counter()
+        inner_look, inner_at = DelayedFetch._look, DelayedFetch.try_complete_at
+        keyed = [False]
+
+        def look(self, fp):
+            if keyed[0]:
+                looked[fp.tp.topic] += 1
+            return inner_look(self, fp)
+
+        def at(self, key):
+            keyed[0] = True
+            try:
+                return inner_at(self, key)
+            finally:
+                keyed[0] = False
+
+        monkeypatch.setattr(DelayedFetch, "_look", look)
+        monkeypatch.setattr(DelayedFetch, "try_complete_at", at)
+        _produce(c, 20)
+        assert c.high_watermark("t", 0) == 20
+        c.net.run_for(1_000)
+        assert set(c.log_end_offsets("t", 0).values()) == {20}, c.log_end_offsets("t", 0)
+    assert looked["t"] > 0, "no append tried a parked fetch"
+    assert looked["idle"] == 0, f"an append to t looked at {looked['idle']} idle partitions"
+
+
 def test_a_follower_fetch_at_the_same_offset_leaves_the_hw_alone(monkeypatch) -> None:
     """As Kafka's updateFollowerFetchState: the HW is recomputed only when a follower's log end (or log
     start) moved, not for each idle partition of each fetch."""
