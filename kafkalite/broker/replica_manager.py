@@ -528,51 +528,51 @@ class ReplicaManager:
             self._send(src, env.reply(FetchResponse(error_code=ctx.error_code)))
             return
         results = []
-        marks = []  # each partition's fetch_marks as it was read (before the follower's update below)
+        marks = []  # each partition's fetch_marks as it was read, before the follower's update below
+        followed = []  # (partition, fetch) whose follower state this fetch updates
         total = 0
         errors = False
         slices = env.zero_copy
         partitions = self._partitions
-        fetch_marks = self.fetch_marks
+        follower = replica >= 0
         for fp in ctx.partitions:
-            # One lookup serves the read and the follower's state (_read_partition's work, inline: a
-            # follower fetch comes for every batch or two).
+            # One lookup serves the read, the marks and the follower's state (_read_partition's work,
+            # inline: a follower fetch comes for every batch or two).
             p = partitions.get(fp.tp)
             if p is None:
                 r, n = self._not_here(fp.tp), 0
+                marks.append(None)
             else:
                 r, n = p.read_records(req, fp, slices=slices)
+                marks.append(_marks(p))
             results.append(r)
-            marks.append(fetch_marks(fp.tp))
             total += n
             if r.error_code != NO_ERROR or r.diverging_epoch is not None:
                 errors = True
-            elif replica >= 0 and p is not None:
-                self._update_follower(p, replica, fp.fetch_offset, fp.log_start_offset, now)
+            elif follower and p is not None:
+                followed.append((p, fp))
         if req.max_wait_ms <= 0 or total >= req.min_bytes or errors or not ctx.partitions:
+            self._update_followers(followed, replica, now)
             self.answer_fetch(src, env, results, ctx)
             return
+        # Watched before the follower's updates: an update that moves a HW completes waiting produces,
+        # whose callbacks may append, and an append tries the fetches watching its partition. Nothing
+        # changed since the reads found every partition short of data (DelayedFetch.try_complete_at).
         op = DelayedFetch(self, env, src, req, ctx, results, marks)
         self.fetch_purgatory.watch(op, (fp.tp for fp in ctx.partitions), req.max_wait_ms)
-        op.try_complete()  # what the update above set off (a produce callback may append) may be ready
+        self._update_followers(followed, replica, now)
+
+    def _update_followers(self, followed: list[tuple[Partition, Any]], replica: int, now: int) -> None:
+        update = self._update_follower
+        for p, fp in followed:
+            update(p, replica, fp.fetch_offset, fp.log_start_offset, now)
 
     def fetch_marks(self, tp: TopicPartition) -> tuple | None:
         """What a fetch's answer for ``tp`` depends on: the replica and its log (by identity), its
         leadership and epoch, high watermark, log start and log end offsets. While these stay the same,
         reading the partition again gives the same answer (None: not hosted here)."""
         p = self._partitions.get(tp)
-        if p is None:
-            return None
-        log = p.log
-        return (
-            p,
-            log,
-            p.leader_id,
-            p.leader_epoch,
-            p.high_watermark,
-            log.log_start_offset,
-            log.log_end_offset,
-        )
+        return None if p is None else _marks(p)
 
     def answer_fetch(
         self, src: Any, env: RequestEnvelope, results: Sequence[FetchPartitionResponse], ctx: FetchContext
@@ -847,6 +847,12 @@ class ReplicaManager:
 
     def __repr__(self) -> str:
         return f"ReplicaManager(broker={self.broker_id}, partitions={len(self._partitions)})"
+
+
+def _marks(p: Partition) -> tuple:
+    """``ReplicaManager.fetch_marks`` of a hosted partition."""
+    log = p.log
+    return (p, log, p.leader_id, p.leader_epoch, p.high_watermark, log.log_start_offset, log.log_end_offset)
 
 
 __all__ = ["HIGH_WATERMARK_CHECKPOINT", "ReplicaManager"]

@@ -305,3 +305,33 @@ def test_a_follower_fetch_at_the_same_offset_leaves_the_hw_alone(monkeypatch) ->
         c.net.run_for(10_000)  # idle: the followers fetch every partition again and again
         assert calls == [], f"the HW was recomputed {len(calls)} times with nothing moving"
         assert all(len(c.isr("idle", p)) == 3 for p in range(30))
+
+
+def test_a_parked_follower_fetch_sees_what_its_own_update_set_off() -> None:
+    """The follower's fetch that moves a HW completes a waiting coordinator append, whose callback appends
+    to another partition of the same fetch session. The fetch was parked before that update ran, so the
+    append completes it at once: the follower has the new record well within replica.fetch.wait.max.ms
+    (500 ms), not at the fetch's timeout."""
+    from kafkalite.records import build_values_batch
+
+    with Cluster(brokers=2, seed=5) as c:
+        c.create_topic("t", 4, 2)
+        c.net.run_for(2_000)
+        x, y = [TopicPartition("t", i) for i in range(4) if c.leader("t", i) == c.leader("t", 0)][:2]
+        leader = c.leader("t", 0)
+        follower = next(b for b in c.replicas("t", x.partition) if b != leader)
+        rm = c.brokers[leader].rm
+        fired: list[int] = []
+
+        def then_append_to_y(_answer) -> None:
+            fired.append(c.net._now)
+            rm.append_records(y, build_values_batch([b"after"], [c.net._now]), lambda _a: None, acks=1)
+
+        rm.append_records(x, build_values_batch([b"first"], [c.net._now]), then_append_to_y, acks=-1)
+        while not fired:
+            c.net.run_for(1)
+        t0 = fired[0]
+        while c.replica(follower, "t", y.partition).log_end_offset < 1 and c.net._now < t0 + 1_000:
+            c.net.run_for(1)
+        took = c.net._now - t0
+    assert took < 100, f"the follower got the record {took} ms after the append (fetch timeout 500 ms)"
