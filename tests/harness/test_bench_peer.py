@@ -102,6 +102,43 @@ def test_the_table_names_each_side_its_range_and_failures():
     assert "skipped: aiokafka is not installed" in table
     assert c_bad.ratio is None and c_skip.ratio is None
     assert c_ok.paired_ratios == [0.9, 1.5]
+    assert "broker CPU per record" not in table  # no side's CPU time was known
+
+
+def test_the_table_gives_each_brokers_cpu_per_record_and_their_ratio():
+    c_ok = peer.Comparison("confluent-kafka", "produce acks=1", kafkalite=[90.0, 120.0], peer=[100.0, 80.0],
+                           kafkalite_cpu_us=[1.5, 1.2], peer_cpu_us=[1.6, 2.4])  # fmt: skip
+    c_far = peer.Comparison("confluent-kafka", "consume", kafkalite=[90.0], peer=[100.0],
+                            kafkalite_cpu_us=[0.3])  # fmt: skip
+    c_bad = peer.Comparison("aiokafka", "produce idempotent acks=all, 1 broker", kafkalite=[50.0],
+                            peer_failed="refused", kafkalite_cpu_us=[2.0], peer_cpu_us=[0.1])  # fmt: skip
+    r = peer.PeerBenchResult("a peer", 2, 300, 100, [c_ok, c_far, c_bad], (1, 1, 1), (2, 2, 2))
+    rows = r.table().split("broker CPU per record")[1].splitlines()
+    ok = next(line for line in rows if "produce acks=1" in line)
+    assert ok.split()[-3:] == ["1.20", "1.60", "0.75x"], ok  # the least of each side's runs
+    far = next(line for line in rows if "consume" in line)
+    assert far.split()[-2:] == ["0.30", "-"], far  # the peer's process was not known: no ratio
+    assert c_far.cpu_ratio is None and c_bad.cpu_ratio is None  # a failed side never has a ratio
+    assert json.loads(r.to_json())["cases"][0]["cpu_ratio"] == pytest.approx(0.75)
+
+
+def test_process_cpu_s_counts_every_thread_of_a_busy_process():
+    import subprocess
+    import sys
+    import time
+
+    burn = "import threading\ndef f():\n    while True: pass\nthreading.Thread(target=f, daemon=True).start()\nf()"
+    proc = subprocess.Popen([sys.executable, "-c", burn])
+    try:
+        before = peer.process_cpu_s(proc.pid)
+        time.sleep(0.5)
+        after = peer.process_cpu_s(proc.pid)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert before is not None and after is not None and after - before > 0.2, (before, after)
+    assert peer.process_cpu_s(proc.pid) is None  # gone
+    assert peer.process_cpu_s(None) is None  # a peer at HOST:PORT: not known
 
 
 _rates = st.lists(st.floats(1.0, 1e7, allow_nan=False), max_size=3)
@@ -123,6 +160,8 @@ _reason = st.none() | st.text(min_size=1, max_size=30)
             _reason,
             _reason,
             _reason,
+            _rates,
+            _rates,
         ),
         max_size=6,
     ),

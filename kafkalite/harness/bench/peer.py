@@ -40,6 +40,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any, TypeVar
 
+import psutil
+
 from kafkalite.harness.bench._report import JsonResult
 from kafkalite.harness.bench.wire import send_all
 from kafkalite.host.admin_client import AdminClient, parse_bootstrap
@@ -72,6 +74,7 @@ class Target:
 
     bootstrap: str
     brokers: int
+    pid: int | None = None  # the broker process, when the benchmark started it: its CPU time is counted
 
 
 def _free_ports(n: int, taken: set[int], host: str = "127.0.0.1") -> int:
@@ -116,6 +119,18 @@ def wait_until_answering(
         time.sleep(0.1)
 
 
+def process_cpu_s(pid: int | None) -> float | None:
+    """User plus system CPU seconds of process ``pid`` so far, every thread counted; None when it is not
+    known (a peer this benchmark did not start, or a process that is gone)."""
+    if pid is None:
+        return None
+    try:
+        t = psutil.Process(pid).cpu_times()
+    except psutil.Error:
+        return None
+    return t.user + t.system
+
+
 def _tail(log: Path | None, lines: int = 8) -> str:
     if log is None or not Path(log).exists():
         return ""
@@ -140,7 +155,7 @@ class ServerProcess:
             n = wait_until_answering(self.bootstrap, self.brokers, timeout_s, self.proc, self.log)
         except PeerUnavailable as e:
             raise PeerUnavailable(f"{self.what}: {e}") from None
-        return Target(self.bootstrap, n)
+        return Target(self.bootstrap, n, self.proc.pid)
 
     def terminate(self) -> None:
         if self.proc.poll() is None:
@@ -483,6 +498,22 @@ class Comparison:
     kafkalite_failed: str | None = None
     peer_failed: str | None = None
     skipped: str | None = None
+    # each run's CPU time of the broker process per record, in us (a side whose process is not known has none)
+    kafkalite_cpu_us: list[float] = field(default_factory=list)
+    peer_cpu_us: list[float] = field(default_factory=list)
+
+    @property
+    def cpu_ratio(self) -> float | None:
+        """kafkalite's least broker CPU per record over the peer's (below 1: kafkalite spends less); None
+        when either side failed or its CPU time is not known."""
+        if (
+            self.ratio is None
+            or not self.kafkalite_cpu_us
+            or not self.peer_cpu_us
+            or min(self.peer_cpu_us) <= 0
+        ):
+            return None
+        return min(self.kafkalite_cpu_us) / min(self.peer_cpu_us)
 
     @property
     def ratio(self) -> float | None:
@@ -536,7 +567,13 @@ class PeerBenchResult(JsonResult):
             "load_average_before": self.load_before,
             "load_average_after": self.load_after,
             "cases": [
-                {**c.__dict__, "ratio": c.ratio, "paired_ratios": c.paired_ratios, "verdict": c.verdict}
+                {
+                    **c.__dict__,
+                    "ratio": c.ratio,
+                    "paired_ratios": c.paired_ratios,
+                    "verdict": c.verdict,
+                    "cpu_ratio": c.cpu_ratio,
+                }  # fmt: skip
                 for c in self.comparisons
             ],
             "notes": self.notes,
@@ -575,6 +612,19 @@ class PeerBenchResult(JsonResult):
                 f"{c.client:<16} {c.case:<42} {side(c.kafkalite, c.kafkalite_failed):>34} "
                 f"{side(c.peer, c.peer_failed):>34}  {c.verdict}"
             )
+        if any(c.kafkalite_cpu_us or c.peer_cpu_us for c in self.comparisons):
+            lines.append(
+                "broker CPU per record, us (user + system, every thread of the broker process, while the "
+                "case ran; least of the runs):"
+            )
+            lines.append(f"{'client':<16} {'case':<42} {'kafkalite':>10} {'peer':>10}  kafkalite/peer")
+            for c in self.comparisons:
+                k = f"{min(c.kafkalite_cpu_us):.2f}" if c.kafkalite_cpu_us else "-"
+                p = f"{min(c.peer_cpu_us):.2f}" if c.peer_cpu_us else "-"
+                r = c.cpu_ratio
+                lines.append(
+                    f"{c.client:<16} {c.case:<42} {k:>10} {p:>10}  {'' if r is None else f'{r:.2f}x'}"
+                )
         lines.append("what each side ran:")
         seen = set()
         for c in self.comparisons:
@@ -588,8 +638,15 @@ class PeerBenchResult(JsonResult):
 # ------------------------------------------------------------------------------------------- running
 
 
-def _measure(fn: Callable[[], float], records: int) -> float:
-    return records / fn()
+def _measure(fn: Callable[[], float], records: int, pid: int | None) -> tuple[float, float | None]:
+    """Records/s of ``fn`` (which returns the seconds its ``records`` took), and the CPU time process
+    ``pid`` spent meanwhile, in us per record (None when not known). The CPU time covers the whole call,
+    the untimed warm-up record included: one record and a metadata round among many thousand."""
+    before = process_cpu_s(pid)
+    seconds = fn()
+    after = process_cpu_s(pid)
+    cpu = None if before is None or after is None else (after - before) / records * 1e6
+    return records / seconds, cpu
 
 
 def run_peer_bench(
@@ -672,7 +729,7 @@ def run_peer_bench(
                         plain, replicated = sides[name]
                         target = replicated if case.replicated else plain
                         try:
-                            rate = _run_case(
+                            rate, cpu = _run_case(
                                 client, case, target, records, value, filled.get(name), row, name
                             )
                         except CaseFailed as e:
@@ -680,7 +737,10 @@ def run_peer_bench(
                             say(f"run {run + 1}: {client} {case.title}: {name} failed: {e}")
                             continue
                         getattr(row, name).append(rate)
-                        say(f"run {run + 1}: {client} {case.title}: {name} {rate:,.0f} records/s")
+                        if cpu is not None:
+                            getattr(row, f"{name}_cpu_us").append(cpu)
+                        spent = "" if cpu is None else f", broker CPU {cpu:.2f} us per record"
+                        say(f"run {run + 1}: {client} {case.title}: {name} {rate:,.0f} records/s{spent}")
         for name in sides:
             if isinstance(filled.get(name), str):
                 _delete_topic(sides[name][0].bootstrap, filled[name])
@@ -694,6 +754,9 @@ def run_peer_bench(
         "aiokafka: send() per record, deliveries awaited at the end (flush); getmany() for reading",
         "best = the highest of the runs; ratio = best kafkalite / best peer (run by run: each run's two "
         "measurements, taken back to back); a side that failed has no ratio",
+        "broker CPU: the user + system time of the broker's process over the whole case (its warm-up "
+        "included), per record; the clients' own CPU is not in it, so it compares the brokers' work even "
+        "where the clients set the pace; only for processes this benchmark started",
     ]
     return PeerBenchResult(
         peer_name, runs, records, record_size, list(rows.values()), load_before, os.getloadavg(), notes
@@ -701,14 +764,15 @@ def run_peer_bench(
 
 
 def _run_case(client: str, case: Case, target: Target, records: int, value: bytes,
-              filled: str | CaseFailed | None, row: Comparison, side: str) -> float:  # fmt: skip
-    """One measurement of ``case`` with ``client`` on one side; records/s."""
+              filled: str | CaseFailed | None, row: Comparison, side: str) -> tuple[float, float | None]:  # fmt: skip
+    """One measurement of ``case`` with ``client`` on one side: records/s, and the broker process's CPU
+    time per record in us (None when the benchmark did not start that process)."""
     if case.kind == "consume":
         setup = f"{_brokers(target.brokers)}, topic RF=1, {records:,} records"
         setattr(row, f"{side}_setup", setup)
         if isinstance(filled, CaseFailed):
             raise filled
-        return _measure(lambda: CONSUMERS[client](target.bootstrap, filled, records), records)
+        return _measure(lambda: CONSUMERS[client](target.bootstrap, filled, records), records, target.pid)
     rf, configs = _topic_settings(case, target.brokers)
     setattr(row, f"{side}_setup", _setup(target, rf, configs))
     if case.replicated and side == "peer" and rf < 3:
@@ -719,6 +783,7 @@ def _run_case(client: str, case: Case, target: Target, records: int, value: byte
         return _measure(
             lambda: PRODUCERS[client](target.bootstrap, topic, records, value, case.acks, case.idempotent),
             records,
+            target.pid,
         )
     finally:
         _delete_topic(target.bootstrap, topic)
