@@ -8,8 +8,8 @@ otherwise skip or repeat records), UTF-8 header keys and record attributes 0 (un
 
 ``check_records`` is cheap for the common batch (a producer's records of one or a few sizes, no
 headers): a few runs of alike records, each checked with a handful of C-level byte slices, and the
-next batch of the same layout (a producer sends the same one over and over) by comparing its framing
-bytes, gathered with byte slices, with the remembered layout's. A batch of
+next batch of a layout seen twice (a producer that fills its batches sends the same one over and over) by
+comparing its framing bytes, gathered with byte slices, with the remembered layout's. A batch of
 other shapes goes to numpy (``vector``'s tables read the varints of all records at once), and anything
 that does not pass to the exact decoder one record at a time, which also says which record is wrong and
 how. No Python object is built per record on the first two walks.
@@ -57,7 +57,7 @@ def check_records(
         runs: list[tuple] = []
         first_null = _check_runs(data, count, lo, hi, runs)  # reads the span in place: no copy
         if first_null is not None:
-            _remember(data, count, lo, hi, runs, first_null)
+            _remember_if_repeated(data, count, lo, hi, runs, first_null)
             return (first_null if null_keys else -1), -1
     if span is not None:
         data = data[lo:hi]
@@ -150,8 +150,8 @@ def _check_runs(data, n: int, lo: int, size: int, runs: list | None = None) -> i
 
 # ===== a producer's layout, remembered ===================================================================
 # A producer sends batch after batch laid out alike: the same record count, section size and runs (only
-# keys, values and timestamps differ). Once ``_check_runs`` has walked one such batch, its layout becomes
-# a plan: where every framing byte of every record sits in the section (length, attributes, timestamp and
+# keys, values and timestamps differ). Once ``_check_runs`` has walked a second such batch, its layout
+# becomes a plan: where every framing byte of every record sits in the section (length, attributes, timestamp and
 # offset delta varints, key and value lengths, header count) and what it must be. The next batch of the
 # same count and size is then checked by joining those bytes, one strided slice per column of a run, and
 # comparing them with the plan's in one go. That is the whole check, not a guess: bytes that equal the
@@ -183,6 +183,25 @@ def _fits(plan: _Plan, data) -> bool:
         b"".join([data[s] for s in plan.exact]) == plan.want_exact
         and b"".join([data[s] for s in plan.bits]).translate(_TOP_BIT) == plan.want_bits
     )
+
+
+# (record count, start and end of the section) walked once and not remembered: a producer that batches
+# by linger.ms sends a new count almost every time, and a plan made for a count that never comes back
+# costs half a walk for nothing; a producer that fills batch.size repeats its count from the second on.
+_SEEN: dict[tuple[int, int, int], None] = {}
+
+
+def _remember_if_repeated(data, n: int, lo: int, hi: int, runs: list[tuple], first_null: int) -> None:
+    """``_remember`` the layout the second time its count and size come, or when it has a plan already
+    (which this batch did not fit, so it replaces it)."""
+    key = (n, lo, hi)
+    if key in _PLANS or key in _SEEN:
+        _SEEN.pop(key, None)
+        _remember(data, n, lo, hi, runs, first_null)
+        return
+    if len(_SEEN) >= _MAX_PLANS:
+        _SEEN.pop(next(iter(_SEEN)))
+    _SEEN[key] = None
 
 
 def _remember(data, n: int, lo: int, hi: int, runs: list[tuple], first_null: int) -> None:
