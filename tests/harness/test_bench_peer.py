@@ -65,6 +65,9 @@ def test_against_a_peer_prints_each_side_and_the_ratio_and_a_refused_case_as_fai
             assert len(c["peer"]) == 2 and c["peer_failed"] is None, (client, case, c["peer_failed"])
             assert c["ratio"] == pytest.approx(max(c["kafkalite"]) / max(c["peer"]))
             assert len(c["paired_ratios"]) == 2 and c["verdict"].startswith(f"{c['ratio']:.2f}x, run by run")
+            # a peer at HOST:PORT is no process of the benchmark's: no CPU time of its own, no CPU ratio
+            assert c["peer_cpu_us"] == [] and c["cpu_ratio"] is None, (client, case)
+            assert len(c["peer_client_cpu_us"]) == 2 and len(c["kafkalite_cpu_us"]) == 2, (client, case)
     rf3 = cases["confluent-kafka", "produce idempotent acks=all, RF=3"]
     assert rf3["kafkalite_setup"] == "3 brokers, topic RF=3, min.insync.replicas=2"
     assert rf3["peer_setup"] == "1 broker, topic RF=1, min.insync.replicas=1"
@@ -102,22 +105,23 @@ def test_the_table_names_each_side_its_range_and_failures():
     assert "skipped: aiokafka is not installed" in table
     assert c_bad.ratio is None and c_skip.ratio is None
     assert c_ok.paired_ratios == [0.9, 1.5]
-    assert "broker CPU per record" not in table  # no side's CPU time was known
+    assert "CPU per record" not in table  # no side's CPU time was known
 
 
 def test_the_table_gives_each_brokers_cpu_per_record_and_their_ratio():
     c_ok = peer.Comparison("confluent-kafka", "produce acks=1", kafkalite=[90.0, 120.0], peer=[100.0, 80.0],
-                           kafkalite_cpu_us=[1.5, 1.2], peer_cpu_us=[1.6, 2.4])  # fmt: skip
+                           kafkalite_cpu_us=[1.5, 1.2], peer_cpu_us=[1.6, 2.4],
+                           kafkalite_client_cpu_us=[3.0, 2.5], peer_client_cpu_us=[2.75, 4.0])  # fmt: skip
     c_far = peer.Comparison("confluent-kafka", "consume", kafkalite=[90.0], peer=[100.0],
                             kafkalite_cpu_us=[0.3])  # fmt: skip
     c_bad = peer.Comparison("aiokafka", "produce idempotent acks=all, 1 broker", kafkalite=[50.0],
                             peer_failed="refused", kafkalite_cpu_us=[2.0], peer_cpu_us=[0.1])  # fmt: skip
     r = peer.PeerBenchResult("a peer", 2, 300, 100, [c_ok, c_far, c_bad], (1, 1, 1), (2, 2, 2))
-    rows = r.table().split("broker CPU per record")[1].splitlines()
+    rows = r.table().split("CPU per record, us")[1].splitlines()
     ok = next(line for line in rows if "produce acks=1" in line)
-    assert ok.split()[-3:] == ["1.20", "1.60", "0.75x"], ok  # the least of each side's runs
+    assert ok.split()[-5:] == ["1.20", "1.60", "0.75x", "2.50", "2.75"], ok  # the least of each side's runs
     far = next(line for line in rows if "consume" in line)
-    assert far.split()[-2:] == ["0.30", "-"], far  # the peer's process was not known: no ratio
+    assert far.split()[-4:] == ["0.30", "-", "-", "-"], far  # the peer's process was not known: no ratio
     assert c_far.cpu_ratio is None and c_bad.cpu_ratio is None  # a failed side never has a ratio
     assert json.loads(r.to_json())["cases"][0]["cpu_ratio"] == pytest.approx(0.75)
 
@@ -160,6 +164,8 @@ _reason = st.none() | st.text(min_size=1, max_size=30)
             _reason,
             _reason,
             _reason,
+            _rates,
+            _rates,
             _rates,
             _rates,
         ),
@@ -207,6 +213,8 @@ def test_against_tansu_started_from_the_wheel():
         assert (c.ratio is None) == bool(c.peer_failed), (c.client, c.case, c.peer_failed)
     plain = [c for c in r.comparisons if "idempotent" not in c.case]
     assert all(c.ratio is not None for c in plain)
+    # both brokers are the benchmark's processes: each run counts both sides' CPU
+    assert all(len(c.kafkalite_cpu_us) == len(c.peer_cpu_us) == 1 for c in plain)
     # Tansu 0.6 answers aiokafka's InitProducerId with an error: the known gap, reported as such
     if HAVE_AIOKAFKA:
         idem = [c for c in r.comparisons if c.client == "aiokafka" and "idempotent" in c.case]

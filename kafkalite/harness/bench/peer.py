@@ -38,7 +38,7 @@ from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field, fields
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import psutil
 
@@ -501,6 +501,9 @@ class Comparison:
     # each run's CPU time of the broker process per record, in us (a side whose process is not known has none)
     kafkalite_cpu_us: list[float] = field(default_factory=list)
     peer_cpu_us: list[float] = field(default_factory=list)
+    # and of this process, where the clients run, in the same runs
+    kafkalite_client_cpu_us: list[float] = field(default_factory=list)
+    peer_client_cpu_us: list[float] = field(default_factory=list)
 
     @property
     def cpu_ratio(self) -> float | None:
@@ -614,16 +617,22 @@ class PeerBenchResult(JsonResult):
             )
         if any(c.kafkalite_cpu_us or c.peer_cpu_us for c in self.comparisons):
             lines.append(
-                "broker CPU per record, us (user + system, every thread of the broker process, while the "
-                "case ran; least of the runs):"
+                "CPU per record, us (user + system, every thread, while the case ran; least of the runs): "
+                "each broker's process, and the clients' (this process) with each:"
             )
-            lines.append(f"{'client':<16} {'case':<42} {'kafkalite':>10} {'peer':>10}  kafkalite/peer")
+            lines.append(
+                f"{'client':<16} {'case':<42} {'kafkalite':>10} {'peer':>10} {'kafkalite/peer':>15} "
+                f"{'client, kafkalite':>18} {'client, peer':>13}"
+            )
+
+            def least(us: list[float]) -> str:
+                return f"{min(us):.2f}" if us else "-"
+
             for c in self.comparisons:
-                k = f"{min(c.kafkalite_cpu_us):.2f}" if c.kafkalite_cpu_us else "-"
-                p = f"{min(c.peer_cpu_us):.2f}" if c.peer_cpu_us else "-"
-                r = c.cpu_ratio
+                r = "" if c.cpu_ratio is None else f"{c.cpu_ratio:.2f}x"
                 lines.append(
-                    f"{c.client:<16} {c.case:<42} {k:>10} {p:>10}  {'' if r is None else f'{r:.2f}x'}"
+                    f"{c.client:<16} {c.case:<42} {least(c.kafkalite_cpu_us):>10} {least(c.peer_cpu_us):>10} "
+                    f"{r:>15} {least(c.kafkalite_client_cpu_us):>18} {least(c.peer_client_cpu_us):>13}"
                 )
         lines.append("what each side ran:")
         seen = set()
@@ -638,15 +647,26 @@ class PeerBenchResult(JsonResult):
 # ------------------------------------------------------------------------------------------- running
 
 
-def _measure(fn: Callable[[], float], records: int, pid: int | None) -> tuple[float, float | None]:
+class Measured(NamedTuple):
+    rate: float  # records/s
+    broker_cpu_us: float | None  # the broker process's CPU per record (None: not known)
+    client_cpu_us: float  # this process's, where the clients run
+
+
+def _measure(fn: Callable[[], float], records: int, pid: int | None) -> Measured:
     """Records/s of ``fn`` (which returns the seconds its ``records`` took), and the CPU time process
-    ``pid`` spent meanwhile, in us per record (None when not known). The CPU time covers the whole call,
-    the untimed warm-up record included: one record and a metadata round among many thousand."""
-    before = process_cpu_s(pid)
+    ``pid`` and this one spent meanwhile, per record. The CPU time covers the whole call, the untimed
+    warm-up record included: one record and a metadata round among many thousand."""
+    broker, me = process_cpu_s(pid), _own_cpu_s()
     seconds = fn()
-    after = process_cpu_s(pid)
-    cpu = None if before is None or after is None else (after - before) / records * 1e6
-    return records / seconds, cpu
+    broker_after, me_after = process_cpu_s(pid), _own_cpu_s()
+    cpu = None if broker is None or broker_after is None else (broker_after - broker) / records * 1e6
+    return Measured(records / seconds, cpu, (me_after - me) / records * 1e6)
+
+
+def _own_cpu_s() -> float:
+    t = os.times()
+    return t.user + t.system
 
 
 def run_peer_bench(
@@ -729,18 +749,18 @@ def run_peer_bench(
                         plain, replicated = sides[name]
                         target = replicated if case.replicated else plain
                         try:
-                            rate, cpu = _run_case(
-                                client, case, target, records, value, filled.get(name), row, name
-                            )
+                            got = _run_case(client, case, target, records, value, filled.get(name), row, name)
                         except CaseFailed as e:
                             setattr(row, f"{name}_failed", str(e) or type(e).__name__)
                             say(f"run {run + 1}: {client} {case.title}: {name} failed: {e}")
                             continue
-                        getattr(row, name).append(rate)
-                        if cpu is not None:
-                            getattr(row, f"{name}_cpu_us").append(cpu)
-                        spent = "" if cpu is None else f", broker CPU {cpu:.2f} us per record"
-                        say(f"run {run + 1}: {client} {case.title}: {name} {rate:,.0f} records/s{spent}")
+                        getattr(row, name).append(got.rate)
+                        getattr(row, f"{name}_client_cpu_us").append(got.client_cpu_us)
+                        spent = f"; CPU per record: clients {got.client_cpu_us:.2f} us"
+                        if got.broker_cpu_us is not None:
+                            getattr(row, f"{name}_cpu_us").append(got.broker_cpu_us)
+                            spent += f", broker {got.broker_cpu_us:.2f} us"
+                        say(f"run {run + 1}: {client} {case.title}: {name} {got.rate:,.0f} records/s{spent}")
         for name in sides:
             if isinstance(filled.get(name), str):
                 _delete_topic(sides[name][0].bootstrap, filled[name])
@@ -754,9 +774,9 @@ def run_peer_bench(
         "aiokafka: send() per record, deliveries awaited at the end (flush); getmany() for reading",
         "best = the highest of the runs; ratio = best kafkalite / best peer (run by run: each run's two "
         "measurements, taken back to back); a side that failed has no ratio",
-        "broker CPU: the user + system time of the broker's process over the whole case (its warm-up "
-        "included), per record; the clients' own CPU is not in it, so it compares the brokers' work even "
-        "where the clients set the pace; only for processes this benchmark started",
+        "CPU: user + system time over the whole case (its warm-up included), per record, counted in the "
+        "kernel's clock ticks; a broker's only for processes this benchmark started. It compares the "
+        "brokers' own work even where the clients, sharing the cores, set the pace",
     ]
     return PeerBenchResult(
         peer_name, runs, records, record_size, list(rows.values()), load_before, os.getloadavg(), notes
@@ -764,9 +784,8 @@ def run_peer_bench(
 
 
 def _run_case(client: str, case: Case, target: Target, records: int, value: bytes,
-              filled: str | CaseFailed | None, row: Comparison, side: str) -> tuple[float, float | None]:  # fmt: skip
-    """One measurement of ``case`` with ``client`` on one side: records/s, and the broker process's CPU
-    time per record in us (None when the benchmark did not start that process)."""
+              filled: str | CaseFailed | None, row: Comparison, side: str) -> Measured:  # fmt: skip
+    """One measurement of ``case`` with ``client`` on one side."""
     if case.kind == "consume":
         setup = f"{_brokers(target.brokers)}, topic RF=1, {records:,} records"
         setattr(row, f"{side}_setup", setup)
