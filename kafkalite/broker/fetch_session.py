@@ -18,8 +18,13 @@ The request's ``session_id`` / ``session_epoch`` say which kind of fetch it is:
   epoch other than the one expected ``INVALID_FETCH_SESSION_EPOCH``; the fetcher then starts over with a
   full fetch.
 
-The broker still reads every partition of the session on each fetch, as Kafka does: a follower's fetch
-moves the leader's view of it (its LEO, and so the ISR and the high watermark) for all of them.
+The broker still looks at every partition of the session on each fetch, as Kafka does: a follower's fetch
+moves the leader's view of it (its LEO, and so the ISR and the high watermark) for all of them. For a
+follower, each partition of the session also keeps a memo of its last answer when that was the empty
+"caught up" one (``_Cached.memo``): while the partition's fetch marks (``ReplicaManager.fetch_marks``)
+and the fetch the session holds for it stay the same, the answer is the same, and the leader sends it
+again without reading the partition (``ReplicaManager.handle_fetch``). Any change the answer could show
+changes the marks, so the memo needs no invalidation of its own; it goes with its partition's entry.
 """
 
 from __future__ import annotations
@@ -55,6 +60,11 @@ class _Cached:
     high_watermark: int = -1
     last_stable_offset: int = -1
     log_start_offset: int = -1
+    memo: tuple | None = None
+    """A follower's session only: ``(marks, fetch, answer)`` of the last read, when ``answer`` was the
+    empty one of a fetch caught up at the log end; kept and read by ``ReplicaManager.handle_fetch``. It
+    holds the partition alive no longer than this entry (the session, or until the partition is
+    forgotten, or the next read of it no longer gives that answer)."""
 
 
 @dataclass
@@ -76,9 +86,6 @@ class FetchSession:
                 cached.fetch = fp
         for tp in forgotten:
             self.partitions.pop(tp, None)
-
-    def fetch_partitions(self) -> tuple[FetchPartition, ...]:
-        return tuple(c.fetch for c in self.partitions.values())
 
     def select(
         self, results: Sequence[FetchPartitionResponse], full: bool
@@ -118,6 +125,9 @@ class FetchContext:
     session: FetchSession | None = None
     full: bool = True
     error_code: int = NO_ERROR
+    entries: tuple[_Cached, ...] = ()
+    """An incremental fetch's: the session's entry of each of ``partitions``, in the same order (where
+    a follower's fetch keeps its memos); empty for a full fetch."""
 
     @property
     def session_id(self) -> int:
@@ -174,7 +184,9 @@ class FetchSessionCache:
         session.last_used_ms = now_ms
         # Kept in order of use: the first is the one to evict.
         self.sessions[session_id] = self.sessions.pop(session_id)
-        return FetchContext(session.fetch_partitions(), session, full=False)
+        entries = tuple(session.partitions.values())
+        # a list comprehension, not a generator: this runs on every fetch of every follower
+        return FetchContext(tuple([c.fetch for c in entries]), session, full=False, entries=entries)
 
     def _create(self, follower: bool, now_ms: int) -> FetchSession | None:
         if self.max_slots <= 0:

@@ -182,26 +182,44 @@ class Partition:
     def update_follower_fetch_state(
         self, replica: int, fetch_offset: int, log_start: int, now_ms: int
     ) -> bool:
-        """Kafka's rule: caught up now if the fetch reached the leader's LEO, or caught up as of the previous
-        fetch if this one reached the LEO the leader had then. Whether the follower's log end or log start
-        offset moved (only then can the HW or the low watermark)."""
+        """Kafka's ``updateFollowerFetchState``: the follower's log end and log start offsets are the
+        fetch's, its caught-up time follows Kafka's rule (``_note_fetch``). Whether the follower's log end
+        or log start offset moved (only then can the HW or the low watermark)."""
         st = self.remotes.get(replica)
         if st is None:
             return False
         moved = log_start != st.log_start_offset
-        leader_leo = self.log_end_offset
-        if fetch_offset >= leader_leo:
-            st.last_caught_up_ms = max(st.last_caught_up_ms, now_ms)
-        elif fetch_offset >= st.last_fetch_leader_leo:
-            st.last_caught_up_ms = max(st.last_caught_up_ms, st.last_fetch_ms)
-        st.last_fetch_leader_leo = leader_leo
-        st.last_fetch_ms = now_ms
+        self._note_fetch(st, fetch_offset, now_ms)
         st.log_start_offset = log_start
         if fetch_offset != st.log_end_offset:
             st.log_end_offset = fetch_offset
             self.event("leo", replica=replica, leo=fetch_offset)
             return True
         return moved
+
+    def refresh_follower_fetch_state(
+        self, replica: int, fetch_offset: int, log_start: int, now_ms: int
+    ) -> bool:
+        """``update_follower_fetch_state`` for a fetch at the place where ``replica``'s previous one left
+        it (its log end and log start offsets): only the fetch times change, so neither the HW nor the
+        low watermark can move. False, changing nothing, when the replica is elsewhere or unknown: the
+        caller does the full update. A follower's idle partitions come in every fetch it sends."""
+        st = self.remotes.get(replica)
+        if st is None or fetch_offset != st.log_end_offset or log_start != st.log_start_offset:
+            return False
+        self._note_fetch(st, fetch_offset, now_ms)
+        return True
+
+    def _note_fetch(self, st: ReplicaState, fetch_offset: int, now_ms: int) -> None:
+        # Kafka's rule: caught up now if the fetch reached the leader's LEO, or caught up as of the
+        # previous fetch if this one reached the LEO the leader had then.
+        leader_leo = self.log.log_end_offset
+        if fetch_offset >= leader_leo:
+            st.last_caught_up_ms = max(st.last_caught_up_ms, now_ms)
+        elif fetch_offset >= st.last_fetch_leader_leo:
+            st.last_caught_up_ms = max(st.last_caught_up_ms, st.last_fetch_ms)
+        st.last_fetch_leader_leo = leader_leo
+        st.last_fetch_ms = now_ms
 
     def maybe_increment_hw(
         self,

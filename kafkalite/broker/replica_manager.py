@@ -535,16 +535,52 @@ class ReplicaManager:
         slices = env.zero_copy
         partitions = self._partitions
         follower = replica >= 0
-        for fp in ctx.partitions:
+        # A follower's incremental fetch: each partition's session entry, which keeps the memo of its
+        # last answer (fetch_session); None for any other fetch, which reads every partition.
+        entries = ctx.entries if follower and ctx.entries else (None,) * len(ctx.partitions)
+        for fp, c in zip(ctx.partitions, entries, strict=True):
             # One lookup serves the read, the marks and the follower's state (_read_partition's work,
             # inline: a follower fetch comes for every batch or two).
             p = partitions.get(fp.tp)
             if p is None:
-                r, n = self._not_here(fp.tp), 0
-                marks.append(None)
+                r, n, m = self._not_here(fp.tp), 0, None
+                if c is not None:
+                    c.memo = None
             else:
+                m = _marks(p)
+                memo = None if c is None else c.memo
+                if memo is not None and memo[0] == m and (memo[1] is fp or memo[1] == fp):
+                    # An idle partition the follower is caught up on, most of a session (the 50 of
+                    # __consumer_offsets among them): the same fetch of a partition with the same
+                    # marks gets the same empty answer (tuple ==: the replica and its log compare
+                    # by identity). The marks cover all that read_records looks at for it: the LSO
+                    # moves only with an append, a truncation or a log start move (producer-id
+                    # expiry skips open transactions), and a leader's epoch cache only with an
+                    # append, a new epoch or a log start move (only a follower truncates).
+                    # The follower is where its previous fetch left it, so only its fetch times
+                    # move; the full update is left for a replica outside the ISR (it may rejoin)
+                    # or one whose state is not where that fetch left it.
+                    results.append(memo[2])
+                    marks.append(m)
+                    if (
+                        not p.refresh_follower_fetch_state(replica, fp.fetch_offset, fp.log_start_offset, now)
+                        or replica not in p.isr
+                    ):
+                        followed.append((p, fp))
+                    continue
                 r, n = p.read_records(req, fp, slices=slices)
-                marks.append(_marks(p))
+                if c is not None:
+                    # Kept only for the empty answer at the log end: below it, the log's bytes (which
+                    # compaction rewrites in place) would matter too.
+                    caught_up = (
+                        n == 0
+                        and fp.fetch_offset == m[6]
+                        and r.error_code == NO_ERROR
+                        and r.diverging_epoch is None
+                        and not r.records
+                    )
+                    c.memo = (m, fp, r) if caught_up else None
+            marks.append(m)
             results.append(r)
             total += n
             if r.error_code != NO_ERROR or r.diverging_epoch is not None:
@@ -591,8 +627,8 @@ class ReplicaManager:
         self, p: Partition, replica: int, fetch_offset: int, log_start: int, now: int
     ) -> None:
         # As Kafka's Partition.updateFollowerFetchState: the HW and the low watermark can only move when the
-        # follower's log end or log start did; a fetch at the same place (every idle partition of a fetch
-        # session, each round) only refreshes its caught-up time and may expand the ISR.
+        # follower's log end or log start did; a fetch at the same place only refreshes its caught-up time
+        # and may expand the ISR (handle_fetch does that refresh alone for an answer it kept).
         moved = p.update_follower_fetch_state(replica, fetch_offset, log_start, now)
         if moved:
             self.delete_records_purgatory.check_and_complete(p.tp)

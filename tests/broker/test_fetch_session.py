@@ -335,3 +335,197 @@ def test_a_parked_follower_fetch_sees_what_its_own_update_set_off() -> None:
             c.net.run_for(1)
         took = c.net._now - t0
     assert took < 100, f"the follower got the record {took} ms after the append (fetch timeout 500 ms)"
+
+
+# ------------------------------------------------------------- the memo of an idle partition's answer
+class _FollowerSession:
+    """A fetch session of follower ``replica`` at the leader of ``tp``, driven by hand: each ``fetch``
+    goes straight to the leader's ``handle_fetch`` (max_wait_ms=0) and returns its answer, with the
+    partitions it read (``Partition.read_records`` calls) in ``reads``."""
+
+    def __init__(self, c: Cluster, tp: TopicPartition, replica: int, monkeypatch) -> None:
+        from kafkalite.broker.partition import Partition
+
+        self.rm = c.brokers[c.leader(tp.topic, tp.partition)].rm
+        self.replica = replica
+        self.reads: list[TopicPartition] = []
+        self.answers: list = []
+        self.id, self.epoch = 0, INITIAL_EPOCH
+        self.request = None
+        self.name = f"session-of-{replica}"
+        inner_send, inner_read = self.rm._send, Partition.read_records
+
+        def send(dst, msg):  # our answers stay here; the broker's own traffic goes on
+            return self.answers.append(msg) if dst == self.name else inner_send(dst, msg)
+
+        def read(p, req, fp, **kw):
+            if req is self.request:
+                self.reads.append(p.tp)
+            return inner_read(p, req, fp, **kw)
+
+        monkeypatch.setattr(self.rm, "_send", send)
+        monkeypatch.setattr(Partition, "read_records", read)
+
+    def at_log_end(self, tp: TopicPartition) -> FetchPartition:
+        p = self.rm.partition(tp)
+        return FetchPartition(
+            tp=tp,
+            fetch_offset=p.log_end_offset,
+            log_start_offset=p.log.log_start_offset,
+            current_leader_epoch=p.leader_epoch,
+            last_fetched_epoch=p.log.leader_epoch_cache.latest_epoch,
+        )
+
+    def fetch(self, parts=(), *, session: bool = True):
+        from kafkalite.protocol import FetchRequest, RequestEnvelope
+
+        self.reads.clear()
+        sid, epoch = (self.id, self.epoch) if session else (0, FINAL_EPOCH)
+        req = FetchRequest(
+            replica_id=self.replica,
+            max_wait_ms=0,
+            session_id=sid,
+            session_epoch=epoch,
+            partitions=tuple(parts),
+        )
+        self.request = req
+        self.rm.handle_fetch(RequestEnvelope(len(self.answers), self.name, req), self.name)
+        answer = self.answers[-1].response
+        assert answer.error_code == 0, answer
+        if session:
+            self.id, self.epoch = answer.session_id, next_epoch(epoch)
+        return answer
+
+
+@pytest.fixture
+def idle_cluster():
+    """3 brokers; ``t-0`` holds 5 records every replica has, ``idle`` 10 partitions none."""
+    with Cluster(brokers=3, seed=3) as c:
+        c.create_topic("idle", 10, 3)
+        c.create_topic("t", 1, 3, config={"min.insync.replicas": 2})
+        _produce(c, 5)
+        c.net.run_for(1_000)
+        assert set(c.log_end_offsets("t", 0).values()) == {5}
+        yield c
+
+
+def _session_at_leader_of_t(c: Cluster, monkeypatch) -> tuple[_FollowerSession, int, int]:
+    """A session of one follower of t-0 (``f``; ``g`` is the other) naming every partition its leader
+    leads, each at its log end, after one incremental fetch that read them all."""
+    leader = c.leader("t", 0)
+    f, g = (b for b in c.replicas("t", 0) if b != leader)
+    s = _FollowerSession(c, TopicPartition("t", 0), f, monkeypatch)
+    led = [TopicPartition("idle", i) for i in range(10) if c.leader("idle", i) == leader]
+    assert led, "the leader of t-0 leads idle partitions too"
+    s.fetch([s.at_log_end(tp) for tp in [TopicPartition("t", 0), *led]])
+    s.fetch()
+    assert len(s.reads) == 1 + len(led), "the first incremental fetch reads every partition"
+    return s, f, g
+
+
+def test_a_repeated_follower_fetch_does_not_read_its_idle_partitions_again(idle_cluster, monkeypatch) -> None:
+    """The leader keeps the empty answer of each partition of a follower's session that it is caught up
+    on, and sends it again while nothing it depends on moved: no read, and nothing new to send."""
+    s, f, _ = _session_at_leader_of_t(idle_cluster, monkeypatch)
+    for _ in range(3):
+        assert s.fetch().partitions == (), "nothing new"
+        assert s.reads == [], f"read again: {s.reads}"
+    p = s.rm.partition(TopicPartition("t", 0))
+    assert f in p.isr and p.remotes[f].log_end_offset == 5
+    # a sessionless follower fetch and a consumer's session keep reading
+    s.fetch([s.at_log_end(TopicPartition("t", 0))], session=False)
+    assert s.reads == [TopicPartition("t", 0)]
+    consumer = _FollowerSession(idle_cluster, TopicPartition("t", 0), -1, monkeypatch)
+    consumer.fetch([consumer.at_log_end(TopicPartition("t", 0))])
+    for _ in range(2):
+        assert consumer.fetch().partitions == ()
+        assert consumer.reads == [TopicPartition("t", 0)], "a consumer's fetch reads"
+
+
+def test_a_change_the_answer_shows_is_sent_though_the_log_end_stays(idle_cluster, monkeypatch) -> None:
+    """A HW move, a log start move (DeleteRecords) and a leader epoch bump, each at the same log end
+    offset: the next fetch of the session reads the partition again and sends what changed."""
+    from types import SimpleNamespace
+
+    from kafkalite.errors import FencedLeaderEpochError
+    from kafkalite.protocol import DeleteRecordsPartition, DeleteRecordsRequest, RequestEnvelope
+    from kafkalite.records import build_values_batch
+
+    c = idle_cluster
+    tp = TopicPartition("t", 0)
+    s, f, g = _session_at_leader_of_t(c, monkeypatch)
+    p = s.rm.partition(tp)
+    s.rm.append_records(tp, build_values_batch([b"six"], [c.net._now]), lambda _a: None, acks=1)
+    assert [(r.tp, len(r.records) > 0) for r in s.fetch().partitions] == [(tp, True)], "the new record"
+    s.fetch([s.at_log_end(tp)])  # f is at 6 now; the HW waits for g
+    assert (p.log_end_offset, p.high_watermark) == (6, 5)
+    assert s.fetch().partitions == () and s.reads == [], "kept: nothing moved"
+
+    # g's fetch moves the HW, not the log end
+    other = _FollowerSession(c, tp, g, monkeypatch)
+    other.fetch([other.at_log_end(tp)], session=False)
+    assert (p.log_end_offset, p.high_watermark) == (6, 6)
+    assert [(r.tp, r.high_watermark) for r in s.fetch().partitions] == [(tp, 6)], "the new HW"
+    assert s.reads != []
+
+    # DeleteRecords moves the log start, not the log end
+    req = DeleteRecordsRequest(partitions=(DeleteRecordsPartition(tp=tp, offset=3),), timeout_ms=0)
+    s.rm.handle_delete_records(RequestEnvelope(99, s.name, req), s.name)
+    assert (p.log_end_offset, p.log.log_start_offset) == (6, 3)
+    assert [(r.tp, r.log_start_offset) for r in s.fetch().partitions] == [(tp, 3)], "the new log start"
+    assert s.fetch().partitions == () and s.reads == [], "kept again"
+
+    # a new leader epoch on the same leader, at the same log end: the follower's epoch is fenced
+    state = SimpleNamespace(
+        leader=p.leader_id,
+        leader_epoch=p.leader_epoch + 1,
+        partition_epoch=p.partition_epoch + 1,
+        controller_epoch=p.controller_epoch,
+        replicas=p.replicas,
+        isr=p.isr,
+    )
+    p.make_leader(state, c.net._now)
+    assert p.log_end_offset == 6
+    assert [(r.tp, r.error_code) for r in s.fetch().partitions] == [(tp, FencedLeaderEpochError.code)]
+
+
+def test_a_follower_outside_the_isr_rejoins_on_a_kept_answer(idle_cluster, monkeypatch) -> None:
+    """A follower caught up on an idle partition, but not in its ISR (dropped while its broker was
+    fenced, say), is proposed for the ISR again by its next fetch, whose answer is the kept one."""
+    s, f, _ = _session_at_leader_of_t(idle_cluster, monkeypatch)
+    proposals: list = []
+    monkeypatch.setattr(
+        s.rm.alter_partition_manager, "submit", lambda p, isr, why: proposals.append((p.tp, isr))
+    )
+    s.fetch()
+    assert proposals == [] and s.reads == []
+    idle = next(i for i in range(10) if idle_cluster.leader("idle", i) == s.rm.broker_id)
+    p = s.rm.partition(TopicPartition("idle", idle))
+    p.isr = tuple(r for r in p.isr if r != f)
+    s.fetch()
+    assert s.reads == [], "the answer was the kept one"
+    assert proposals == [(p.tp, tuple(sorted((*p.isr, f))))], "the follower is proposed for the ISR"
+
+
+def test_a_follower_that_stops_fetching_leaves_the_isr_of_a_busy_partition() -> None:
+    """Only a follower's own fetches refresh its caught-up time: one cut off from the leader leaves the
+    ISR of a partition that got new records, while the other follower's fetches go on, answered from
+    their memos once it is at the log end again. At the idle partitions, where the silent one is at the
+    log end, it stays (Kafka's isCaughtUp)."""
+    with Cluster(brokers=3, seed=3, config={"replica.lag.time.max.ms": 2_000}) as c:
+        c.create_topic("idle", 10, 3)
+        c.create_topic("t", 1, 3, config={"min.insync.replicas": 2})
+        c.net.run_for(2_000)
+        leader = c.leader("t", 0)
+        g = next(b for b in c.replicas("t", 0) if b != leader)
+        c.cut(leader, g)
+        p = c.producer(config={"acks": 1})
+        for i in range(5):
+            p.send("t", b"v%d" % i)
+        p.flush()
+        assert c.run_until(p.idle, 10_000)
+        assert c.run_until(lambda: g not in c.isr("t", 0), 10_000), "the silent follower stayed in the ISR"
+        lagging = [e for e in c.events("isr_lagging", node=leader) if e.fields["replica"] == g]
+        assert lagging, "the leader dropped it for lagging"
+        led = [i for i in range(10) if c.leader("idle", i) == leader]
+        assert led and all(g in c.isr("idle", i) for i in led)
