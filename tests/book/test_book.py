@@ -137,6 +137,24 @@ def test_every_assert_in_a_chapter_says_what_failed(chapter: str) -> None:
     assert not bare, f"book/{chapter}.md has asserts without a message:\n" + "\n".join(bare)
 
 
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_each_glue_key_is_glued_once_in_a_chapter(chapter: str) -> None:
+    """The strict book build refuses a chapter that glues one key twice (myst-nb's duplicate warning),
+    and the text would show only one of the two values: found here, before a build of minutes."""
+    keys = [
+        node.args[0].value
+        for source in chapter_code(chapter)
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "glue"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+    ]
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    assert not twice, f"book/{chapter}.md glues these keys more than once: {twice}"
+
+
 @pytest.mark.parametrize("chapter", [c for c in CHAPTERS if c != "glossary"])
 def test_chapter_checks_its_knobs_and_lists_its_sources(chapter: str) -> None:
     """Each chapter range-checks its parameters (check_params names a bad knob and its range) and ends
