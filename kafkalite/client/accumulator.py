@@ -34,6 +34,7 @@ __all__ = [
     "ProducerBatch",
     "RecordAccumulator",
     "RecordMetadata",
+    "TopicFuture",
     "batch_size_upper_bound",
 ]
 
@@ -100,19 +101,15 @@ class NotCompletedError(RuntimeError):
 
 
 class FutureRecordMetadata:
-    """One record's outcome, resolved through its batch (Kafka's ``FutureRecordMetadata``)."""
+    """One record's outcome, resolved through its batch (Kafka's ``FutureRecordMetadata``).
 
-    # Only batch and index are slots: the producer's fast path creates a future per record without
-    # __init__ (``object.__new__`` and two stores); the rarely set error and topic use class defaults.
-    __slots__ = ("batch", "index", "__dict__")
-    _error: KafkaError | None = None  # failed before reaching a batch
+    The producer's fast path makes one per record as ``FutureRecordMetadata()`` and two slot stores: no
+    ``__init__`` and no instance dict, the cheapest object Python builds. A future made anywhere else
+    is a ``TopicFuture``, which can also carry a topic before it has a batch, and an error."""
+
+    __slots__ = ("batch", "index")
+    _error: KafkaError | None = None  # failed before reaching a batch (a TopicFuture only)
     _topic = ""
-
-    def __init__(self, batch: ProducerBatch | None, index: int, topic: str = "") -> None:
-        self.batch = batch
-        self.index = index
-        if topic:
-            self._topic = topic
 
     @property
     def topic(self) -> str:
@@ -164,6 +161,19 @@ class FutureRecordMetadata:
         return f"FutureRecordMetadata({err.name})" if err else f"FutureRecordMetadata({self.result()})"
 
 
+class TopicFuture(FutureRecordMetadata):
+    """A future made off the fast path: named by topic while it waits for metadata or memory, and
+    failed with ``_error`` when the send fails before reaching a batch."""
+
+    __slots__ = ("_error", "_topic")
+
+    def __init__(self, batch: ProducerBatch | None, index: int, topic: str) -> None:
+        self.batch = batch
+        self.index = index
+        self._topic = topic
+        self._error = None
+
+
 Callback = Callable[[RecordMetadata | None, KafkaError | None], Any]
 
 
@@ -203,6 +213,7 @@ class ProducerBatch:
         "transactional",
         "pooled",
         "is_split",
+        "hot",
     )
 
     def __init__(
@@ -229,6 +240,9 @@ class ProducerBatch:
         self.attempts = 0
         self.buffer: bytes | None = None
         self.full = False
+        # The producer's fast-path entry appending to this batch, if any: it appends while the batch's
+        # size is below its ``cap``, so closing the batch sets that to 0 (see close_for_appends).
+        self.hot: Any = None
         self.done = False
         self.error: KafkaError | None = None
         self.base_offset = -1
@@ -308,10 +322,17 @@ class ProducerBatch:
         self.seqs.append(seq)
         return index
 
+    def close_for_appends(self) -> None:
+        """Kafka's closeForRecordAppends: no record joins this batch any more, the producer's fast
+        path included."""
+        self.full = True
+        if self.hot is not None:
+            self.hot.cap = 0
+
     def encode(self, compression: int) -> bytes:
         """The batch's v2 bytes, built once (the batch takes no more records after this)."""
         if self.buffer is None:
-            self.full = True
+            self.close_for_appends()
             buf = None
             pid, epoch, seq = self.producer_id, self.producer_epoch, self.base_sequence
             if self.keys is None and self.headers is None and self.values:
@@ -425,7 +446,7 @@ class RecordAccumulator:
         if dq is None:
             dq = self.batches[tp] = deque()
         elif dq:
-            dq[-1].full = True
+            dq[-1].close_for_appends()
         ratio = self.ratios.estimation(tp.topic, compression) if compression else 0.0
         batch = ProducerBatch(tp, now_ms, self.acks, max(self.batch_size, first_record_bound), ratio)
         dq.append(batch)
@@ -570,7 +591,7 @@ class RecordAccumulator:
         for dq in self.batches.values():
             while dq and now_ms - dq[0].created_ms >= limit:
                 batch = dq.popleft()
-                batch.full = True  # out of the queue: nothing may append to it any more
+                batch.close_for_appends()  # out of the queue: nothing may append to it any more
                 out.append(batch)
             # Later batches are younger except retried/split ones at the head; those were handled above.
         return out
@@ -582,7 +603,7 @@ class RecordAccumulator:
     def abort_all(self) -> list[ProducerBatch]:
         out = [b for dq in self.batches.values() for b in dq]
         for b in out:
-            b.full = True  # out of the queue: nothing may append to it any more
+            b.close_for_appends()  # out of the queue: nothing may append to it any more
         for dq in self.batches.values():
             dq.clear()
         return out

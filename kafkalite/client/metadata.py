@@ -9,6 +9,7 @@ is ignored (KIP-320): a lagging broker must not move the producer back to a depo
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kafkalite.errors import error_name
@@ -60,6 +61,9 @@ class ClusterMetadata:
         self.last_refresh_ms: int | None = None
         self.version = 0
         self._leaders: dict[TopicPartition, int] = {}
+        # Called after every applied response: a producer ends its fast-path entries, which hold
+        # partition counts and availability from the metadata before.
+        self.on_update: Callable[[], None] | None = None
 
     def add_topic(self, topic: str) -> bool:
         """Start tracking ``topic``; True if it is new (the caller then asks for a refresh)."""
@@ -125,6 +129,8 @@ class ClusterMetadata:
             )
             for p in parts:
                 self._leaders[TopicPartition(tm.name, p.partition)] = p.leader
+        if self.on_update is not None:
+            self.on_update()
 
     def topic_id(self, name: str) -> uuid.UUID:
         """The topic's id as the brokers gave it; for a topic they gave none, or one not known yet, the

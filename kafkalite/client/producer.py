@@ -36,6 +36,7 @@ from kafkalite.client.accumulator import (
     ProducerBatch,
     RecordAccumulator,
     RecordMetadata,
+    TopicFuture,
     batch_size_upper_bound,
 )
 from kafkalite.client.metadata import FATAL_TOPIC_ERRORS, ClusterMetadata
@@ -65,8 +66,6 @@ from kafkalite.records.record import MAX_RECORD_OVERHEAD
 from kafkalite.records.varint import sizeof_varint
 
 __all__ = ["FutureRecordMetadata", "Producer", "ProducerClosedError", "RecordMetadata"]
-
-_new_future = object.__new__
 
 
 class ProducerClosedError(RuntimeError):
@@ -98,26 +97,28 @@ class _HotBatch:
     A record's exact size depends on its offset and timestamp deltas and its value's length only through
     varint widths, so within a *regime* (index below ``idx_end``, time at most ``ts_end``, value length in
     ``lmin..lmax``) it is ``c + len(value)``. ``lmax`` also keeps records past ``max.request.size`` on the
-    full path, which checks them. ``room`` counts down the bytes the fast path may still add: the least of
-    what keeps the batch under its write limit and what keeps the sticky partitioner from a forced switch.
-    The bytes and sends taken this way reach the sticky state and the send counter when the entry is
-    cooled (``Producer._cool``), so the per-record path updates one counter instead of three.
+    full path, which checks them. The batch's size stays below ``cap``: the least of its write limit and
+    what keeps the sticky partitioner from a forced switch. The bytes and sends taken this way reach the
+    sticky state and the send counter when the entry is cooled (``Producer._cool``), so the per-record
+    path updates one counter (the batch's size) instead of three. New
+    metadata cools every entry (``ClusterMetadata.on_update``), so the per-record path does not compare
+    metadata versions.
     """
 
     __slots__ = (
-        "batch", "values", "stamps", "seqs", "sticky", "version", "room", "start_room", "start_len",
+        "batch", "values", "stamps", "seqs", "sticky", "cap", "start_size", "start_len",
         "c", "lmin", "lmax", "idx_end", "ts_end",
     )  # fmt: skip
 
-    def __init__(self, batch: ProducerBatch, sticky: Any, version: int, room: int, seqs: list | None) -> None:
+    def __init__(self, batch: ProducerBatch, sticky: Any, room: int, seqs: list | None) -> None:
         self.batch = batch
         self.values = batch.values
         self.stamps = batch.timestamps
         self.seqs = seqs  # None when the history is off: nothing reads per-record send numbers then
         self.sticky = sticky
-        self.version = version
-        self.room = room
-        self.start_room = room
+        # The fast path appends while the batch's size stays below ``cap``: ``room`` bytes from now.
+        self.start_size = batch.size
+        self.cap = batch.size + room
         self.start_len = len(batch.values)
         self.c = self.lmin = self.lmax = self.idx_end = self.ts_end = 0
 
@@ -215,6 +216,7 @@ class Producer(BaseNode):
         self._key_ser: Callable[[Any], bytes] | None = cfg["key.serializer"]
         self._value_ser: Callable[[Any], bytes] | None = cfg["value.serializer"]
         self.metadata = ClusterMetadata(list(bootstrap), cfg.metadata_max_age_ms)
+        self.metadata.on_update = self._cool_all
         if not self.metadata.bootstrap:
             raise ValueError("bootstrap must name at least one broker")
         self.accumulator = RecordAccumulator(
@@ -343,13 +345,11 @@ class Producer(BaseNode):
             ):
                 # (Out of its regime, the entry takes the one this record is in, when it has one: the
                 # offset delta's varint widens at record 64, the timestamp delta's after 63 ms.)
-                size = hot.c + vlen  # the record's exact size in this regime
-                room = hot.room - size
                 batch = hot.batch
-                if room > 0 and not batch.full and hot.version == self.metadata.version:
-                    hot.room = room
-                    batch.size += size
-                    fut = _new_future(FutureRecordMetadata)
+                size = batch.size + hot.c + vlen  # c + vlen: the record's exact size in this regime
+                if size < hot.cap:  # (a closed batch has a cap of 0)
+                    batch.size = size
+                    fut = FutureRecordMetadata()
                     fut.batch = batch
                     fut.index = index
                     values.append(value)
@@ -360,6 +360,20 @@ class Producer(BaseNode):
                         self._seq = seq + 1
                         seqs.append(seq)
                     return fut
+        return self._send_full(topic, value, key, partition, headers, timestamp, callback)
+
+    def _send_full(
+        self,
+        topic: str,
+        value: Any,
+        key: Any,
+        partition: int | None,
+        headers: Any,
+        timestamp: int | None,
+        callback: Callback | None,
+    ) -> FutureRecordMetadata:
+        """``send()`` off its fast path. A method of its own so that ``send()``'s frame stays small: its
+        locals, and the closure cell ``_block``'s condition needs, are set up and torn down per call."""
         if self._closing:
             raise ProducerClosedError("Cannot perform operation after producer has been closed")
         if self._txn and self._tm.txn_state != "IN_TRANSACTION":  # type: ignore[union-attr]
@@ -396,7 +410,7 @@ class Producer(BaseNode):
         if self._mem_waiting:
             # Earlier sends queue for memory: this one goes after them, as Kafka's BufferPool serves
             # waiters in order.
-            if not self._block(lambda: not self._mem_waiting, deadline):
+            if not self._block(self._no_memory_waiters, deadline):
                 return self._fail_early(
                     seq, topic, partition, value, self._exhausted(self._batch_size), callback
                 )
@@ -405,7 +419,7 @@ class Producer(BaseNode):
         if cache is None or cache.version != self.metadata.version:
             cache = self._topic_cache(topic)
         if cache is None or (partition is not None and partition >= cache.n):
-            fut = FutureRecordMetadata(None, 0, topic)
+            fut = TopicFuture(None, 0, topic)
             self._waiting.append(
                 [seq, topic, partition, key, value, headers, ts, callback, fut, deadline, False]
             )
@@ -527,8 +541,7 @@ class Producer(BaseNode):
     def close(self, timeout_ms: int | None = None) -> None:
         """Stop taking records and send what is queued; ``timeout_ms=0`` fails queued records at once."""
         self._closing = True
-        for topic in list(self._hot):
-            self._cool(topic)  # send()'s fast path must not take records any more
+        self._cool_all()  # send()'s fast path must not take records any more
         self.accumulator.closing = True
         if timeout_ms == 0:
             now = self.net._now
@@ -615,7 +628,7 @@ class Producer(BaseNode):
             bound = batch_size_upper_bound(key, value, headers)
             need = bound if bound > self._batch_size else self._batch_size
             if need > self._pool_free:
-                if deadline is None or not self._block(lambda: self._pool_free >= need, deadline):
+                if deadline is None or not self._block_for_memory(need, deadline):
                     raise _NoMemory(tp, need)
                 now = self.net._now
                 # The network ran meanwhile: the record may fit a batch opened for tp since.
@@ -655,7 +668,7 @@ class Producer(BaseNode):
             ):
                 self._make_hot(topic, batch, sticky, cache.version, value, now)
         if fut is None:
-            return FutureRecordMetadata(batch, index, topic)
+            return TopicFuture(batch, index, topic)
         fut.batch, fut.index = batch, index
         return fut
 
@@ -681,6 +694,14 @@ class Producer(BaseNode):
             return False
         return net.run_until(done, deadline - net._now)
 
+    # The conditions _block waits on are methods, not lambdas in the callers: a lambda would make
+    # ``self`` a closure cell of send()'s and _append's frames, built on every call.
+    def _no_memory_waiters(self) -> bool:
+        return not self._mem_waiting
+
+    def _block_for_memory(self, need: int, deadline: int) -> bool:
+        return self._block(lambda: self._pool_free >= need, deadline)
+
     def _exhausted(self, need: int) -> BufferExhaustedError:
         return BufferExhaustedError(
             f"Failed to allocate {need} bytes within the configured max blocking time "
@@ -699,24 +720,35 @@ class Producer(BaseNode):
         nbytes = batch.next_record_size(ts, key, value, headers)
         if batch.has_room(nbytes):
             return batch, nbytes
-        batch.full = True
+        batch.close_for_appends()
         self._wakeup.schedule(now)
         return None, 0
 
     def _make_hot(
         self, topic: str, batch: ProducerBatch, sticky: Any, version: int, value: bytes, now: int
     ) -> None:
-        """Open the fast path on ``batch`` for the regime of widths the next record falls in."""
+        """Open the fast path on ``batch`` for the regime of widths the next record falls in; not when
+        the metadata changed since ``version`` (while the send waited for memory): the entry would keep
+        partition info that metadata updates no longer reach (they end the entries there are)."""
+        if version != self.metadata.version:
+            return
         room = min(batch.limit - batch.size, 2 * sticky.sticky_batch_size - sticky.produced_bytes)
-        hot = _HotBatch(batch, sticky, version, room, batch.seqs if self._history_on else None)
+        hot = _HotBatch(batch, sticky, room, batch.seqs if self._history_on else None)
         if _regime(hot, len(batch.values), now, len(value), self._max_record):
             self._hot[topic] = hot
+            batch.hot = hot
+
+    def _cool_all(self) -> None:
+        """End every fast-path entry (the producer closes, or new metadata came)."""
+        for topic in list(self._hot):
+            self._cool(topic)
 
     def _cool(self, topic: str) -> None:
         """End ``topic``'s fast-path entry, handing on what it took: bytes to the sticky partitioner,
         sends to the send counter."""
         hot = self._hot.pop(topic)
-        hot.sticky._produced_bytes += hot.start_room - hot.room
+        hot.batch.hot = None
+        hot.sticky._produced_bytes += hot.batch.size - hot.start_size
         if hot.seqs is None:
             self._seq += len(hot.values) - hot.start_len
 
@@ -812,7 +844,7 @@ class Producer(BaseNode):
         """A send that failed before reaching a batch; ``partition`` None (or -1) when none was chosen."""
         if partition is None:
             partition = -1
-        fut = FutureRecordMetadata(None, 0, topic)
+        fut = TopicFuture(None, 0, topic)
         fut._error = err
         self._metrics["record-error-total"] += 1
         if self._history_on:

@@ -15,6 +15,7 @@ from kafkalite.client import partitioner as partitioner_module
 from kafkalite.client import producer as producer_module
 from kafkalite.client.accumulator import CompressionRatioEstimator, batch_size_upper_bound
 from kafkalite.errors import MessageTooLargeError
+from kafkalite.protocol import MetadataRequest
 from kafkalite.records import (
     BATCH_HEADER_SIZE,
     Compression,
@@ -366,3 +367,38 @@ def test_adaptive_weights_are_dropped_when_too_few_partitions_have_a_leader():
     # One partition with a leader out of three entries: still weighted, over that partition alone.
     assert state._cft_ids == [0]
     assert {state.next_partition(3, [0]) for _ in range(20)} == {0}
+
+
+def test_new_metadata_ends_the_fast_path():
+    """An applied metadata response cools every fast-path entry (the per-record path does not compare
+    metadata versions); the next send takes the full path, which sees the new partition info."""
+    net, cluster, p = setup(partitions=3, linger_ms=1000)
+    _load_metadata(net, p)
+    for _ in range(3):
+        p.send("t", bytes(10))
+    hot = p._hot["t"]
+    batch = hot.batch
+    assert batch.hot is hot
+    cluster.create("u", 1, 1)  # any response will do: it is applied, so the version moves on
+    p.metadata.update(cluster.brokers[0]._metadata(MetadataRequest(topics=("t", "u"))), net.now_ms())
+    assert not p._hot and batch.hot is None
+    fut = p.send("t", bytes(10))
+    assert fut.batch is batch and fut.index == 3  # the full path appends to the same open batch
+    assert p._hot["t"].batch is batch  # and opens the fast path again
+
+
+def test_a_closed_batch_takes_no_record_from_the_fast_path():
+    """The sender closing a batch (draining it into a request) ends appends to it, also by send()'s fast
+    path, whose entry still points at the batch until the next send."""
+    net, _, p = setup(linger_ms=5)
+    _load_metadata(net, p)
+    first = [p.send("t", bytes(10)) for _ in range(5)]
+    batch = first[0].batch
+    hot = p._hot["t"]
+    net.run_for(10)  # linger.ms passes: the batch is drained and sent
+    assert batch.full and hot.cap == 0
+    later = p.send("t", bytes(10))
+    assert later.batch is not batch and batch.record_count == 5
+    net.run_for(50)
+    assert [f.result().offset for f in first] == [0, 1, 2, 3, 4]
+    assert later.result().offset == 5
