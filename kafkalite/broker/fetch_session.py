@@ -230,10 +230,17 @@ class FetchSessionHandler:
             self.sent = {fp.tp: fp for fp in wanted}
             return INVALID_SESSION_ID, INITIAL_EPOCH, tuple(wanted), ()
         sent = self.sent
-        now = {fp.tp: fp for fp in wanted}
-        # ``is`` first: a fetcher hands the same object again for a partition where nothing changed
-        changed = tuple(fp for fp in wanted if (old := sent.get(fp.tp)) is not fp and old != fp)
-        forgotten = tuple(tp for tp in sent if tp not in now) if len(now) != len(sent) or changed else ()
+        now = {}
+        changes = []
+        for fp in wanted:  # a loop, not comprehensions: no closure cells to build per fetch
+            tp = fp.tp
+            now[tp] = fp
+            old = sent.get(tp)
+            # ``is`` first: a fetcher hands the same object again for a partition where nothing changed
+            if old is not fp and old != fp:
+                changes.append(fp)
+        changed = tuple(changes)
+        forgotten = _missing(sent, now) if len(now) != len(sent) or changed else ()
         self.sent = now  # a new dict: the caller may keep the old one as what an earlier fetch asked
         return self.session_id, self.epoch, changed, forgotten
 
@@ -253,3 +260,8 @@ class FetchSessionHandler:
         self.session_id = INVALID_SESSION_ID
         self.epoch = INITIAL_EPOCH
         self.sent = {}
+
+
+def _missing(sent: dict, now: dict) -> tuple[TopicPartition, ...]:
+    """The partitions of ``sent`` not in ``now``, in ``sent``'s order."""
+    return tuple([tp for tp in sent if tp not in now])

@@ -157,9 +157,10 @@ class ReplicaFetcher:
             elif st.state == RESETTING and not st.in_flight:
                 self._send_list_offsets(st)
         if self.fetch_in_flight is None:
-            ready = [
-                st for st in self.partitions.values() if st.state == FETCHING and st.backoff_until_ms <= now
-            ]
+            ready = []
+            for st in self.partitions.values():
+                if st.state == FETCHING and st.backoff_until_ms <= now:
+                    ready.append(st)
             if ready:
                 self._send_fetch(ready)
         if wake is not None and self._wake_timer is None:

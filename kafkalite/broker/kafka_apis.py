@@ -162,9 +162,7 @@ class KafkaApis:
         elif isinstance(req, DescribeClusterRequest):
             b.send(src, env.reply(b.cache.describe_cluster()))
         elif isinstance(req, DeleteGroupsRequest):
-            codes = b.group_manager.delete_groups(req.groups) if b.group_manager is not None else {}
-            results = tuple(DeletableGroupResult(group_id=g, error_code=codes.get(g, 0)) for g in req.groups)
-            b.send(src, env.reply(DeleteGroupsResponse(results=results)))
+            b.send(src, env.reply(self._delete_groups(req)))
         elif isinstance(req, DescribeConfigsRequest):
             b.send(src, env.reply(b.admin.describe_configs(req)))
         elif isinstance(req, AlterConfigsRequest):
@@ -185,6 +183,14 @@ class KafkaApis:
                 b.log("unsupported_request", api=type(req).__name__, src=src)
                 return
             getattr(b.rm, handler)(env, src)
+
+    def _delete_groups(self, req: DeleteGroupsRequest) -> DeleteGroupsResponse:
+        # A method of its own: the generator's closure would give handle() a cell to build per request.
+        gm = self.broker.group_manager
+        codes = gm.delete_groups(req.groups) if gm is not None else {}
+        return DeleteGroupsResponse(
+            results=tuple(DeletableGroupResult(group_id=g, error_code=codes.get(g, 0)) for g in req.groups)
+        )
 
     def handle_error(self, src: Any, msg: Any, exc: Exception) -> None:
         """Kafka's ``handleError``: the request that raised is answered with its error (a Kafka error's

@@ -322,7 +322,7 @@ class ReplicaManager:
             self.clock.now_ms(),
             self.config.replica_lag_time_max_ms,
             self._min_isr(p.tp.topic),
-            (lambda b: b in live) if live else None,
+            live.__contains__ if live else None,
         ):
             self._on_hw_moved(p)
 

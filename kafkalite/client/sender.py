@@ -105,7 +105,11 @@ class Sender:
         acc = self.accumulator
         meta = self.metadata
         # Timeouts first: missing responses, then batches past delivery.timeout.ms.
-        for req in [r for r in self._inflight.values() if r.deadline <= now]:
+        late = []
+        for req in self._inflight.values():
+            if req.deadline <= now:
+                late.append(req)
+        for req in late:
             if req.corr in self._inflight:
                 self._metrics["request-timeout-total"] += 1
                 p.log("request_timeout", broker=req.node, correlation_id=req.corr)
@@ -172,10 +176,12 @@ class Sender:
         delivery_timeout = self.config.delivery_timeout_ms
         for r in self._inflight.values():
             cands.append(r.deadline)
-            if r.batches:
-                live = [b.created_ms for b in r.batches if not b.done]
-                if live:
-                    cands.append(min(live) + delivery_timeout)
+            oldest = None
+            for b in r.batches or ():
+                if not b.done and (oldest is None or b.created_ms < oldest):
+                    oldest = b.created_ms
+            if oldest is not None:
+                cands.append(oldest + delivery_timeout)
         if p._waiting:
             cands.append(min(w[9] for w in p._waiting))
         meta = self.metadata
@@ -197,7 +203,11 @@ class Sender:
 
     def _partitions_led_by(self, node: int) -> list[TopicPartition]:
         leader_for = self.metadata.leader_for
-        return [tp for tp, dq in self.accumulator.batches.items() if dq and leader_for(tp) == node]
+        led = []
+        for tp, dq in self.accumulator.batches.items():
+            if dq and leader_for(tp) == node:
+                led.append(tp)
+        return led
 
     def _update_load_stats(self) -> None:
         """Queue sizes for adaptive partitioning, gathered as Kafka's ``partitionReady`` does: only once
