@@ -79,7 +79,7 @@ class Partition:
         *,
         broker_id: int,
         high_watermark: int = 0,
-        log_event: Callable[..., None] | None = None,
+        record_event: Callable[[str, dict[str, Any]], None] | None = None,
     ) -> None:
         self.tp = tp
         self.log = log
@@ -95,7 +95,8 @@ class Partition:
         self.leader_epoch_start_offset = -1
         self.remotes: dict[int, ReplicaState] = {}
         self.high_watermark = min(max(high_watermark, 0), log.log_end_offset)
-        self._log_event = log_event or (lambda *a, **k: None)
+        # record_event(kind, fields): the fields dict goes to the event log as it is (no re-packing).
+        self._record_event = record_event or (lambda kind, fields: None)
         self._tp_name = str(tp)  # events name the partition several times per produced batch
         self._reported_corruption: set[tuple[str, int]] = set()
 
@@ -126,7 +127,7 @@ class Partition:
         return st.last_caught_up_ms if st else -1
 
     def event(self, kind: str, **fields: Any) -> None:
-        self._log_event(kind, tp=self._tp_name, **fields)
+        self._record_event(kind, {"tp": self._tp_name, **fields})
 
     def __repr__(self) -> str:
         role = "leader" if self.is_leader else f"follower of {self.leader_id}"

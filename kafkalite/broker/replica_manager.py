@@ -132,6 +132,7 @@ class ReplicaManager:
         cancel_timer: Callable[[int], Any],
         controller_id: Callable[[], int | None],
         log_event: Callable[..., None],
+        record_event: Callable[[str, dict[str, Any]], None] | None = None,
         file_ops: FileOps = OS_FILE_OPS,
         metadata_cache: MetadataCache | None = None,
         metrics: BrokerMetrics | None = None,
@@ -155,7 +156,9 @@ class ReplicaManager:
         self._set_timer_fn = set_timer
         self._cancel_timer_fn = cancel_timer
         self._controller_id = controller_id
-        self._log_event = log_event
+        # Events go out as (kind, fields dict): ``record_event`` when the host has it (the simulated
+        # network's ``record``), else through ``log_event``. Replication logs several per batch.
+        self._record_event = record_event or (lambda event, fields: log_event(event, **fields))
         self._topic_configs: dict[str, dict[str, Any]] = {}
         self._min_isr_cache: dict[str, int] = {}  # follows _topic_configs (set_topic_config clears it)
         # A topic's LogConfig (frozen), parsed once for all its replicas: parsing it for each was most of
@@ -225,7 +228,7 @@ class ReplicaManager:
 
     # ============================================================================= small plumbing
     def _event(self, event: str, **fields: Any) -> None:
-        self._log_event(event, **fields)
+        self._record_event(event, fields)
 
     def _set_timer(self, delay_ms: int, callback: Callable[[int], None]) -> int:
         def fire(now_ms: int) -> None:
@@ -380,7 +383,9 @@ class ReplicaManager:
                 )
             hw = self._hw_checkpoint.get(d, {}).get((tp.topic, tp.partition), 0)
             # The injected logger itself, not ``self._event``: one call layer less on a per-batch path.
-            p = Partition(tp, log, broker_id=self.broker_id, high_watermark=hw, log_event=self._log_event)
+            p = Partition(
+                tp, log, broker_id=self.broker_id, high_watermark=hw, record_event=self._record_event
+            )
             self._partitions[tp] = p
             if not self.config.replica_metadata_only:
                 self.alter_log_dirs.resume(p)

@@ -333,6 +333,10 @@ class SimNetwork:
         # tuple.__new__ skips the NamedTuple's Python-level __new__: brokers log several events per batch.
         self._events.append(_new_tuple(Event, (self._now, node, event, fields)))
 
+    def record(self, node: NodeId | None, event: str, fields: dict[str, Any]) -> None:
+        """``log`` with the fields as a dict the caller built (and hands over): no keyword packing."""
+        self._events.append(_new_tuple(Event, (self._now, node, event, fields)))
+
     # ------------------------------------------------------------------------------------ scheduling
 
     def at(self, time_ms: int, fn: Callable[[], Any]) -> None:
