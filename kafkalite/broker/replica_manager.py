@@ -131,7 +131,7 @@ class ReplicaManager:
         set_timer: Callable[[int, Callable[[int], None]], int],
         cancel_timer: Callable[[int], Any],
         controller_id: Callable[[], int | None],
-        log_event: Callable[..., None],
+        log_event: Callable[..., None] | None = None,
         record_event: Callable[[str, dict[str, Any]], None] | None = None,
         file_ops: FileOps = OS_FILE_OPS,
         metadata_cache: MetadataCache | None = None,
@@ -157,8 +157,13 @@ class ReplicaManager:
         self._cancel_timer_fn = cancel_timer
         self._controller_id = controller_id
         # Events go out as (kind, fields dict): ``record_event`` when the host has it (the simulated
-        # network's ``record``), else through ``log_event``. Replication logs several per batch.
-        self._record_event = record_event or (lambda event, fields: log_event(event, **fields))
+        # network's ``record``), else through ``log_event(kind, **fields)``. Replication logs several
+        # per batch.
+        if record_event is None:
+            if log_event is None:
+                raise TypeError("ReplicaManager needs record_event or log_event")
+            record_event = lambda event, fields: log_event(event, **fields)  # noqa: E731
+        self._record_event = record_event
         self._topic_configs: dict[str, dict[str, Any]] = {}
         self._min_isr_cache: dict[str, int] = {}  # follows _topic_configs (set_topic_config clears it)
         # A topic's LogConfig (frozen), parsed once for all its replicas: parsing it for each was most of

@@ -163,7 +163,6 @@ class KafkaBroker(BaseNode):
             controller_id=self.controller_id,
             # Straight to the network's log (what BaseNode.log does, minus a call layer and the keyword
             # packing): replication logs several events per produced batch.
-            log_event=partial(self.net.log, self.node_id),
             record_event=partial(self.net.record, self.node_id),
             metadata_cache=self.cache,
             metrics=self.metrics,

@@ -100,9 +100,8 @@ class _HotBatch:
     full path, which checks them. The batch's size stays below ``cap``: the least of its write limit and
     what keeps the sticky partitioner from a forced switch. The bytes and sends taken this way reach the
     sticky state and the send counter when the entry is cooled (``Producer._cool``), so the per-record
-    path updates one counter (the batch's size) instead of three. New
-    metadata cools every entry (``ClusterMetadata.on_update``), so the per-record path does not compare
-    metadata versions.
+    path updates one counter (the batch's size) instead of three. New metadata cools every entry
+    (``ClusterMetadata.on_update``), so the per-record path does not compare metadata versions.
     """
 
     __slots__ = (

@@ -330,11 +330,11 @@ class SimNetwork:
 
     def log(self, node: NodeId | None, event: str, **fields: Any) -> None:
         """Append a structured event at the current virtual time."""
-        # tuple.__new__ skips the NamedTuple's Python-level __new__: brokers log several events per batch.
-        self._events.append(_new_tuple(Event, (self._now, node, event, fields)))
+        self.record(node, event, fields)
 
     def record(self, node: NodeId | None, event: str, fields: dict[str, Any]) -> None:
         """``log`` with the fields as a dict the caller built (and hands over): no keyword packing."""
+        # tuple.__new__ skips the NamedTuple's Python-level __new__: brokers log several events per batch.
         self._events.append(_new_tuple(Event, (self._now, node, event, fields)))
 
     # ------------------------------------------------------------------------------------ scheduling
