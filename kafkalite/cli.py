@@ -986,7 +986,7 @@ def bench_produce(records: int, record_size: int, seed: int, repeats: int, as_js
 
 
 @bench.command("profile")
-@click.option("--records", default=300_000, show_default=True, help="Records per case of the profiled run.")
+@click.option("--records", default=1_000_000, show_default=True, help="Records per case of the profiled run.")
 @click.option("--rate", default=250, show_default=True, help="py-spy samples per second.")
 @click.option("--seed", default=0, show_default=True, help="Simulation seed.")
 @click.option(

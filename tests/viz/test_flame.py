@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafkalite.harness.bench.profile import stage, stage_shares
+from kafkalite.harness.bench.profile import stage, stage_shares, timed_lines, timed_stacks
 from kafkalite.viz.flame import (
     build_tree,
     colour,
@@ -105,6 +105,35 @@ def test_focus_cuts_stacks_to_an_entry_point() -> None:
     assert under == {
         ("run (kafkalite/net/sim.py)", "append (kafkalite/storage/log.py)", "write (os.py)"): 7
     }, "only the stacks through run, starting at run"
+
+
+def test_timed_stacks_keep_the_samples_of_the_timed_block_only() -> None:
+    run = "run_case (kafkalite/harness/bench/produce.py:{})"
+    stacks = {
+        ("<module> (x.py:1)", run.format(397), "send (kafkalite/client/producer.py:351)"): 5,
+        ("<module> (x.py:1)", run.format(398), "send (kafkalite/client/producer.py:342)"): 2,
+        ("<module> (x.py:1)", run.format(352), "__init__ (kafkalite/host/cluster.py:181)"): 3,
+        ("<module> (x.py:1)", run.format(404), "cleanup (tempfile.py:908)"): 4,
+        ("<module> (x.py:1)", "main (x.py:9)"): 1,
+    }
+    kept = timed_stacks(stacks, range(385, 403))
+    assert kept == {
+        ("run_case (kafkalite/harness/bench/produce.py)", "send (kafkalite/client/producer.py)"): 7
+    }, "set-up and teardown samples dropped; lines dropped, so one function is one stack"
+
+
+def test_timed_lines_bracket_the_send_loop_of_run_case() -> None:
+    import inspect
+
+    from kafkalite.harness.bench.produce import run_case
+
+    lines, first = inspect.getsourcelines(run_case)
+    send = next(first + i for i, line in enumerate(lines) if line.strip() == "send(TOPIC, value)")
+    create = next(first + i for i, line in enumerate(lines) if "create_topic(" in line)
+    warm = next(first + i for i, line in enumerate(lines) if "warm = producer.send(" in line)
+    timed = timed_lines()
+    assert send in timed, "the send loop is timed"
+    assert create not in timed and warm not in timed, "topic creation and the warm-up send are not"
 
 
 def test_stage_is_the_innermost_kafkalite_package() -> None:

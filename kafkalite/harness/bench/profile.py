@@ -2,16 +2,20 @@
 
 py-spy (benchmark-only, pinned in ``requirements-bench.txt``) samples the Python stacks of a child
 process running ``python -m kafkalite bench produce --repeats 1``, so the benchmark runs unchanged:
-nothing is instrumented, and the profiler's own cost stays in its process. The collapsed stacks
-(``py-spy record --format raw --nolineno``) are cut to the part under ``run_case``, the timed loop of
-each case (imports, topic creation and teardown left out), and written with a ``#`` header that says
-how they were made. ``kafkalite.viz.flame`` draws them.
+nothing is instrumented, and the profiler's own cost stays in its process. Of the collapsed stacks
+(``py-spy record --format raw``) only the samples taken while ``run_case`` was on a line of its timed
+block are kept (``timed_lines``: imports, cluster start, topic creation, the collection before the
+clock starts and teardown left out), cut to start at ``run_case``, with line numbers dropped so that
+a function is one box. They are written with a ``#`` header that says how they were made.
+``kafkalite.viz.flame`` draws them.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -20,7 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafkalite.viz.flame import Stacks, focus, format_collapsed, frame_file, parse_collapsed
+from kafkalite.viz.flame import Stacks, format_collapsed, frame_file, frame_name, parse_collapsed
 
 PY_SPY_ENV = "KAFKALITE_PY_SPY"  # where py-spy is, when it is not on PATH nor beside the interpreter
 ENTRY = "run_case"  # the produce bench's timed loop, one call per case
@@ -37,6 +41,37 @@ STAGES: dict[str, str] = {
     "host": "cluster facade",
     "harness": "the benchmark's own loop",
 }
+
+
+def timed_lines() -> range:
+    """The lines of ``run_case`` from the one that starts its clock to the one that reads it: where a
+    sample counts toward the case's time."""
+    from kafkalite.harness.bench.produce import run_case  # deferred: the CLI imports this module
+
+    lines, first = inspect.getsourcelines(run_case)
+    starts = [i for i, line in enumerate(lines) if "t0 = time.perf_counter()" in line]
+    stops = [i for i, line in enumerate(lines) if "time.perf_counter() - t0" in line]
+    if len(starts) != 1 or len(stops) != 1 or stops[0] <= starts[0]:
+        raise RuntimeError("run_case no longer has one `t0 = time.perf_counter()` ... `- t0` block")
+    return range(first + starts[0], first + stops[0] + 1)
+
+
+_LINE = re.compile(r":\d+\)$")
+
+
+def timed_stacks(stacks: Stacks, lines: range) -> Stacks:
+    """The samples in which the outermost ``run_case`` frame was on one of ``lines``, cut to start
+    there, every frame without its line number (``f (file.py:12)`` -> ``f (file.py)``)."""
+    out: Stacks = {}
+    for frames, n in stacks.items():
+        for i, frame in enumerate(frames):
+            if frame_name(frame) == ENTRY:
+                line = frame.rpartition(":")[2].rstrip(")")
+                if line.isdigit() and int(line) in lines:
+                    key = tuple(_LINE.sub(")", f) for f in frames[i:])
+                    out[key] = out.get(key, 0) + n
+                break
+    return out
 
 
 def find_py_spy() -> str | None:
@@ -89,7 +124,7 @@ class ProfileResult:
 
 def record_produce_profile(
     out: str | Path = DEFAULT_OUT,
-    records: int = 300_000,
+    records: int = 1_000_000,
     *,
     rate: int = 250,
     seed: int = 0,
@@ -101,27 +136,29 @@ def record_produce_profile(
     binary = py_spy or find_py_spy()
     if binary is None:
         raise RuntimeError(INSTALL_HINT)
+    load = os.getloadavg()[0]  # the profile's shape depends on what else ran: the header says
     bench = [sys.executable, "-m", "kafkalite", "bench", "produce"]
     bench += ["--records", str(records), "--repeats", "1", "--seed", str(seed)]
     with tempfile.TemporaryDirectory(prefix="kafkalite-profile-") as tmp:
         raw = Path(tmp) / "stacks.txt"
-        command = [binary, "record", "--format", "raw", "--nolineno", "--rate", str(rate)]
+        command = [binary, "record", "--format", "raw", "--rate", str(rate)]
         command += ["--output", str(raw), "--", *bench]
         t0 = time.perf_counter()
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         seconds = time.perf_counter() - t0
         if done.returncode != 0 or not raw.is_file():
             raise RuntimeError(f"py-spy failed ({done.returncode}): {done.stderr.strip()[-500:]}")
-        stacks = focus(parse_collapsed(raw.read_text().splitlines()), ENTRY)
+        stacks = timed_stacks(parse_collapsed(raw.read_text().splitlines()), timed_lines())
     version = subprocess.run([binary, "--version"], capture_output=True, text=True, check=False)
     shown = ["py-spy", *command[1 : command.index("--") + 1], "python", *bench[1:]]
     shown[shown.index("--output") + 1] = "<raw>"
     header = [
-        f"# collapsed stacks of `kafkalite bench produce`, cut to the frames under {ENTRY}",
+        f"# collapsed stacks of `kafkalite bench produce`: the samples in {ENTRY}'s timed block, "
+        f"cut to the frames under {ENTRY}, line numbers dropped",
         "# re-record: python -m kafkalite bench profile",
         f"# recorded {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC with "
         f"{version.stdout.strip() or 'py-spy'} on Python {platform.python_version()}, "
-        f"{os.cpu_count()} cores (shared with other work)",
+        f"{os.cpu_count()} cores, load average {load:.2f} at the start",
         f"# command: {' '.join(shown)}",
     ]
     out.parent.mkdir(parents=True, exist_ok=True)
