@@ -129,6 +129,15 @@ class Partition:
     def event(self, kind: str, **fields: Any) -> None:
         self._record_event(kind, {"tp": self._tp_name, **fields})
 
+    # The two events of every replicated batch, each dict built at once rather than from keywords.
+    def leo_event(self, replica: int, leo: int) -> None:
+        """The event ``event("leo", replica=replica, leo=leo)`` logs."""
+        self._record_event("leo", {"tp": self._tp_name, "replica": replica, "leo": leo})
+
+    def hw_event(self, hw: int, old: int) -> None:
+        """The event ``event("hw", replica=<this broker>, hw=hw, old=old)`` logs."""
+        self._record_event("hw", {"tp": self._tp_name, "replica": self.broker_id, "hw": hw, "old": old})
+
     def __repr__(self) -> str:
         role = "leader" if self.is_leader else f"follower of {self.leader_id}"
         return (
@@ -160,7 +169,7 @@ class Partition:
         self.event(
             "become_leader", epoch=self.leader_epoch, isr=list(self.isr), leo=leo, hw=self.high_watermark
         )
-        self.event("leo", replica=self.broker_id, leo=leo)
+        self.leo_event(self.broker_id, leo)
 
     def update_assignment(self, state: Any, now_ms: int) -> None:
         """A new ISR or replica set in the same leader term (KRaft writes a reassignment's added replicas
@@ -194,7 +203,7 @@ class Partition:
         st.log_start_offset = log_start
         if fetch_offset != st.log_end_offset:
             st.log_end_offset = fetch_offset
-            self.event("leo", replica=replica, leo=fetch_offset)
+            self.leo_event(replica, fetch_offset)
             return True
         return moved
 
@@ -260,7 +269,7 @@ class Partition:
         if new_hw > self.high_watermark:
             old = self.high_watermark
             self.high_watermark = new_hw
-            self.event("hw", replica=self.broker_id, hw=new_hw, old=old)
+            self.hw_event(new_hw, old)
             return True
         return False
 
@@ -363,7 +372,7 @@ class Partition:
         info = self.log.append(
             records, leader_epoch=self.leader_epoch, from_coordinator=internal, from_client=not internal
         )
-        self.event("leo", replica=self.broker_id, leo=self.log_end_offset)
+        self.leo_event(self.broker_id, self.log_end_offset)
         return info
 
     def check_enough_replicas_reach_offset(self, required_offset: int, min_isr: int) -> tuple[bool, int]:
@@ -532,7 +541,7 @@ class Partition:
         if new_hw != self.high_watermark:
             old = self.high_watermark
             self.high_watermark = new_hw
-            self.event("hw", replica=self.broker_id, hw=new_hw, old=old)
+            self.hw_event(new_hw, old)
 
     def append_as_follower(self, data) -> None:
         """Append the leader's batches as they are.
@@ -553,7 +562,7 @@ class Partition:
         leo = self.log_end_offset
         if self.log.truncate_to(offset):  # also trims the epoch cache when nothing is cut
             self.event("truncate", reason=reason, from_offset=leo, to_offset=offset)
-            self.event("leo", replica=self.broker_id, leo=self.log_end_offset)
+            self.leo_event(self.broker_id, self.log_end_offset)
         if self.high_watermark > self.log_end_offset:
             self.high_watermark = self.log_end_offset
 
@@ -562,11 +571,11 @@ class Partition:
         leo = self.log_end_offset
         self.log.truncate_fully_and_start_at(offset)
         self.event("truncate", reason=reason, from_offset=leo, to_offset=offset)
-        self.event("leo", replica=self.broker_id, leo=offset)
+        self.leo_event(self.broker_id, offset)
         if self.high_watermark != offset:
             old = self.high_watermark
             self.high_watermark = offset
-            self.event("hw", replica=self.broker_id, hw=offset, old=old)
+            self.hw_event(offset, old)
 
 
 __all__ = ["Partition", "ReplicaState"]

@@ -651,7 +651,7 @@ class ReplicaManager:
     def _append_as_follower(self, p: Partition, data: bytes) -> None:
         p.append_as_follower(data)
         self.metrics.replicated_in(p.tp.topic, len(data))
-        p.event("leo", replica=self.broker_id, leo=p.log_end_offset)
+        p.leo_event(self.broker_id, p.log_end_offset)
 
     # ============================================================================= offsets
     def handle_list_offsets(self, env: RequestEnvelope, src: Any) -> None:

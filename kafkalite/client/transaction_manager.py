@@ -109,7 +109,10 @@ class TransactionManager:
         batches = self.inflight.get(tp)
         if not batches:
             return False
-        live = [b for b in batches if b.in_flight and not b.done]
+        live = []
+        for b in batches:  # loops, not comprehensions, here and below: these run for every batch
+            if b.in_flight and not b.done:
+                live.append(b)
         self.inflight[tp] = live
         return bool(live)
 
@@ -117,9 +120,11 @@ class TransactionManager:
         """At most five batches of a partition unanswered, across leaders and connections: the leader
         remembers only its last five per producer, so a retry must never fall further behind than that
         (otherwise a batch already written would look out of order, and be written again after a bump)."""
-        waiting = [
-            b for b in self.unacked.get(tp, ()) if not b.done and b.children is None and self._current(b)
-        ]
+        current = self._current
+        waiting = []
+        for b in self.unacked.get(tp, ()):
+            if not b.done and b.children is None and current(b):
+                waiting.append(b)
         self.unacked[tp] = waiting
         return len(waiting) >= BATCHES_REMEMBERED
 

@@ -301,10 +301,13 @@ class Log:
     # ===== transactions =================================================================================
     def first_unstable_offset(self) -> int | None:
         """The first offset of the oldest transaction still open in this log (None: none is open)."""
-        firsts = [
-            e.txn_first_offset for e in self.producer_state.producers.values() if e.txn_first_offset >= 0
-        ]
-        return min(firsts) if firsts else None
+        # A loop, not a comprehension: every fetch asks (for its LSO), and most logs have no transaction.
+        first = None
+        for e in self.producer_state.producers.values():
+            t = e.txn_first_offset
+            if t >= 0 and (first is None or t < first):
+                first = t
+        return first
 
     def last_stable_offset(self, high_watermark: int) -> int:
         """Kafka's LSO: below it every transaction is decided; read_committed consumers stop there."""
