@@ -54,19 +54,6 @@ def frame_file(frame: str) -> str:
     return rest.rstrip(")").rsplit(":", 1)[0] if sep else ""
 
 
-def focus(stacks: Mapping[tuple[str, ...], int], function: str) -> Stacks:
-    """Only the stacks that pass through ``function``, each cut to start at its outermost call of it:
-    the part of a profile under one entry point (setup, imports and teardown left out)."""
-    out: Stacks = {}
-    for frames, n in stacks.items():
-        for i, frame in enumerate(frames):
-            if frame_name(frame) == function:
-                key = frames[i:]
-                out[key] = out.get(key, 0) + n
-                break
-    return out
-
-
 @dataclass
 class Node:
     """A frame in the call tree: ``total`` samples at or under it, ``self_samples`` in it alone."""
@@ -204,7 +191,6 @@ __all__ = [
     "Node",
     "build_tree",
     "colour",
-    "focus",
     "format_collapsed",
     "frame_file",
     "frame_name",

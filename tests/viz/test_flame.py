@@ -10,7 +10,6 @@ from kafkalite.harness.bench.profile import stage, stage_shares, timed_lines, ti
 from kafkalite.viz.flame import (
     build_tree,
     colour,
-    focus,
     format_collapsed,
     frame_file,
     frame_name,
@@ -97,14 +96,6 @@ def test_top_self_ranks_innermost_frames() -> None:
     assert [r["function"] for r in rows] == ["write", "send"], "7 in write, 5 in send, 4 in append"
     assert rows[0]["share"] == pytest.approx(7 / 20), "share of all samples"
     assert total_time(stacks, "send") == 9, "send is on 3 lines of the profile, 9 samples"
-
-
-def test_focus_cuts_stacks_to_an_entry_point() -> None:
-    stacks = parse_collapsed(SAMPLE.splitlines())
-    under = focus(stacks, "run")
-    assert under == {
-        ("run (kafkalite/net/sim.py)", "append (kafkalite/storage/log.py)", "write (os.py)"): 7
-    }, "only the stacks through run, starting at run"
 
 
 def test_timed_stacks_keep_the_samples_of_the_timed_block_only() -> None:
