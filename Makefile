@@ -96,37 +96,45 @@ book: $(STAMP)
 	@echo "book: $(CURDIR)/_build/html/index.html"
 
 # ---------------------------------------------------------------------------------------------- tests
+# Each step's output also goes to $(REPORTS)/STEP.log, and a failed step is noted in $(REPORTS)/failed:
+# when a step fails, `make test` ends by saying again which failed and why (tools/failure_report.py), since
+# a CI log shows its tail and the cause is often hundreds of lines above it.
+REPORTS := _build/test-reports
+logged = mkdir -p $(REPORTS) && { $(2) 2>&1 | tee $(REPORTS)/$(1).log || { echo $(1) >> $(REPORTS)/failed; exit 1; }; }
+
 test: $(STAMP)
-	$(MAKE) --keep-going test-unit test-nbval check-sync test-papermill test-book test-browser
+	rm -rf $(REPORTS)
+	$(MAKE) --keep-going test-unit test-nbval check-sync test-papermill test-book test-browser \
+	    || { python tools/failure_report.py $(REPORTS); exit 1; }
 	@echo "make test: all passed"
 
 test-unit: $(STAMP)
-	python -m pytest tests/
+	$(call logged,test-unit,python -m pytest tests/)
 
 # Re-run each stored notebook and compare outputs (after nbval_sanitize.cfg) with what is committed.
 test-nbval: $(STAMP)
-	python -m pytest $(NBVAL_FLAGS) notebooks/
+	$(call logged,test-nbval,python -m pytest $(NBVAL_FLAGS) notebooks/)
 
 # book/X.md must equal the markdown jupytext regenerates from notebooks/X.ipynb (see the script for why
 # `jupytext --diff`, `--sync` and `--output -` cannot tell).
 check-sync: $(STAMP)
-	python tools/check_pairing.py
+	$(call logged,check-sync,python tools/check_pairing.py)
 
 # Every chapter with the parameter sets its front matter declares (kafkalite: papermill:), two at a time;
 # the defaults are nbval's. PM_ONLY=glossary,storage runs some chapters only.
 test-papermill: $(STAMP)
-	python tools/papermill_matrix.py $(if $(PM_ONLY),--only $(PM_ONLY))
+	$(call logged,test-papermill,python tools/papermill_matrix.py $(if $(PM_ONLY),--only $(PM_ONLY)))
 
 # Strict build: any Sphinx warning (broken reference, failing cell, missing file) fails the test.
 test-book: $(STAMP)
-	python tools/build_book.py --strict
+	$(call logged,test-book,python tools/build_book.py --strict)
 
 # The book as its readers get it, in Debian's chromium (headless, through selenium), on the pages
 # test-book just built: every explorer's controls switch its figure, no page logs a console error or a
 # failed request (404), and `make live`'s Live code runs a cell. Outside `pytest tests/` (it needs
 # _build/html): the tests skip unless KAFKALITE_BROWSER_TESTS=1.
 test-browser: $(STAMP)
-	KAFKALITE_BROWSER_TESTS=1 python -m pytest tests/browser/
+	$(call logged,test-browser,KAFKALITE_BROWSER_TESTS=1 python -m pytest tests/browser/)
 
 # ------------------------------------------------------------------------------------------ authoring
 # The built book (built first if there is none) and a Jupyter server, both on 127.0.0.1 only; prints the

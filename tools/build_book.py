@@ -21,6 +21,7 @@ import argparse
 import contextlib
 import os
 import pickle
+import re
 import signal
 import sys
 import time
@@ -52,6 +53,55 @@ def chapter_runtimes(doctrees: Path) -> dict[str, float]:
         if runtime is not None:
             runtimes[docname] = float(runtime)
     return dict(sorted(runtimes.items(), key=lambda item: -item[1]))
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# Sphinx's own problems ("path:line: WARNING: ..."), not a kernel's or a JVM's log lines on the same stream
+PROBLEM = re.compile(r"(^|: )(WARNING|ERROR|CRITICAL): ")
+REPORT_TAIL_LINES = 6  # a traceback ends with the failing line and the exception
+MAX_WARNINGS = 5
+
+
+class ProblemTee:
+    """A text stream that passes everything to ``stream`` and keeps the lines that are Sphinx warnings or
+    errors, so that a failed build can say again, at its end, what failed: a CI log shows its tail, and a
+    chapter's failure is otherwise hundreds of lines above it."""
+
+    def __init__(self, stream: object) -> None:
+        self.stream = stream
+        self.problems: list[str] = []
+        self._partial = ""
+
+    def write(self, text: str) -> int:
+        self.stream.write(text)
+        lines = (self._partial + text).split("\n")
+        self._partial = lines.pop()
+        for line in lines:
+            plain = ANSI.sub("", line)
+            if PROBLEM.search(plain):
+                self.problems.append(plain)
+        return len(text)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.stream, name)
+
+
+def failure_summary(problems: list[str], reports: Path, since: float) -> str:
+    """What a failed build reports last: the end of each traceback myst-nb saved for a chapter whose
+    execution failed (``reports/**/*.err.log``, written since ``since``), then the warnings, the first
+    ``MAX_WARNINGS`` of them (one failed chapter can leave many, such as every glossary term it defined).
+    Every line starts with ``book:``, for ``tools/failure_report.py`` to pick out."""
+    out = []
+    logs = sorted(reports.rglob("*.err.log")) if reports.is_dir() else []
+    for log in (log for log in logs if log.stat().st_mtime >= since):
+        lines = [ANSI.sub("", t) for t in log.read_text(errors="replace").splitlines() if t.strip()]
+        out.append(f"book: the end of {log.relative_to(reports.parent)}:")
+        out += [f"book:   {t}" for t in lines[-REPORT_TAIL_LINES:]]
+    out.append(f"book: {len(problems)} warning(s) and error(s):")
+    out += [f"book:   {p}" for p in problems[:MAX_WARNINGS]]
+    if len(problems) > MAX_WARNINGS:
+        out.append(f"book:   ... and {len(problems) - MAX_WARNINGS} more above")
+    return "\n".join(out)
 
 
 def build(args: argparse.Namespace, overrides: dict) -> object:
@@ -94,13 +144,19 @@ def main(argv: list[str]) -> int:
     # A build stopped with SIGTERM unwinds too, so the Spark Connect server it started goes with it.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     start = time.perf_counter()
+    started_at = time.time()
     with contextlib.ExitStack() as stack:
         if args.spark == "connect":
             server = stack.enter_context(ConnectServer(cores=2))
             os.environ[REMOTE_ENV] = server.url  # the chapters' kernels inherit it
-        result = build(args, overrides)
+        tee = ProblemTee(sys.stderr)
+        with contextlib.redirect_stderr(tee):  # build_sphinx gives Sphinx sys.stderr as it is then
+            result = build(args, overrides)
     took = time.perf_counter() - start
     failed = isinstance(result, BaseException) or result != 0
+    if failed:
+        reports = ROOT / "_build" / "html" / "reports"
+        print(failure_summary(tee.problems, reports, started_at), flush=True)
     print(f"book: {'FAILED' if failed else 'built'} in {took:.0f} s with {args.jobs} jobs", flush=True)
     if not failed:
         # What parallel_read_first in _config.yml should list, longest first (on this machine, this run).
