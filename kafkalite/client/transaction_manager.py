@@ -150,7 +150,15 @@ class TransactionManager:
             first.set_producer_state(self.producer_id, self.epoch, seq, self.transactional_id is not None)
             self.next_seq[tp] = (seq + first.record_count) & MAX_SEQUENCE
             self.unacked.setdefault(tp, []).append(first)
-        self.inflight.setdefault(tp, []).append(first)
+        sent = self.inflight.get(tp)
+        if sent is None:
+            self.inflight[tp] = [first]
+            return True
+        if len(sent) >= 2 * BATCHES_REMEMBERED:
+            # Only a retry asks _live to prune this list: answered batches leave here as new ones go,
+            # or a long-lived producer would keep every batch it ever sent (records included).
+            sent[:] = [b for b in sent if not b.done]
+        sent.append(first)
         return True
 
     # --------------------------------------------------------------------------------- responses

@@ -9,7 +9,7 @@ import pytest
 
 from kafkalite.broker.producer_id_manager import PRODUCER_ID_BLOCK_PATH, decode_block
 from kafkalite.client.accumulator import ProducerBatch
-from kafkalite.client.transaction_manager import TransactionManager
+from kafkalite.client.transaction_manager import BATCHES_REMEMBERED, TransactionManager
 from kafkalite.harness.checker import check_history
 from kafkalite.harness.faults import run_schedule
 from kafkalite.host.cluster import Cluster
@@ -171,6 +171,28 @@ def test_sequences_are_given_at_drain_and_retries_go_alone():
     assert not tm.gate(a)  # ... but only once b is no longer in flight
     b.in_flight = False
     assert tm.gate(a) and a.base_sequence == 0
+
+
+def test_answered_batches_do_not_pile_up_in_the_in_flight_list():
+    """A producer that never retries still lets go of its answered batches (and their records)."""
+    tm = TransactionManager(lambda *a, **k: None)
+    tm.set_producer_id(9, 0)
+    open_batches = []
+    for i in range(1000):
+        b = _batch(tm)
+        assert tm.gate(b)
+        b.in_flight = True
+        open_batches.append(b)
+        if len(open_batches) > 3:  # three requests in flight; the oldest is answered
+            done = open_batches.pop(0)
+            done.in_flight, done.done = False, True
+        assert len(tm.inflight[TP]) <= 2 * BATCHES_REMEMBERED, f"after {i + 1} batches"
+    assert set(open_batches) <= set(tm.inflight[TP])  # what is still in flight is kept
+    open_batches[0].in_flight = False  # a failed one waits for its retry: it goes alone, after the rest
+    assert not tm.gate(open_batches[0])
+    for b in open_batches[1:]:
+        b.in_flight, b.done = False, True
+    assert tm.gate(open_batches[0])
 
 
 def test_a_hole_bumps_the_epoch_and_resequences_what_was_never_written():
