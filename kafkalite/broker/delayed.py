@@ -5,16 +5,18 @@ has moved its log start offset), each kind watched by partition in a ``DelayedOp
 An operation is checked (``try_complete``) whenever something it waits for may have changed -- an append, a
 high-watermark move, an ISR or leadership change: the ReplicaManager then calls its purgatory's
 ``check_and_complete(tp)`` -- and completes at most once (``force_complete``), either then or when its timer
-fires (``on_expiration``). Completing answers the request through the ReplicaManager. The timer comes from
-the node's ``set_timer``; nothing here reads a clock or sleeps.
+fires (``on_expiration``). Completing answers the request through the ReplicaManager. The timeout waits in
+the broker's ``SystemTimer`` (timing_wheel), where completing cancels it; nothing here reads a clock or
+sleeps.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from kafkalite.broker.timing_wheel import SystemTimer, TimerTask
 from kafkalite.errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -50,7 +52,7 @@ class DelayedOperation:
     rm: ReplicaManager = field(repr=False)
     env: RequestEnvelope
     src: Any
-    timer_id: int | None = field(default=None, kw_only=True)
+    timer: TimerTask | None = field(default=None, kw_only=True, repr=False)
     completed: bool = field(default=False, kw_only=True)
     purgatory: DelayedOperationPurgatory | None = field(default=None, kw_only=True, repr=False)
     keys: tuple[TopicPartition, ...] = field(default=(), kw_only=True, repr=False)
@@ -88,25 +90,23 @@ Op = TypeVar("Op", bound=DelayedOperation)
 class DelayedOperationPurgatory(Generic[Op]):
     """Kafka's ``DelayedOperationPurgatory``: the operations of one kind waiting, by partition."""
 
-    def __init__(
-        self,
-        set_timer: Callable[[int, Callable[[int], None]], int],
-        cancel_timer: Callable[[int | None], Any],
-    ) -> None:
-        self._set_timer = set_timer
-        self._cancel_timer = cancel_timer
+    def __init__(self, timer: SystemTimer) -> None:
+        self._timer = timer
         self.watchers: dict[TopicPartition, list[Op]] = {}
 
     def watch(self, op: Op, keys: Iterable[TopicPartition], timeout_ms: int) -> None:
         """Watch ``op`` on ``keys`` until it completes or ``timeout_ms`` passes (``on_expiration``)."""
         op.purgatory = self
-        op.timer_id = self._set_timer(timeout_ms, lambda _now: op.on_expiration())
+        op.timer = self._timer.add(timeout_ms, op.on_expiration)
         op.keys = tuple(keys)
         for key in op.keys:
             self.watchers.setdefault(key, []).append(op)
 
     def unwatch(self, op: Op) -> None:
-        self._cancel_timer(op.timer_id)
+        timer = op.timer
+        if timer is not None:
+            op.timer = None
+            timer.cancel()
         for key in op.keys:
             ops = self.watchers.get(key)
             if ops and op in ops:
@@ -185,7 +185,7 @@ class DelayedProduce(DelayedOperation):
     def on_expiration(self) -> None:
         if self.completed:
             return
-        self.timer_id = None
+        self.timer = None
         if self.try_complete():
             return
         for s in self.statuses.values():

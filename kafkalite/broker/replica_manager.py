@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,7 @@ from kafkalite.broker.metadata_cache import MetadataCache
 from kafkalite.broker.partition import Partition
 from kafkalite.broker.replica_alter_log_dirs import ReplicaAlterLogDirsManager, describe_log_dirs
 from kafkalite.broker.state_change import become_leader_or_follower, stop_replicas
+from kafkalite.broker.timing_wheel import SystemTimer, TimerTask
 from kafkalite.broker.txn.markers import write_txn_markers
 from kafkalite.common.acks import Acks
 from kafkalite.config.broker import BrokerConfig
@@ -195,12 +197,13 @@ class ReplicaManager:
         self._last_producer_expiry_ms = 0
         self.fetcher_manager = ReplicaFetcherManager(self)
         self.alter_partition_manager = AlterPartitionManager(self)
+        # Every timeout of a request that waits (the purgatories', our own requests'): one per batch or
+        # two under acks=all, nearly all cancelled, so they share a timing wheel and one node timer.
+        self.timer = SystemTimer(self.clock.now_ms, self._set_timer, self._cancel_timer, self._timer_failed)
         self.produce_purgatory: DelayedOperationPurgatory[DelayedProduce] = DelayedOperationPurgatory(
-            self._set_timer, self._cancel_timer
+            self.timer
         )
-        self.fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] = DelayedOperationPurgatory(
-            self._set_timer, self._cancel_timer
-        )
+        self.fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] = DelayedOperationPurgatory(self.timer)
         # Seeded by broker and start time: another id sequence after a restart, the same in every replay.
         self.fetch_sessions = FetchSessionCache(
             self.config.max_incremental_fetch_session_cache_slots,
@@ -208,9 +211,10 @@ class ReplicaManager:
             seed=f"fetch-sessions/{self.broker_id}/{self.clock.now_ms()}",
         )
         self.delete_records_purgatory: DelayedOperationPurgatory[DelayedDeleteRecords] = (
-            DelayedOperationPurgatory(self._set_timer, self._cancel_timer)
+            DelayedOperationPurgatory(self.timer)
         )
-        self._pending: dict[int, tuple[Any, Any, Any, int | None]] = {}  # cid -> (owner, dst, request, timer)
+        # cid -> (owner, dst, request, its timeout)
+        self._pending: dict[int, tuple[Any, Any, Any, TimerTask | None]] = {}
         self._timers: set[int] = set()
         self._next_cid = 0
         self._controller_epoch = -1
@@ -255,10 +259,15 @@ class ReplicaManager:
         cid = self._next_cid
         timer = None
         if timeout_ms is not None:
-            timer = self._set_timer(timeout_ms, lambda _now, c=cid: self._request_timed_out(c))
+            timer = self.timer.add(timeout_ms, partial(self._request_timed_out, cid))
         self._pending[cid] = (owner, dst, request, timer)
         self._send(dst, RequestEnvelope(cid, self._client_id, request))
         return cid
+
+    def _timer_failed(self, exc: BaseException) -> None:
+        # As the broker does for its own timers: logged, and the broker goes on.
+        logger.error("broker %s: unexpected error in a timer", self.broker_id, exc_info=exc)
+        self._event("timer_failed", broker=self.broker_id, error=f"{type(exc).__name__}: {exc}")
 
     def _request_timed_out(self, cid: int) -> None:
         entry = self._pending.pop(cid, None)
@@ -274,7 +283,8 @@ class ReplicaManager:
             return False
         del self._pending[env.correlation_id]
         owner, _dst, request, timer = entry
-        self._cancel_timer(timer)
+        if timer is not None:
+            timer.cancel()
         try:
             owner.on_response(env.correlation_id, request, env.response)
         except KafkaStorageError as e:
@@ -884,6 +894,7 @@ class ReplicaManager:
 
     def _stop_everything(self) -> None:
         self.fetcher_manager.shutdown()
+        self.timer.shutdown()
         for tid in list(self._timers):
             self._cancel_timer(tid)
         self._pending.clear()
