@@ -21,6 +21,8 @@ from collections.abc import Callable
 from heapq import heappop, heappush
 from typing import Any
 
+from kafkalite.net.deadline_timer import DeadlineTimer
+
 __all__ = ["SystemTimer", "TimerTask", "TimerTaskList", "TimingWheel"]
 
 
@@ -122,15 +124,13 @@ class SystemTimer:
         wheel_size: int = 20,
     ) -> None:
         self._now_ms = now_ms
-        self._set_timer = set_timer
-        self._cancel_timer = cancel_timer
         self._on_error = on_error
         self._wheel = TimingWheel(tick_ms, wheel_size, now_ms(), self)
         self._queue: list[tuple[int, int, TimerTaskList]] = []  # Kafka's DelayQueue of buckets
         self._seq = 0
         self._due = TimerTaskList(self)  # tasks added already expired: run by the next firing
-        self._armed: int | None = None  # when the node timer fires next
-        self._node_timer: Any = None
+        # The node's one timer, at the earliest queued bucket; a task due now runs in this millisecond.
+        self._node_timer = DeadlineTimer(set_timer, cancel_timer, self._fire, min_delay_ms=0)
         self.size = 0
         """Tasks waiting (Kafka's ``SystemTimer.size``)."""
 
@@ -163,23 +163,15 @@ class SystemTimer:
         self._due.tasks.clear()
         self._queue.clear()
         self.size = 0
-        self._disarm()
+        self._node_timer.cancel()
 
     def _arm(self, at: int) -> None:
-        if self._armed is not None and self._armed <= at:
-            return
-        self._disarm()
-        now = self._now_ms()
-        self._armed = at if at > now else now
-        self._node_timer = self._set_timer(self._armed - now, self._fire)
-
-    def _disarm(self) -> None:
-        if self._node_timer is not None:
-            self._cancel_timer(self._node_timer)
-        self._armed = self._node_timer = None
+        armed = self._node_timer.deadline
+        if armed is None or at < armed:  # only an earlier bucket moves the timer
+            self._node_timer.arm(at, self._now_ms())
 
     def _fire(self, _now: int) -> None:
-        self._armed = self._node_timer = None
+        self._node_timer.fired()
         now = self._now_ms()
         queue = self._queue
         self._flush(self._due)

@@ -14,14 +14,22 @@ __all__ = ["DeadlineTimer"]
 
 
 class DeadlineTimer:
-    """A timer at ``deadline`` or none; ``target`` is what ``set_timer`` runs (a callback or a token)."""
+    """A timer at ``deadline`` or none; ``target`` is what ``set_timer`` runs (a callback or a token).
+    ``min_delay_ms``: the least delay it is set with (1 by default: a deadline already past runs in the
+    next millisecond, not the current one)."""
 
     def __init__(
-        self, set_timer: Callable[[int, Any], int], cancel_timer: Callable[[int], Any], target: Any
+        self,
+        set_timer: Callable[[int, Any], int],
+        cancel_timer: Callable[[int], Any],
+        target: Any,
+        *,
+        min_delay_ms: int = 1,
     ) -> None:
         self._set_timer = set_timer
         self._cancel_timer = cancel_timer
         self._target = target
+        self._min_delay_ms = min_delay_ms
         self._timer: int | None = None
         self.deadline: int | None = None
 
@@ -32,7 +40,7 @@ class DeadlineTimer:
         self.cancel()
         self.deadline = deadline
         if deadline is not None:
-            self._timer = self._set_timer(max(1, deadline - now_ms), self._target)
+            self._timer = self._set_timer(max(self._min_delay_ms, deadline - now_ms), self._target)
 
     def fired(self) -> None:
         """The timer ran: there is none left to cancel."""
