@@ -146,22 +146,21 @@ class SystemTimer:
             self._arm(self._now_ms())
             return task
         if bucket is not None:
-            self._seq += 1
-            heappush(self._queue, (bucket.expiration_ms, self._seq, bucket))
+            self._enqueue(bucket)
             self._arm(bucket.expiration_ms)
         return task
 
+    def _enqueue(self, bucket: TimerTaskList) -> None:
+        self._seq += 1
+        heappush(self._queue, (bucket.expiration_ms, self._seq, bucket))
+
     def shutdown(self) -> None:
         """Forget every task (the broker stopped; its requests are gone with it)."""
-        for _exp, _seq, bucket in self._queue:
+        for bucket in [self._due, *(entry[2] for entry in self._queue)]:
             for task in bucket.tasks:
                 task.bucket = None
             bucket.tasks.clear()
-            bucket.expiration_ms = -1
-        for task in self._due.tasks:
-            task.bucket = None
-        self._due.tasks.clear()
-        self._queue.clear()
+        self._drop_queue()
         self.size = 0
         self._node_timer.cancel()
 
@@ -170,9 +169,8 @@ class SystemTimer:
         if armed is None or at < armed:  # only an earlier bucket moves the timer
             self._node_timer.arm(at, self._now_ms())
 
-    def _fire(self, _now: int) -> None:
+    def _fire(self, now: int) -> None:
         self._node_timer.fired()
-        now = self._now_ms()
         queue = self._queue
         self._flush(self._due)
         while queue and queue[0][0] <= now:
@@ -205,8 +203,7 @@ class SystemTimer:
                     pass
                 else:
                     if requeued is not None:
-                        self._seq += 1
-                        heappush(self._queue, (requeued.expiration_ms, self._seq, requeued))
+                        self._enqueue(requeued)
                     continue
             self.size -= 1
             try:
